@@ -1,0 +1,5 @@
+"""medspot: the reference evaluation harness for MedSPOT."""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

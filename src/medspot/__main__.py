@@ -1,0 +1,5 @@
+import sys
+
+from medspot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,115 @@
+"""The adapter contract: a step request in, raw text and a point in normalised coordinates of the
+original screenshot out.
+
+An adapter never sees the annotation's target. It raises `TransientModelError` for failures
+worth retrying (the runner retries with backoff) and `ModelCallError` for other failures of the
+call; both are recorded as errors, never as misses. A model that answered with text holding no
+point returns a `Prediction` with `point=None` (a `no_prediction` miss).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from medspot.geometry import Point
+
+if TYPE_CHECKING:
+    from medspot.images import ImageStore
+    from medspot.records import Dataset
+
+__all__ = [
+    "Adapter",
+    "AdapterContext",
+    "Convention",
+    "Prediction",
+    "StepRequest",
+    "Usage",
+]
+
+
+class Convention(StrEnum):
+    """How a model's numbers map to the screenshot (models.md 1.1)."""
+
+    REL1000 = "rel1000"  # integers 0..1000 over the image the model saw
+    REL999 = "rel999"  # 0..999 grid
+    REL1 = "rel1"  # fractions 0..1
+    ABS_RESIZED = "abs_resized"  # pixels after the model's own resize (harness pre-resizes)
+    ABS_ORIGINAL = "abs_original"  # pixels of the original screenshot
+    ABS_SENT = "abs_sent"  # pixels of the image exactly as sent
+    POINTER = "pointer"  # no text coordinates; a head returns rel1 points
+    NORMALISED = "normalised"  # baselines: already normalised coordinates of the original
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """What a model is asked for one step. Never carries the target."""
+
+    step_uid: str
+    task_uid: str
+    image_rel: str  # path relative to the dataset root, as annotated
+    image_path: Path  # resolved absolute path
+    image_size: tuple[int, int]  # (width, height) of the original screenshot
+    instruction: str
+    task_overview: str | None = None  # only in history modes
+    history: tuple[str, ...] = ()  # earlier steps' context lines, in history modes
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A model's answer to one step.
+
+    `point` is normalised to the original screenshot (it may lie outside 0..1), or None when
+    no point could be read. `extra_points` keeps other candidates for audit; `flags` notes
+    things like a convention drift. `sent_size` is the size of the image sent when the adapter
+    resized it. `prompt` is the text the model was given (its hash is journaled)."""
+
+    raw_text: str | None
+    point: Point | None
+    extra_points: tuple[Point, ...] = ()
+    flags: tuple[str, ...] = ()
+    sent_size: tuple[int, int] | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    prompt: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AdapterContext:
+    """What a registry factory may use to build an adapter.
+
+    `dataset` is given for baselines that need it (`oracle`); model adapters must not read
+    targets from it. `options` carries CLI options (backend, base URLs, prompt style, ...)."""
+
+    dataset: Dataset | None = None
+    images: ImageStore | None = None
+    seed: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What the runner needs from a model."""
+
+    name: str
+    convention: Convention
+    max_concurrency: int  # how many calls it can take at once (1 for in-process models)
+
+    async def predict(self, request: StepRequest) -> Prediction: ...
+
+    def describe(self) -> dict[str, Any]:
+        """The card and settings recorded in run.json (never secrets)."""
+        ...
+
+    async def aclose(self) -> None: ...

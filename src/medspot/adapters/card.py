@@ -1,0 +1,98 @@
+"""The model-card contract (filled by `cards`): a card is data plus a parser.
+
+A card says which checkpoint or API model, how to ask (per prompt style), how to prepare the
+image, which coordinate convention its numbers are in, and how to read its answer. Backends
+(`openai_backend`, `hf_backend`) turn a card and a step into a call; they never contain
+model-specific prompt or parsing logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from medspot.adapters.base import Convention, StepRequest
+from medspot.geometry import Point
+
+__all__ = [
+    "ModelCard",
+    "ParsedAnswer",
+    "PromptSpec",
+    "PromptStyle",
+    "ResizeSpec",
+    "StyleSpec",
+]
+
+
+class PromptStyle(StrEnum):
+    NATIVE = "native"  # the model's own documented prompt and convention (default)
+    UPSTREAM = "upstream"  # the MedSPOT authors' script for that model, mistakes included
+
+
+@dataclass(frozen=True, slots=True)
+class ResizeSpec:
+    """Qwen-style smart_resize bounds; the harness resizes the screenshot itself and sends it."""
+
+    factor: int = 28
+    min_pixels: int = 4 * 28 * 28
+    max_pixels: int = 16384 * 28 * 28
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSpec:
+    """One request's content, transport-neutral."""
+
+    user_text: str
+    system: str | None = None
+    image_first: bool = True
+    assistant_prefill: str | None = None  # e.g. Aguvis `<|recipient|>os\n`
+    resize: ResizeSpec | None = None  # pre-resize before sending (abs_resized)
+    image_format: str = "original"  # "original" (bytes as they are), "png", "jpeg"
+    max_new_tokens: int = 128
+    temperature: float | None = 0.0
+    detail: str | None = None  # OpenAI image detail ("high")
+    keep_special_tokens: bool = False  # ask servers not to skip special tokens
+    api: str = "chat"  # "chat" (Chat Completions) or "responses"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """A parsed answer in normalised coordinates of the original screenshot."""
+
+    point: Point | None
+    extra_points: tuple[Point, ...] = ()
+    flags: tuple[str, ...] = ()
+
+
+# parse(text, sent_size, original_size) -> ParsedAnswer; sizes are (width, height)
+Parser = Callable[[str, tuple[int, int], tuple[int, int]], ParsedAnswer]
+PromptBuilder = Callable[[StepRequest], PromptSpec]
+
+
+@dataclass(frozen=True)
+class StyleSpec:
+    """How one prompt style asks and reads."""
+
+    build: PromptBuilder
+    parse: Parser
+    convention: Convention
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    name: str  # registry name, e.g. "qwen2.5-vl-7b"
+    title: str  # "Qwen2.5-VL-7B-Instruct"
+    family: str  # "qwen2_5_vl", "openai", "gemma3", ...
+    checkpoint: str  # default HF id or API model
+    backends: tuple[str, ...]  # subset of ("openai", "hf")
+    native: StyleSpec
+    upstream: StyleSpec
+    upstream_preset: str  # "upstream-a" ... "upstream-e"
+    status: str = ""  # what was verified here, what needs a GPU
+    packages: tuple[str, ...] = ()
+    notes: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def style(self, style: PromptStyle) -> StyleSpec:
+        return self.native if style is PromptStyle.NATIVE else self.upstream

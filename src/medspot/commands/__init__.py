@@ -1,0 +1,3 @@
+"""One module per `medspot` sub-command; each exposes `register(subparsers)`."""
+
+__all__: list[str] = []

@@ -1,0 +1,83 @@
+"""The exception hierarchy: every error medspot raises on purpose derives from `MedspotError`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "AdapterUnavailable",
+    "BudgetExceeded",
+    "ConfigError",
+    "DataError",
+    "Location",
+    "MedspotError",
+    "ModelCallError",
+    "TransientModelError",
+]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a data problem is: file, task index (0-based, as in `<App>/<index>`), step, field."""
+
+    file: str
+    task: int | None = None
+    step: int | None = None  # 1-based position of the step in its task
+    field: str | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file]
+        if self.task is not None:
+            parts.append(f"task {self.task}")
+        if self.step is not None:
+            parts.append(f"step {self.step}")
+        if self.field is not None:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+
+class MedspotError(Exception):
+    """Root of every deliberate medspot error. The CLI turns these into messages, not tracebacks."""
+
+    exit_code = 1
+
+
+class DataError(MedspotError):
+    """The benchmark data is malformed or missing. Exit status 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, location: Location | None = None) -> None:
+        self.message = message
+        self.location = location
+        super().__init__(f"{location}: {message}" if location else message)
+
+
+class ConfigError(MedspotError):
+    """A bad command-line option, config file or a run folder that does not match. Exit 2."""
+
+    exit_code = 2
+
+
+class AdapterUnavailable(MedspotError):
+    """An adapter cannot be built here (missing extra, package or key). Exit 2."""
+
+    exit_code = 2
+
+
+class ModelCallError(MedspotError):
+    """A model call failed for a reason outside the model; recorded as an error, never a miss."""
+
+
+class TransientModelError(ModelCallError):
+    """A model call failed in a way worth retrying (429, 5xx, timeout, connection, bad body)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class BudgetExceeded(MedspotError):
+    """The run reached its `--max-cost`; it stops cleanly and resumes later."""
+
+    exit_code = 3
