@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.eval",
     "medspot.commands.score",
     "medspot.commands.models",
+    "medspot.commands.synth",
 ]
 
 

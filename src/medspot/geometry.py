@@ -71,7 +71,9 @@ def box_from_percent(x: float, y: float, w: float, h: float) -> Box:
     return Box(x / 100.0, y / 100.0, (x + w) / 100.0, (y + h) / 100.0)
 
 
-def point_in_box(p: Point, box: Box, tol_px: float = 0.0, size: tuple[int, int] | None = None) -> bool:
+def point_in_box(
+    p: Point, box: Box, tol_px: float = 0.0, size: tuple[int, int] | None = None
+) -> bool:
     """Hit test: `p` inside `box` grown by `tol_px` pixels of the original image on every side."""
     if tol_px:
         if size is None:

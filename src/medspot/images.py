@@ -22,9 +22,22 @@ def resolve_image_path(root: Path, rel: str) -> Path:
         raise DataError(f"image path {rel!r} climbs out of the dataset root")
     root_r = root.resolve()
     path = (root_r / Path(*parts)).resolve()
-    if root_r != path and root_r not in path.parents:
+    allowed = _link_root(root_r)
+    if allowed != path and allowed not in path.parents:
         raise DataError(f"image path {rel!r} leaves the dataset root (through a link)")
     return path
+
+
+def _link_root(root: Path) -> Path:
+    """Where links under `root` may point: `root` itself, or, for a root inside a Hugging Face
+    hub cache snapshot (`<cache>/datasets--o--n/snapshots/<commit>/...`, whose files are links
+    into `../../blobs/`), that repository's cache folder."""
+    for p in (root, *root.parents):
+        if p.parent.name == "snapshots" and p.parent.parent.name.startswith(
+            ("datasets--", "models--", "spaces--")
+        ):
+            return p.parent.parent
+    return root
 
 
 class ImageStore:

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from medspot.adapters.base import Prediction, StepRequest
 from medspot.errors import ConfigError
 from medspot.geometry import Point
 
-__all__ = ["Journal", "JournalRecord", "prompt_hash", "read_journal"]
+__all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,10 @@ class JournalRecord(BaseModel):
         )
 
 
+class JournalWriteError(ConfigError):
+    """The journal cannot be written (read-only folder, full disk). What was written is kept."""
+
+
 def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -113,11 +118,15 @@ def read_journal(path: Path) -> Iterator[JournalRecord]:
 
 
 class Journal:
-    """Append-only writer. Each record is one `write` of one line, flushed and fsynced."""
+    """Append-only writer. Each record is one `write` of one line, flushed at once (so a killed
+    process loses nothing it journaled) and fsynced at most every `fsync_interval` seconds and
+    on close (so a machine crash loses at most that much)."""
 
-    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+    def __init__(self, path: Path, *, fsync: bool = True, fsync_interval: float = 1.0) -> None:
         self.path = path
         self._fsync = fsync
+        self._interval = fsync_interval
+        self._last_sync = time.monotonic()
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
@@ -143,13 +152,29 @@ class Journal:
     def append(self, record: JournalRecord) -> None:
         line = record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
         with self._lock:
-            self._f.write(line)
+            try:
+                self._f.write(line)
+                self._f.flush()
+            except OSError as e:
+                raise JournalWriteError(
+                    f"cannot append to the journal {self.path}: {e.strerror or e}"
+                ) from None
+            now = time.monotonic()
+            if self._fsync and now - self._last_sync >= self._interval:
+                os.fsync(self._f.fileno())
+                self._last_sync = now
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        try:
             self._f.flush()
             if self._fsync:
                 os.fsync(self._f.fileno())
-
-    def close(self) -> None:
-        self._f.close()
+        except OSError as e:
+            log.error("journal %s: %s", self.path, e)
+        finally:
+            self._f.close()
 
     def __enter__(self) -> Journal:
         return self

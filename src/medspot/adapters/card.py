@@ -54,6 +54,17 @@ class PromptSpec:
     detail: str | None = None  # OpenAI image detail ("high")
     keep_special_tokens: bool = False  # ask servers not to skip special tokens
     api: str = "chat"  # "chat" (Chat Completions) or "responses"
+    # Additions (all optional, defaults keep the plain behaviour):
+    stop: tuple[str, ...] = ()  # stop strings (Aguvis `<|diff_marker|>`)
+    # The exact text that ends the rendered prompt instead of the chat template's generation
+    # prompt (Aguvis: `<|im_start|>assistant<|recipient|>os\n`). hf backend: render with
+    # add_generation_prompt=False and append it; openai backend: best effort or refuse.
+    generation_prompt: str | None = None
+    reasoning_effort: str | None = None  # OpenAI reasoning models ("minimal".."high")
+    # Re-ask with sampling when no point could be read (UI-TARS upstream: 2 tries at 0.3).
+    retries_on_no_point: int = 0
+    retry_temperature: float | None = None
+    topk: int = 1  # pointer models (GUI-Actor): how many ranked points to return
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,12 @@ class ModelCard:
     packages: tuple[str, ...] = ()
     notes: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # Additions for the hf backend (defaults: a plain AutoModelForImageTextToText checkpoint):
+    hf_loader: str = "auto"  # "auto", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gui_actor", ...
+    trust_remote_code: bool = False
+    processor_checkpoint: str | None = None  # tokenizer/processor from another repo (SeeClick)
+    aliases: tuple[str, ...] = ()  # other checkpoint ids for the same model
+    install_hint: str = ""  # shown when the model's own package is missing
 
     def style(self, style: PromptStyle) -> StyleSpec:
         return self.native if style is PromptStyle.NATIVE else self.upstream

@@ -1,0 +1,92 @@
+"""Aguvis-7B-720P: `pyautogui.click(x=0.11, y=0.05)` fractions."""
+
+from __future__ import annotations
+
+import re
+
+from medspot.adapters.base import Convention, StepRequest
+from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec
+from medspot.adapters.cards import upstream_parsers, upstream_prompts
+from medspot.adapters.cards.common import style
+from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
+from medspot.adapters.parsing import anchored_answer
+
+__all__ = [
+    "AGUVIS_720P_RESIZE",
+    "GENERATION_PROMPT",
+    "SYSTEM",
+    "aguvis_7b_720p",
+    "native_user_text",
+    "parse_native",
+]
+
+# xlang-ai/aguvis src/aguvis/constants.py
+SYSTEM = (
+    "You are a GUI agent. You are given a task and a screenshot of the screen. You need to "
+    "perform a series of pyautogui actions to complete the task."
+)
+GENERATION_PROMPT = "<|im_start|>assistant<|recipient|>os\n"
+AGUVIS_720P_RESIZE = ResizeSpec(factor=28, min_pixels=256 * 28 * 28, max_pixels=46 * 26 * 28 * 28)
+
+_CALL = re.compile(r"pyautogui\.\w+\s*\(")
+
+
+def native_user_text(req: StepRequest) -> str:
+    """Aguvis's user_instruction template (goal, previous actions or `None`)."""
+    goal = req.instruction
+    if req.task_overview:
+        goal = f"{req.task_overview} Current step: {req.instruction}"
+    previous = "\n".join(req.history) if req.history else "None"
+    return (
+        "Please generate the next move according to the ui screenshot, instruction and "
+        f"previous actions.\n\nInstruction: {goal}\n\nPrevious actions:\n{previous}\n"
+    )
+
+
+def _anchor(text: str) -> tuple[int, int] | None:
+    m = _CALL.search(text)
+    if m is None:
+        return None
+    end = text.find(")", m.end())
+    return (m.start(), len(text) if end < 0 else end + 1)
+
+
+def parse_native(text: str, sent: tuple[int, int], original: tuple[int, int]) -> ParsedAnswer:
+    """The first pyautogui call's x, y (named or positional) as fractions; > 1 is flagged."""
+    return anchored_answer(text, Convention.REL1, sent, original, anchor=_anchor, rel1_drift=True)
+
+
+def aguvis_7b_720p() -> ModelCard:
+    def upstream_text(req: StepRequest) -> str:
+        return req.instruction
+
+    native = PromptSpec(
+        user_text="",
+        system=SYSTEM,
+        max_new_tokens=128,
+        resize=AGUVIS_720P_RESIZE,
+        generation_prompt=GENERATION_PROMPT,
+        stop=("<|diff_marker|>",),
+    )
+    upstream = PromptSpec(
+        user_text="",
+        system=upstream_prompts.AGUVIS_SYSTEM,
+        max_new_tokens=128,
+        resize=QWEN_DEFAULT_RESIZE,
+    )
+    return ModelCard(
+        name="aguvis-7b-720p",
+        title="Aguvis-7B-720P",
+        family="aguvis",
+        checkpoint="xlangai/Aguvis-7B-720P",
+        backends=("hf", "openai"),
+        native=style(native_user_text, native, parse_native, Convention.REL1),
+        upstream=style(upstream_text, upstream, upstream_parsers.aguvis, Convention.REL1),
+        upstream_preset="upstream-a",
+        status="Prompt texts and parsers tested offline; the `<|recipient|>os` prefix needs the "
+        "hf backend (or a vLLM request-level template); generation needs a GPU.",
+        packages=("transformers", "qwen-vl-utils"),
+        hf_loader="qwen2_vl",
+        notes="Pre-resized to the 720p training bounds (min 256*28*28, max 46*26*28*28); the "
+        "answer is relative, so the bound changes accuracy, not the mapping.",
+    )

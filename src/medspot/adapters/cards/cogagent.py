@@ -1,0 +1,65 @@
+"""CogAgent-9B-20241220: Action-Operation answers with a 0..1000 box."""
+
+from __future__ import annotations
+
+import re
+
+from medspot.adapters.base import Convention, StepRequest
+from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec
+from medspot.adapters.cards import upstream_parsers, upstream_prompts
+from medspot.adapters.cards.common import style
+from medspot.adapters.parsing import anchored_answer
+
+__all__ = ["cogagent_9b", "native_prompt", "parse_native"]
+
+_ANCHOR = re.compile(r"Grounded\s+Operation\s*:", re.IGNORECASE)
+
+
+def native_prompt(req: StepRequest, platform: str = "WIN") -> str:
+    """THUDM/CogAgent cli_demo's query: task, history steps, platform, answer format."""
+    task = req.instruction
+    if req.task_overview:
+        task = f"{req.task_overview} Current step: {req.instruction}"
+    history = "".join(f"\n{i}. {h}" for i, h in enumerate(req.history))
+    return (
+        f"Task: {task}\nHistory steps: {history}\n(Platform: {platform})\n"
+        "(Answer in Action-Operation-Sensitive format.)\n"
+    )
+
+
+def _anchor(text: str) -> tuple[int, int] | None:
+    found = list(_ANCHOR.finditer(text))
+    if not found:
+        return None
+    start = found[-1].end()
+    end = text.find("\n", start)
+    return (start, len(text) if end < 0 else end)
+
+
+def parse_native(text: str, sent: tuple[int, int], original: tuple[int, int]) -> ParsedAnswer:
+    """The box inside `Grounded Operation:` (not a Status box before it), centre / 1000."""
+    return anchored_answer(text, Convention.REL1000, sent, original, anchor=_anchor)
+
+
+def cogagent_9b() -> ModelCard:
+    def upstream_text(req: StepRequest) -> str:
+        return upstream_prompts.cogagent(req.instruction)
+
+    native = PromptSpec(user_text="", max_new_tokens=256)
+    upstream = PromptSpec(user_text="", max_new_tokens=256)
+    return ModelCard(
+        name="cogagent-9b",
+        title="CogAgent-9B-20241220",
+        family="cogagent",
+        checkpoint="THUDM/cogagent-9b-20241220",
+        backends=("openai", "hf"),
+        native=style(native_prompt, native, parse_native, Convention.REL1000),
+        upstream=style(upstream_text, upstream, upstream_parsers.cogagent, Convention.REL1000),
+        upstream_preset="upstream-a",
+        status="Prompt texts and parsers tested offline; remote code and generation need a GPU.",
+        packages=("transformers",),
+        hf_loader="cogagent",
+        trust_remote_code=True,
+        aliases=("zai-org/cogagent-9b-20241220",),
+        notes="One user message with the image, no system prompt; bf16 needs about 29 GB.",
+    )

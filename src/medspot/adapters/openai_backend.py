@@ -1,0 +1,431 @@
+"""The OpenAI-compatible backend (extra `[api]`): OpenAI itself, vLLM, SGLang, any server that
+speaks Chat Completions or Responses.
+
+One `AsyncOpenAI` client per base URL, built with `max_retries=0` and the per-request timeout;
+requests go to the replica with the fewest requests in flight (round robin among ties, or
+strict round robin). Failures become `TransientModelError` (429 with its Retry-After, 5xx,
+timeouts, connection errors, malformed bodies) or `ModelCallError` (other 4xx); the runner
+retries, this module never loops. The API key is never logged, described or recorded.
+
+Options: `base_urls` / `base_url` (default `$OPENAI_BASE_URL`, else OpenAI), `api_key`
+(default `$OPENAI_API_KEY`; local servers accept a placeholder), `api_model` (default the card's
+checkpoint), `timeout` (seconds, default 120), `concurrency` (default 16), `balance`
+("least" or "round_robin"), `price_file`, `server_extras` (send vLLM's `skip_special_tokens`,
+`seed` and assistant-continuation fields; default: on for any server but api.openai.com).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from medspot.adapters.backend import prompt_record
+from medspot.adapters.base import Prediction, StepRequest, Usage
+from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec
+from medspot.adapters.imageprep import ImagePrep
+from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
+from medspot.pricing import CostMeter, PriceTable, load_price_table
+
+__all__ = ["OPENAI_URL", "OpenAIAdapter", "parse_retry_after", "sanitize_url"]
+
+log = logging.getLogger(__name__)
+
+OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_CONCURRENCY = 16
+_KEYLIKE = re.compile(r"sk-[A-Za-z0-9_\-*.]{4,}")
+
+
+def sanitize_url(url: str) -> str:
+    """The URL without credentials, query or fragment (safe to record)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` in seconds or an HTTP date."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+@dataclass
+class _Endpoint:
+    url: str  # sanitised, for records
+    client: Any  # openai.AsyncOpenAI
+    in_flight: int = 0
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    usage: Usage | None
+    flags: tuple[str, ...]
+    meta: dict[str, Any]
+
+
+class OpenAIAdapter:
+    """A model card asked through an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        card: ModelCard,
+        style: PromptStyle,
+        *,
+        model: str,
+        base_urls: list[str],
+        api_key: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        balance: str = "least",
+        prices: PriceTable | None = None,
+        server_extras: bool | None = None,
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise AdapterUnavailable(
+                "the OpenAI-compatible backend needs the openai package: "
+                "pip install 'medspot[api]'"
+            ) from None
+        if balance not in ("least", "round_robin"):
+            raise ConfigError(f"unknown balance {balance!r}; use least or round_robin")
+        if not base_urls:
+            raise ConfigError("no base URL")
+        self.card = card
+        self.style_name = style
+        self.spec: StyleSpec = card.style(style)
+        self.name = card.name
+        self.convention = self.spec.convention
+        self.max_concurrency = max(1, int(concurrency))
+        self.model = model
+        self.timeout = float(timeout)
+        self.balance = balance
+        self.prices = prices or PriceTable()
+        self.cost_meter = CostMeter()
+        self.images = ImagePrep()
+        official = any(urlsplit(u).hostname == "api.openai.com" for u in base_urls)
+        self.server_extras = (not official) if server_extras is None else server_extras
+        self._secrets = (api_key,) if api_key else ()
+        self._rr = 0
+        self._openai = openai
+        import httpx
+
+        self._endpoints: list[_Endpoint] = []
+        for url in base_urls:
+            http = openai.DefaultAsyncHttpxClient(
+                timeout=self.timeout,
+                limits=httpx.Limits(
+                    max_connections=self.max_concurrency + 8,
+                    max_keepalive_connections=self.max_concurrency + 8,
+                ),
+            )
+            client = openai.AsyncOpenAI(
+                api_key=api_key,
+                base_url=url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=http,
+            )
+            self._endpoints.append(_Endpoint(sanitize_url(url), client))
+
+    @classmethod
+    def from_options(
+        cls, card: ModelCard, style: PromptStyle, options: Mapping[str, Any]
+    ) -> OpenAIAdapter:
+        urls = options.get("base_urls") or options.get("base_url") or []
+        if isinstance(urls, str):
+            urls = [urls]
+        urls = [str(u).rstrip("/") for u in urls if str(u).strip()]
+        if not urls:
+            urls = [os.environ.get("OPENAI_BASE_URL") or OPENAI_URL]
+        key = options.get("api_key") or os.environ.get("OPENAI_API_KEY")
+        official = any(urlsplit(u).hostname == "api.openai.com" for u in urls)
+        if not key:
+            if official:
+                raise AdapterUnavailable(
+                    f"model {card.name!r} on the OpenAI API needs a key: set OPENAI_API_KEY "
+                    "(or name another variable with --api-key-env)"
+                )
+            key = "EMPTY"  # local servers (vLLM) accept any key
+        timeout = options.get("timeout")
+        return cls(
+            card,
+            style,
+            model=str(options.get("api_model") or card.checkpoint),
+            base_urls=urls,
+            api_key=str(key),
+            timeout=float(timeout) if timeout else DEFAULT_TIMEOUT,
+            concurrency=int(options.get("concurrency") or DEFAULT_CONCURRENCY),
+            balance=str(options.get("balance") or "least"),
+            prices=load_price_table(options.get("price_file")),
+            server_extras=options.get("server_extras"),
+        )
+
+    # -- the Adapter protocol ---------------------------------------------------------------
+    async def predict(self, request: StepRequest) -> Prediction:
+        spec = self.spec.build(request)
+        image = await asyncio.to_thread(
+            self.images.prepare,
+            request.image_path,
+            request.image_size,
+            spec.resize,
+            spec.image_format,
+        )
+        url = image.data_url()
+        tries = 1 + max(0, spec.retries_on_no_point)
+        usage_in = usage_out = 0
+        have_usage = False
+        latency = 0.0
+        for attempt in range(tries):
+            temperature = spec.temperature if attempt == 0 else spec.retry_temperature
+            t0 = time.perf_counter()
+            reply = await self._call(spec, url, temperature, request.seed)
+            latency += time.perf_counter() - t0
+            if reply.usage is not None:
+                have_usage = True
+                usage_in += reply.usage.input_tokens
+                usage_out += reply.usage.output_tokens
+            parsed = self.spec.parse(reply.text, image.sent_size, request.image_size)
+            if parsed.point is not None:
+                break
+        usage = Usage(usage_in, usage_out) if have_usage else None
+        cost = self.prices.cost(self.model, usage)
+        self.cost_meter.add(usage, cost)
+        meta = {**reply.meta, "latency_s": round(latency, 4), "attempts": attempt + 1}
+        meta["image_reencoded"] = image.reencoded
+        return Prediction(
+            raw_text=reply.text,
+            point=parsed.point,
+            extra_points=parsed.extra_points,
+            flags=(*parsed.flags, *reply.flags),
+            sent_size=image.sent_size if image.resized else None,
+            usage=usage,
+            cost_usd=cost,
+            prompt=prompt_record(spec),
+            meta=meta,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        price = self.prices.get(self.model)
+        return {
+            "name": self.card.name,
+            "kind": "model",
+            "backend": "openai",
+            "title": self.card.title,
+            "family": self.card.family,
+            "checkpoint": self.card.checkpoint,
+            "api_model": self.model,
+            "convention": str(self.convention),
+            "prompt_style": str(self.style_name),
+            "base_urls": [e.url for e in self._endpoints],
+            "timeout_s": self.timeout,
+            "max_concurrency": self.max_concurrency,
+            "balance": self.balance,
+            "server_extras": self.server_extras,
+            "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "card_status": self.card.status,
+        }
+
+    async def aclose(self) -> None:
+        for e in self._endpoints:
+            await e.client.close()
+
+    # -- internals --------------------------------------------------------------------------
+    def endpoint_calls(self) -> list[int]:
+        return [e.calls for e in self._endpoints]
+
+    def _pick(self) -> _Endpoint:
+        n = len(self._endpoints)
+        start = self._rr
+        self._rr = (self._rr + 1) % n
+        if self.balance == "round_robin" or n == 1:
+            return self._endpoints[start]
+        order = [(start + i) % n for i in range(n)]
+        return self._endpoints[min(order, key=lambda i: self._endpoints[i].in_flight)]
+
+    def _redact(self, text: str) -> str:
+        for s in self._secrets:
+            if s and s != "EMPTY":
+                text = text.replace(s, "***")
+        return _KEYLIKE.sub("sk-***", text)
+
+    async def _call(
+        self, spec: PromptSpec, url: str, temperature: float | None, seed: int
+    ) -> _Reply:
+        ep = self._pick()
+        ep.in_flight += 1
+        ep.calls += 1
+        try:
+            if spec.api == "responses":
+                return await self._responses(ep, spec, url, temperature)
+            if spec.api != "chat":
+                raise ConfigError(f"unknown API {spec.api!r} in the card (chat or responses)")
+            return await self._chat(ep, spec, url, temperature, seed)
+        except self._openai.OpenAIError as e:
+            raise self._map_error(e, ep) from None
+        except ValueError as e:  # a 200 whose body is not JSON
+            raise TransientModelError(f"{ep.url}: malformed response body ({e})") from None
+        finally:
+            ep.in_flight -= 1
+
+    def _map_error(self, e: Exception, ep: _Endpoint) -> ModelCallError:
+        o = self._openai
+        if isinstance(e, o.APITimeoutError):
+            return TransientModelError(f"{ep.url}: timed out after {self.timeout:g}s")
+        if isinstance(e, o.APIConnectionError):
+            return TransientModelError(f"{ep.url}: connection error ({self._redact(str(e))})")
+        if isinstance(e, o.APIStatusError):
+            status = e.status_code
+            msg = f"{ep.url}: HTTP {status}: {self._redact(e.message)}"
+            if status == 429 or status >= 500 or status in (408, 409):
+                headers = {k.lower(): v for k, v in e.response.headers.items()}
+                return TransientModelError(msg, retry_after=parse_retry_after(headers))
+            return ModelCallError(msg)
+        if isinstance(e, o.APIResponseValidationError):
+            return TransientModelError(f"{ep.url}: malformed response ({self._redact(str(e))})")
+        return TransientModelError(f"{ep.url}: {type(e).__name__}: {self._redact(str(e))}")
+
+    def _image_part_chat(self, spec: PromptSpec, url: str) -> dict[str, Any]:
+        image_url: dict[str, Any] = {"url": url}
+        if spec.detail:
+            image_url["detail"] = spec.detail
+        return {"type": "image_url", "image_url": image_url}
+
+    async def _chat(
+        self, ep: _Endpoint, spec: PromptSpec, url: str, temperature: float | None, seed: int
+    ) -> _Reply:
+        img = self._image_part_chat(spec, url)
+        txt = {"type": "text", "text": spec.user_text}
+        messages: list[dict[str, Any]] = []
+        if spec.system:
+            messages.append({"role": "system", "content": spec.system})
+        messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
+        extra: dict[str, Any] = {}
+        flags: list[str] = []
+        prefill = spec.assistant_prefill
+        if prefill is None and spec.generation_prompt:
+            prefill = spec.generation_prompt.removeprefix("<|im_start|>assistant")
+            flags.append("generation_prompt_approximated")
+        if prefill:
+            messages.append({"role": "assistant", "content": prefill})
+            if self.server_extras:
+                extra.update(continue_final_message=True, add_generation_prompt=False)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_completion_tokens": spec.max_new_tokens,
+        }
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if spec.stop:
+            kwargs["stop"] = list(spec.stop)
+        if spec.reasoning_effort:
+            kwargs["reasoning_effort"] = spec.reasoning_effort
+        if self.server_extras:
+            kwargs["seed"] = seed
+            if spec.keep_special_tokens:
+                extra["skip_special_tokens"] = False
+        resp = await ep.client.chat.completions.create(**kwargs, extra_body=extra or None)
+        if isinstance(resp, str):
+            raise TransientModelError(f"{ep.url}: the response is not JSON")
+        choices = getattr(resp, "choices", None)
+        if not choices:
+            raise TransientModelError(f"{ep.url}: the response has no choices")
+        choice = choices[0]
+        msg = getattr(choice, "message", None)
+        content = getattr(msg, "content", None)
+        finish = getattr(choice, "finish_reason", None)
+        if not isinstance(content, str):
+            refusal = getattr(msg, "refusal", None)
+            if isinstance(refusal, str) and refusal:
+                content = refusal
+                flags.append("refusal")
+            elif finish == "length":
+                content = ""
+                flags.append("truncated")
+            else:
+                raise TransientModelError(f"{ep.url}: the response has no message content")
+        elif finish == "length":
+            flags.append("truncated")
+        u = getattr(resp, "usage", None)
+        usage = None
+        if u is not None:
+            usage = Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
+        meta = {"finish_reason": finish, "endpoint": ep.url, "served_model": resp.model}
+        return _Reply(content, usage, tuple(flags), meta)
+
+    async def _responses(
+        self, ep: _Endpoint, spec: PromptSpec, url: str, temperature: float | None
+    ) -> _Reply:
+        img = {"type": "input_image", "image_url": url, "detail": spec.detail or "auto"}
+        txt = {"type": "input_text", "text": spec.user_text}
+        content = [img, txt] if spec.image_first else [txt, img]
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": "user", "content": content}],
+            "max_output_tokens": spec.max_new_tokens,
+        }
+        if spec.system:
+            kwargs["instructions"] = spec.system
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if spec.reasoning_effort:
+            kwargs["reasoning"] = {"effort": spec.reasoning_effort}
+        resp = await ep.client.responses.create(**kwargs)
+        if isinstance(resp, str):
+            raise TransientModelError(f"{ep.url}: the response is not JSON")
+        output = getattr(resp, "output", None)
+        if not isinstance(output, list):
+            raise TransientModelError(f"{ep.url}: the response has no output")
+        texts: list[str] = []
+        for item in output:
+            if getattr(item, "type", None) != "message":
+                continue
+            for part in getattr(item, "content", None) or []:
+                if getattr(part, "type", None) == "output_text":
+                    texts.append(str(getattr(part, "text", "") or ""))
+        status = getattr(resp, "status", None)
+        flags: list[str] = []
+        meta: dict[str, Any] = {"status": status, "endpoint": ep.url, "served_model": resp.model}
+        if status == "incomplete":
+            details = getattr(resp, "incomplete_details", None)
+            reason = getattr(details, "reason", None)
+            flags.append(f"incomplete:{reason}" if reason else "incomplete")
+            meta["incomplete_reason"] = reason
+        elif not texts:
+            raise TransientModelError(f"{ep.url}: the response has no output text")
+        u = getattr(resp, "usage", None)
+        usage = None
+        if u is not None:
+            usage = Usage(int(u.input_tokens or 0), int(u.output_tokens or 0))
+        return _Reply("".join(texts), usage, tuple(flags), meta)
+

@@ -1,0 +1,280 @@
+"""`medspot eval`: run a model over the benchmark and write the results layout. Running the
+same command again resumes: steps already in predictions.jsonl are not asked again."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from medspot.commands._common import (
+    add_data_args,
+    add_protocol_args,
+    non_negative_float,
+    out_dir,
+    parse_apps,
+    positive_int,
+)
+from medspot.errors import BudgetExceeded
+
+__all__ = ["register"]
+
+
+def resolve_prompt_style(prompt: str | None, protocol: str) -> str:
+    """An upstream-* protocol selects the authors' prompt unless --prompt says otherwise."""
+    if prompt:
+        return prompt
+    return "upstream" if protocol.startswith("upstream-") else "native"
+
+
+def adapter_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "backend": args.backend,
+        "base_urls": args.base_url or [],
+        "timeout": args.timeout,
+        "checkpoint": args.checkpoint,
+        "device": args.device,
+        "dtype": args.dtype,
+        "batch_size": args.batch_size,
+        "replay_file": args.replay_file,
+        "convention": args.convention,
+        "prompt_template": args.prompt_template,
+        "price_file": args.price_file,
+        "api_model": args.api_model,
+    }
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if key:
+            opts["api_key"] = key
+    return {k: v for k, v in opts.items() if v not in (None, [])}
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and backend")
+    g.add_argument(
+        "--model",
+        required=True,
+        metavar="NAME",
+        help="a name from `medspot models`, or openai:NAME for any served model",
+    )
+    g.add_argument(
+        "--backend",
+        choices=["openai", "hf"],
+        default=None,
+        help="served over an OpenAI-compatible API, or in-process transformers",
+    )
+    g.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="OpenAI-compatible server (repeat to spread load over replicas); "
+        "default: $OPENAI_BASE_URL or OpenAI",
+    )
+    g.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    g.add_argument(
+        "--api-model",
+        default=None,
+        metavar="NAME",
+        help="model name to send to the server (default: the card's checkpoint)",
+    )
+    g.add_argument(
+        "--timeout",
+        type=non_negative_float,
+        default=None,
+        metavar="S",
+        help="per-request timeout in seconds",
+    )
+    g.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="ID_OR_DIR",
+        help="hub id or local directory of the weights (hf backend)",
+    )
+    g.add_argument("--device", default=None, help="torch device for --backend hf (cpu, cuda)")
+    g.add_argument("--dtype", default=None, help="torch dtype for --backend hf (bfloat16, ...)")
+    g.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="steps per forward pass (--backend hf)",
+    )
+    g.add_argument(
+        "--prompt",
+        choices=["native", "upstream"],
+        default=None,
+        help="prompt style (default: native; upstream under an upstream-* protocol)",
+    )
+    g.add_argument(
+        "--convention",
+        choices=["rel1000", "rel1", "abs_sent"],
+        default=None,
+        help="coordinate convention of an openai:NAME model or replay raw text",
+    )
+    g.add_argument(
+        "--prompt-template",
+        default=None,
+        metavar="FILE",
+        help="prompt template file for openai:NAME ({instruction}, {width}, {height})",
+    )
+    g.add_argument(
+        "--replay-file", default=None, metavar="FILE", help="JSONL answers for --model replay"
+    )
+    g.add_argument(
+        "--price-file",
+        default=None,
+        metavar="FILE",
+        help="JSON/TOML price table overriding the built-in one",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.data import load_dataset
+    from medspot.pipeline import EvalRequest, evaluate
+    from medspot.results import metrics_table
+
+    protocol = args.protocol or "medspot-v1"
+    ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
+    style = resolve_prompt_style(args.prompt, protocol)
+    req = EvalRequest(
+        dataset=ds,
+        model=args.model,
+        out=out_dir(args.out, args.model),
+        protocol_name=protocol,
+        tolerance_px=args.tolerance,
+        all_steps=args.all_steps,
+        prompt_style=style,
+        history=args.history,
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        max_cost=args.max_cost,
+        seed=args.seed,
+        n_boot=args.bootstrap,
+        options=adapter_options(args),
+        limit=args.limit,
+    )
+    if args.dry_run:
+        from medspot.dryrun import dry_run
+
+        print(dry_run(req))
+        return 0
+    bar = _progress(args.no_progress)
+    t0 = time.perf_counter()
+    try:
+        outcome = evaluate(req, on_progress=bar.update if bar else None)
+    except KeyboardInterrupt:
+        if bar:
+            bar.close()
+        print(
+            f"\nmedspot: interrupted. Everything answered so far is in {req.out}/"
+            "predictions.jsonl; run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        if bar:
+            bar.close()
+    dt = time.perf_counter() - t0
+    info, score = outcome.info, outcome.score
+    print(metrics_table(score))
+    print(
+        f"\n{info.model} on {len(ds.app_names)} apps under {protocol} "
+        f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
+        f"{dt:.1f}s. Results in {req.out}/"
+    )
+    if info.cost_usd:
+        print(f"cost so far: ${info.cost_usd:.4f}")
+    if outcome.stats.budget_reached:
+        raise BudgetExceeded(
+            f"--max-cost {args.max_cost} reached; the run stopped cleanly. Raise --max-cost "
+            "and run the same command again to continue."
+        )
+    if info.status != "complete":
+        print(
+            f"medspot: the run is incomplete ({info.errors} failed calls in the journal); "
+            "run the same command again to retry what is missing.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+class _Bar:
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=0, unit="call", desc="eval", file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, ev: Any) -> None:
+        self._bar.total = max(ev.total, ev.done)
+        self._bar.n = ev.done
+        post = {"errors": ev.errors}
+        if ev.cost_usd:
+            post["cost"] = f"${ev.cost_usd:.4f}"  # type: ignore[assignment]
+        self._bar.set_postfix(post, refresh=True)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _progress(disabled: bool) -> _Bar | None:
+    if disabled:
+        return None
+    return _Bar()
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "eval", help="run a model on the benchmark and score it", description=__doc__
+    )
+    add_data_args(p)
+    add_model_args(p)
+    p.add_argument("--out", default=None, metavar="DIR", help="run folder (default results/MODEL)")
+    add_protocol_args(p)
+    p.add_argument(
+        "--all-steps",
+        action="store_true",
+        help="ask every step, not only those the sequential protocol reaches",
+    )
+    p.add_argument(
+        "--history",
+        choices=["none", "text", "actions"],
+        default="none",
+        help="context given with each step (protocol 2.6)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=16,
+        metavar="N",
+        help="model calls in flight (default 16)",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=4,
+        metavar="N",
+        help="retries of a failed call before it is recorded as an error",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=non_negative_float,
+        default=None,
+        metavar="USD",
+        help="stop cleanly (and resumably) when the run has cost this much",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the calls and the estimated cost without making them",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)

@@ -1,0 +1,75 @@
+"""`medspot score`: re-score a run folder from predictions.jsonl alone, with no model call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from medspot.commands._common import add_protocol_args
+from medspot.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.data import load_dataset
+    from medspot.pipeline import RUN_JSON, rescore
+    from medspot.results import metrics_table
+    from medspot.runinfo import RunInfo
+
+    run_dir = Path(args.run_dir)
+    info = RunInfo.load(run_dir / RUN_JSON)
+    source = args.data or info.dataset.root or info.dataset.source
+    if not source:
+        raise ConfigError(f"{run_dir}/run.json names no dataset; pass --data")
+    ds = load_dataset(
+        source, apps=info.dataset.apps or None, limit=info.dataset.limit, check_images=False
+    )
+    if info.dataset.fingerprint and ds.fingerprint != info.dataset.fingerprint:
+        print(
+            "medspot: warning: the annotations differ from those the run was made on",
+            file=sys.stderr,
+        )
+    new_info, score = rescore(
+        run_dir,
+        ds,
+        protocol_name=args.protocol,
+        tolerance_px=args.tolerance,
+        out=Path(args.out) if args.out else None,
+        n_boot=args.bootstrap,
+    )
+    print(metrics_table(score))
+    target = args.out or run_dir
+    if not score.complete:
+        missing = score.missing_steps
+        shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
+        print(
+            f"\nmedspot: INCOMPLETE under {new_info.protocol}: {len(missing)} steps this "
+            f"protocol needs have no prediction ({shown}). A sequential run only asks the "
+            "steps its own protocol reaches; re-run eval with --all-steps to score any "
+            "preset.",
+            file=sys.stderr,
+        )
+        print(f"Results (marked incomplete) in {target}/")
+        return 1
+    print(f"\nResults under {new_info.protocol} in {target}/")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "score", help="re-score a run from its predictions (no model call)", description=__doc__
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument(
+        "--out", default=None, metavar="DIR2", help="write the results here instead of into RUN_DIR"
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DATA",
+        help="dataset (default: the one recorded in run.json)",
+    )
+    add_protocol_args(p)
+    p.set_defaults(func=_run)

@@ -1,0 +1,227 @@
+"""The `eval` and `score` pipelines: run a model into a run folder, score a run folder.
+
+eval:  load data -> runner (journal) -> score from the journal -> results files, run.json
+score: journal -> score under a protocol -> results files (no model call)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medspot.adapters import registry
+from medspot.adapters.base import AdapterContext
+from medspot.errors import ConfigError
+from medspot.images import ImageStore
+from medspot.journal import Journal, read_journal
+from medspot.protocol import Protocol, get_protocol
+from medspot.records import Dataset
+from medspot.results import atomic_write_json, write_results
+from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
+from medspot.scoring import RunScore, score_run
+
+__all__ = ["EvalOutcome", "EvalRequest", "evaluate", "rescore"]
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "predictions.jsonl"
+RUN_JSON = "run.json"
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    dataset: Dataset
+    model: str
+    out: Path
+    protocol_name: str = "medspot-v1"
+    tolerance_px: float | None = None
+    all_steps: bool = False
+    prompt_style: str = "native"
+    history: str = "none"
+    concurrency: int = 16
+    max_retries: int = 4
+    max_cost: float | None = None
+    seed: int = 0
+    n_boot: int = 2000
+    options: Mapping[str, Any] | None = None  # adapter options (backend, base URLs, ...)
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    info: RunInfo
+    score: RunScore
+    stats: RunStats
+
+
+def _protocol(name: str, tolerance_px: float | None) -> Protocol:
+    return get_protocol(name, tolerance_px=tolerance_px)
+
+
+def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
+    return DatasetInfo(
+        source=ds.source or str(ds.root),
+        root=str(ds.root),
+        fingerprint=ds.fingerprint,
+        apps=list(ds.app_names),
+        limit=limit,
+    )
+
+
+def evaluate(
+    req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None = None
+) -> EvalOutcome:
+    """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
+    protocol = _protocol(req.protocol_name, req.tolerance_px)
+    out = req.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    images = ImageStore(req.dataset.root)
+    options = dict(req.options or {})
+    options.setdefault("model", req.model)
+    options.setdefault("prompt_style", req.prompt_style)
+    options.setdefault("concurrency", req.concurrency)
+    ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
+    adapter = registry.create(req.model, ctx)
+
+    info = RunInfo(
+        model=req.model,
+        adapter=adapter.describe(),
+        protocol=req.protocol_name,
+        tolerance_px=req.tolerance_px,
+        prompt_style=req.prompt_style,
+        history=req.history,
+        all_steps=req.all_steps,
+        seed=req.seed,
+        dataset=_dataset_info(req.dataset, req.limit),
+        versions=package_versions(),
+        git_revision=git_revision(),
+        started=now_iso(),
+    )
+    run_json = out / RUN_JSON
+    journal_path = out / JOURNAL
+    if run_json.exists():
+        previous = RunInfo.load(run_json)
+        problems = previous.mismatches(info)
+        if problems:
+            raise ConfigError(
+                f"{out} holds a run made with other settings; use another --out, or delete "
+                "the folder to start again:\n  " + "\n  ".join(problems)
+            )
+        info.started = previous.started or info.started
+    elif journal_path.exists() and journal_path.stat().st_size:
+        raise ConfigError(f"{out} has {JOURNAL} but no {RUN_JSON}; use another --out")
+    existing = list(read_journal(journal_path))
+    atomic_write_json(run_json, info.model_dump())
+
+    opts = RunOptions(
+        protocol=protocol,
+        all_steps=req.all_steps,
+        concurrency=req.concurrency,
+        max_retries=req.max_retries,
+        history=req.history,
+        seed=req.seed,
+        max_cost=req.max_cost,
+    )
+    stats = RunStats()
+    interrupted = False
+    with Journal(journal_path) as journal:
+        try:
+            stats = _run_async(
+                run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
+                adapter,
+            )
+        except KeyboardInterrupt:
+            interrupted = True
+    records = list(read_journal(journal_path))
+    score = score_run(
+        req.dataset, records, protocol, all_steps=req.all_steps, n_boot=req.n_boot, seed=req.seed
+    )
+    write_results(out, score, dataset=req.dataset)
+    info.calls = sum(1 for _ in records)
+    info.errors = sum(1 for r in records if r.error is not None)
+    info.retries = sum(r.retries for r in records)
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+    info.cost_usd = round(sum(costs), 6) if costs else None
+    info.finished = now_iso()
+    if interrupted:
+        info.status = "interrupted"
+    elif stats.budget_reached:
+        info.status = "budget_reached"
+    else:
+        info.status = "complete" if score.complete else "incomplete"
+    atomic_write_json(run_json, info.model_dump())
+    if interrupted:
+        raise KeyboardInterrupt
+    return EvalOutcome(info=info, score=score, stats=stats)
+
+
+def _run_async(coro: Any, adapter: Any) -> RunStats:
+    async def main() -> RunStats:
+        try:
+            result: RunStats = await coro
+            return result
+        finally:
+            await adapter.aclose()
+
+    # SIGTERM behaves like Ctrl-C: the journal is already on disk, results are written.
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        return asyncio.run(main())
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def rescore(
+    run_dir: Path,
+    dataset: Dataset,
+    *,
+    protocol_name: str | None = None,
+    tolerance_px: float | None = None,
+    out: Path | None = None,
+    n_boot: int = 2000,
+) -> tuple[RunInfo, RunScore]:
+    """Score `run_dir`'s journal (under another protocol if asked) into `out` (default:
+    the run folder itself). No model call."""
+    info = RunInfo.load(run_dir / RUN_JSON)
+    journal_path = run_dir / JOURNAL
+    if not journal_path.exists():
+        raise ConfigError(f"{run_dir} has no {JOURNAL}")
+    name = protocol_name or info.protocol
+    tol = (
+        tolerance_px
+        if tolerance_px is not None
+        else (info.tolerance_px if protocol_name is None else None)
+    )
+    protocol = _protocol(name, tol)
+    records = list(read_journal(journal_path))
+    score = score_run(
+        dataset, records, protocol, all_steps=info.all_steps, n_boot=n_boot, seed=info.seed
+    )
+    target = out or run_dir
+    target.mkdir(parents=True, exist_ok=True)
+    write_results(target, score, dataset=dataset)
+    new_info = info.model_copy(deep=True)
+    new_info.protocol = name
+    new_info.tolerance_px = tol
+    new_info.status = "complete" if score.complete else "incomplete"
+    setattr(new_info, "rescored_from", str(run_dir))  # noqa: B010
+    if target != run_dir:
+        atomic_write_json(target / RUN_JSON, new_info.model_dump())
+        (target / JOURNAL).write_bytes(journal_path.read_bytes())
+    else:
+        atomic_write_json(target / RUN_JSON, new_info.model_dump())
+    return new_info, score

@@ -1,0 +1,90 @@
+"""`medspot report`: runs in, a report folder out (pages, thumbnails, plots)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from medspot.errors import AdapterUnavailable, ConfigError
+from medspot.report.html import write_site
+from medspot.report.load import Run, load_runs
+from medspot.report.plots import PLOT_DIR, write_plots
+from medspot.report.thumbs import Thumb, make_thumbnails
+
+__all__ = ["ReportResult", "build_report"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    index: Path
+    pages: tuple[Path, ...]
+    plots: tuple[Path, ...]
+    thumbnails: int
+    runs: tuple[Run, ...]
+    notes: tuple[str, ...]
+
+
+def _data_root(run: Run, data: Path | None) -> Path | None:
+    if data is not None:
+        return data
+    root = run.info.dataset.root
+    return Path(root) if root else None
+
+
+def build_report(
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    *,
+    data: Path | None = None,
+    plots: bool = True,
+    thumb_width: int = 480,
+    title: str = "MedSPOT report",
+    n_boot: int = 2000,
+) -> ReportResult:
+    """Read `run_dirs` and write the report site into `out_dir`."""
+    if not run_dirs:
+        raise ConfigError("no run folder given")
+    runs = load_runs(list(run_dirs))
+    out_dir = Path(out_dir)
+    for r in runs:
+        if out_dir.resolve() == r.path.resolve():
+            raise ConfigError(f"--out {out_dir} is a run folder; choose another folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create {out_dir}: {e.strerror or e}") from None
+    notes: list[str] = []
+    thumbs: list[dict[str, Thumb]] = []
+    for r in runs:
+        root = _data_root(r, data)
+        paths = [s.image_path for t in r.tasks for s in t.steps]
+        made = make_thumbnails(root, paths, out_dir, max_width=thumb_width)
+        if not made:
+            notes.append(
+                f"{r.name}: no screenshots found"
+                + (f" under {root}" if root else " (run.json names no dataset root; use --data)")
+                + ": the report has no pictures"
+            )
+        thumbs.append(made)
+    plot_paths: list[Path] = []
+    if plots:
+        try:
+            plot_paths = write_plots(runs, out_dir / PLOT_DIR)
+        except AdapterUnavailable as e:
+            notes.append(f"no plots: {e}")
+    plot_rel = [p.relative_to(out_dir).as_posix() for p in plot_paths]
+    pages = write_site(
+        runs, out_dir, thumbs=thumbs, plot_files=plot_rel, title=title, n_boot=n_boot
+    )
+    return ReportResult(
+        index=out_dir / "index.html",
+        pages=tuple(pages),
+        plots=tuple(plot_paths),
+        thumbnails=sum(len(t) for t in thumbs),
+        runs=tuple(runs),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,262 @@
+"""Paired comparison of two runs on the tasks both scored: the difference in each metric with a
+paired bootstrap interval (the same task resample applied to both runs), McNemar's exact test
+on task completion, and the tasks that flip."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from medspot.errors import ConfigError
+from medspot.metrics import METRIC_KEYS, SEQUENTIAL_KEYS
+from medspot.report.load import Run
+from medspot.report.taskstats import metrics_from_sums, task_matrix
+
+__all__ = [
+    "Comparison",
+    "MetricDiff",
+    "compare_runs",
+    "format_comparison",
+    "mcnemar_exact",
+    "paired_bootstrap",
+]
+
+
+@dataclass(frozen=True)
+class MetricDiff:
+    key: str
+    a: float | None
+    b: float | None
+    diff: float | None  # b - a
+    interval: tuple[float, float] | None  # paired bootstrap 95% interval of b - a
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label_a: str
+    label_b: str
+    protocol_a: str
+    protocol_b: str
+    common: tuple[str, ...]  # task ids scored in both runs
+    only_a: tuple[str, ...]  # scored in A only (not in B, or not scored there)
+    only_b: tuple[str, ...]
+    metrics: tuple[MetricDiff, ...]
+    a_only_completes: tuple[str, ...]  # completed by A, not by B
+    b_only_completes: tuple[str, ...]
+    both_complete: int
+    neither_completes: int
+    mcnemar_p: float
+    n_boot: int
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_a": self.label_a,
+            "run_b": self.label_b,
+            "protocol_a": self.protocol_a,
+            "protocol_b": self.protocol_b,
+            "common_tasks": len(self.common),
+            "only_in_a": list(self.only_a),
+            "only_in_b": list(self.only_b),
+            "metrics": {
+                m.key: {
+                    "a": m.a,
+                    "b": m.b,
+                    "difference": m.diff,
+                    "interval": list(m.interval) if m.interval else None,
+                }
+                for m in self.metrics
+            },
+            "mcnemar": {
+                "a_only_completes": len(self.a_only_completes),
+                "b_only_completes": len(self.b_only_completes),
+                "both_complete": self.both_complete,
+                "neither_completes": self.neither_completes,
+                "p_value": self.mcnemar_p,
+            },
+            "completed_by_a_not_b": list(self.a_only_completes),
+            "completed_by_b_not_a": list(self.b_only_completes),
+            "bootstrap": {"resamples": self.n_boot, "seed": self.seed},
+        }
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts `b` and `c`: twice the
+    binomial(b + c, 1/2) tail at min(b, c), capped at 1. No discordant pair gives 1."""
+    if b < 0 or c < 0:
+        raise ValueError("counts must be >= 0")
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return float(min(1.0, 2.0 * tail / 2**n))
+
+
+def paired_bootstrap(
+    ma: np.ndarray[Any, Any],
+    mb: np.ndarray[Any, Any],
+    *,
+    all_steps: bool,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, tuple[float, float] | None]:
+    """Percentile intervals of metric(B) - metric(A), resampling task rows with the same
+    indices for both matrices (rows are the same tasks, in the same order)."""
+    n = ma.shape[0]
+    keys = METRIC_KEYS if all_steps else SEQUENTIAL_KEYS
+    if n == 0 or n_boot <= 0:
+        return dict.fromkeys(keys)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, 2_000_000 // max(n, 1)))
+    sa = np.empty((n_boot, ma.shape[1]))
+    sb = np.empty((n_boot, mb.shape[1]))
+    done = 0
+    while done < n_boot:
+        c = min(chunk, n_boot - done)
+        idx = rng.integers(0, n, size=(c, n)) + np.arange(c)[:, None] * n
+        counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float64)
+        sa[done : done + c] = counts @ ma
+        sb[done : done + c] = counts @ mb
+        done += c
+    va = metrics_from_sums(sa, n, all_steps=all_steps)
+    vb = metrics_from_sums(sb, n, all_steps=all_steps)
+    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+    out: dict[str, tuple[float, float] | None] = {}
+    for k in keys:
+        d = vb[k] - va[k]
+        d = d[np.isfinite(d)]
+        if d.size == 0:
+            out[k] = None
+        else:
+            lo, hi = np.percentile(d, [lo_q, hi_q])
+            out[k] = (float(lo), float(hi))
+    return out
+
+
+def _finite(x: Any) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+def compare_runs(
+    a: Run, b: Run, *, n_boot: int = 2000, seed: int = 0, mixed: bool = False
+) -> Comparison:
+    """Compare run `b` against run `a` on the tasks both scored (status "scored")."""
+    if a.protocol != b.protocol and not mixed:
+        raise ConfigError(
+            f"the runs were scored under different protocols ({a.name}: {a.protocol}, "
+            f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
+            "--mixed to compare anyway"
+        )
+    scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
+    scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
+    common = tuple(tid for tid in scored_a if tid in scored_b)
+    if not common:
+        raise ConfigError(f"{a.path} and {b.path} have no scored task in common")
+    all_steps = a.all_steps and b.all_steps
+    ta = [scored_a[t] for t in common]
+    tb = [scored_b[t] for t in common]
+    ma = task_matrix(ta, str(a.protocol_settings.get("s1a_step", "first_evaluable")))
+    mb = task_matrix(tb, str(b.protocol_settings.get("s1a_step", "first_evaluable")))
+    n = len(common)
+    pa = metrics_from_sums(ma.sum(axis=0), n, all_steps=all_steps)
+    pb = metrics_from_sums(mb.sum(axis=0), n, all_steps=all_steps)
+    cis = paired_bootstrap(ma, mb, all_steps=all_steps, n_boot=n_boot, seed=seed)
+    diffs = []
+    for k in METRIC_KEYS if all_steps else SEQUENTIAL_KEYS:
+        va, vb = _finite(pa[k]), _finite(pb[k])
+        diffs.append(
+            MetricDiff(
+                key=k,
+                a=va,
+                b=vb,
+                diff=vb - va if va is not None and vb is not None else None,
+                interval=cis.get(k),
+            )
+        )
+    a_only = tuple(t for t in common if scored_a[t].completed and not scored_b[t].completed)
+    b_only = tuple(t for t in common if scored_b[t].completed and not scored_a[t].completed)
+    both = sum(1 for t in common if scored_a[t].completed and scored_b[t].completed)
+    return Comparison(
+        label_a=a.name,
+        label_b=b.name,
+        protocol_a=a.protocol,
+        protocol_b=b.protocol,
+        common=common,
+        only_a=tuple(t for t in scored_a if t not in scored_b),
+        only_b=tuple(t for t in scored_b if t not in scored_a),
+        metrics=tuple(diffs),
+        a_only_completes=a_only,
+        b_only_completes=b_only,
+        both_complete=both,
+        neither_completes=n - both - len(a_only) - len(b_only),
+        mcnemar_p=mcnemar_exact(len(a_only), len(b_only)),
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _pct(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
+
+
+def _num(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -> str:
+    """The comparison as plain text or Markdown (shares in percentage points)."""
+    from medspot.report.leaderboard import SHORT_NAMES, is_share
+
+    md = fmt == "md"
+    lines: list[str] = []
+    head = f"A = {c.label_a} ({c.protocol_a}), B = {c.label_b} ({c.protocol_b})"
+    lines.append(f"**{head}**" if md else head)
+    lines.append(
+        f"{len(c.common)} tasks scored in both"
+        + (f"; {len(c.only_a)} only in A" if c.only_a else "")
+        + (f"; {len(c.only_b)} only in B" if c.only_b else "")
+        + f". Paired bootstrap over tasks, {c.n_boot} resamples, seed {c.seed}."
+    )
+    lines.append("")
+    header = ["metric", "A", "B", "B - A", "95% interval of B - A"]
+    rows = []
+    for m in c.metrics:
+        f = _pct if is_share(m.key) else _num
+        ci = m.interval
+        ci_s = f"[{f(ci[0], True)}, {f(ci[1], True)}]" if ci else "-"
+        rows.append([SHORT_NAMES.get(m.key, m.key), f(m.a), f(m.b), f(m.diff, True), ci_s])
+    if md:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        lines.extend("| " + " | ".join(r) + " |" for r in rows)
+    else:
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+        for r in [header, *rows]:
+            lines.append("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
+    lines.append("")
+    lines.append(
+        f"Task completion: both {c.both_complete}, neither {c.neither_completes}, "
+        f"A only {len(c.a_only_completes)}, B only {len(c.b_only_completes)}; "
+        f"McNemar exact p = {c.mcnemar_p:.4g}"
+    )
+    for title, ids in (
+        ("Completed by A, not by B", c.a_only_completes),
+        ("Completed by B, not by A", c.b_only_completes),
+    ):
+        lines.append("")
+        lines.append(f"{title} ({len(ids)}):")
+        shown = list(ids[:max_list])
+        lines.extend(f"- {t}" if md else f"  {t}" for t in shown)
+        if len(ids) > max_list:
+            lines.append(f"  ... and {len(ids) - max_list} more (--format json lists all)")
+    return "\n".join(lines)

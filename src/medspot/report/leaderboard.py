@@ -1,0 +1,238 @@
+"""The leaderboard: one row per run, every metric with its 95% interval, sorted, as Markdown,
+CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols
+are refused unless `mixed`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from medspot.errors import ConfigError
+from medspot.metrics import ACP, METRIC_KEYS, TCA, WPS
+from medspot.report.load import Run
+
+__all__ = [
+    "FORMATS",
+    "SHORT_NAMES",
+    "Leaderboard",
+    "build_leaderboard",
+    "is_share",
+    "render",
+    "resolve_metric",
+]
+
+FORMATS = ("md", "csv", "latex")
+
+SHORT_NAMES = {
+    "task_completion_accuracy": "TCA",
+    "step1_accuracy": "S1A",
+    "step_hit_rate": "SHR",
+    "conditional_step_accuracy": "CSA",
+    "avg_correct_prefix": "ACP",
+    "avg_weighted_prefix_score": "WPS",
+    "normalized_weighted_prefix_score": "nWPS",
+    "independent_step_accuracy": "ISA",
+    "propagation_gap": "gap",
+}
+
+
+def is_share(key: str) -> bool:
+    """Metrics that are shares (shown in percent); ACP and WPS are step counts."""
+    return key not in (ACP, WPS)
+
+
+def resolve_metric(name: str) -> str:
+    """A metric key from its key or short name (case-insensitive)."""
+    low = name.lower()
+    for key, short in SHORT_NAMES.items():
+        if low in (key, short.lower()):
+            return key
+    raise ConfigError(f"unknown metric {name!r}; one of: " + ", ".join(SHORT_NAMES.values()))
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    kind: str
+    protocol: str
+    complete: bool
+    num_tasks: int | None
+    values: dict[str, float | None]
+    intervals: dict[str, tuple[float, float] | None]
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    rows: tuple[Row, ...]
+    keys: tuple[str, ...]
+    protocols: tuple[str, ...]
+    sort_key: str
+
+    @property
+    def caption(self) -> str:
+        if len(self.protocols) == 1:
+            proto = f"protocol {self.protocols[0]}"
+        else:
+            proto = "MIXED protocols (" + ", ".join(self.protocols) + "): rows are not comparable"
+        notes = [
+            f"MedSPOT leaderboard, {proto}",
+            f"sorted by {SHORT_NAMES[self.sort_key]}",
+            "95% bootstrap intervals over tasks in brackets",
+            "shares in percent, ACP and WPS in steps",
+        ]
+        if any(not r.complete for r in self.rows):
+            notes.append("* incomplete run: metrics over the tasks that were scored")
+        if any(r.kind in ("oracle", "baseline") for r in self.rows):
+            notes.append("oracle/baseline rows are pipeline checks, not models")
+        return "; ".join(notes) + "."
+
+
+def build_leaderboard(runs: Sequence[Run], *, mixed: bool = False, sort: str = TCA) -> Leaderboard:
+    if not runs:
+        raise ConfigError("no run to rank")
+    protocols = tuple(dict.fromkeys(r.protocol for r in runs))
+    if len(protocols) > 1 and not mixed:
+        detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
+        raise ConfigError(
+            f"the runs were scored under different protocols ({detail}); re-score them with "
+            "`medspot score --protocol NAME`, or pass --mixed to list them anyway"
+        )
+    keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
+    if sort not in keys:
+        raise ConfigError(f"no run has the metric {SHORT_NAMES.get(sort, sort)}")
+    rows = [
+        Row(
+            label=r.name,
+            kind=r.kind,
+            protocol=r.protocol,
+            complete=r.complete,
+            num_tasks=r.overall.get("num_tasks"),
+            values={k: r.metric(k) for k in keys},
+            intervals={k: r.interval(k) for k in keys},
+        )
+        for r in runs
+    ]
+    rows.sort(key=lambda row: (row.values[sort] is None, -(row.values[sort] or 0.0), row.label))
+    return Leaderboard(rows=tuple(rows), keys=keys, protocols=protocols, sort_key=sort)
+
+
+def _fmt(key: str, v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{100 * v:.1f}" if is_share(key) else f"{v:.2f}"
+
+
+def _cell(key: str, row: Row) -> str:
+    v = row.values.get(key)
+    ci = row.intervals.get(key)
+    if v is None:
+        return "-"
+    if ci is None:
+        return _fmt(key, v)
+    return f"{_fmt(key, v)} [{_fmt(key, ci[0])}, {_fmt(key, ci[1])}]"
+
+
+def _row_label(row: Row) -> str:
+    extra = {"oracle": " (oracle)", "baseline": " (baseline)", "imported": " (imported)"}
+    return row.label + extra.get(row.kind, "") + ("" if row.complete else " *")
+
+
+def _md(lb: Leaderboard, mixed: bool) -> str:
+    head = ["#", "run", *(["protocol"] if mixed else []), "tasks"]
+    head += [SHORT_NAMES[k] for k in lb.keys]
+    out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
+    out.append(
+        "|"
+        + "|".join(["---"] * 2 + (["---"] if mixed else []) + ["---:"] * (len(head) - 2 - mixed))
+        + "|"
+    )
+    for i, r in enumerate(lb.rows, 1):
+        label = _row_label(r).replace("|", "\\|")
+        cells = [str(i), label, *([r.protocol] if mixed else []), str(r.num_tasks or "-")]
+        cells += [_cell(k, r) for k in lb.keys]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _csv(lb: Leaderboard) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks"]
+    for k in lb.keys:
+        head += [k, f"{k}_lo", f"{k}_hi"]
+    w.writerow(head)
+    for i, r in enumerate(lb.rows, 1):
+        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks]
+        for k in lb.keys:
+            v, ci = r.values.get(k), r.intervals.get(k)
+            line += [
+                "" if v is None else repr(v),
+                "" if ci is None else repr(ci[0]),
+                "" if ci is None else repr(ci[1]),
+            ]
+        w.writerow(line)
+    return buf.getvalue()
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _latex(lb: Leaderboard, mixed: bool) -> str:
+    cols = "rl" + ("l" if mixed else "") + "r" + "c" * len(lb.keys)
+    head = ["\\#", "Run", *(["Protocol"] if mixed else []), "Tasks"]
+    head += [latex_escape(SHORT_NAMES[k]) for k in lb.keys]
+    out = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        f"\\caption{{{latex_escape(lb.caption)}}}",
+        "\\label{tab:medspot-leaderboard}",
+        f"\\begin{{tabular}}{{{cols}}}",
+        "\\hline",
+        " & ".join(head) + " \\\\",
+        "\\hline",
+    ]
+    for i, r in enumerate(lb.rows, 1):
+        cells = [str(i), latex_escape(_row_label(r))]
+        if mixed:
+            cells.append(latex_escape(r.protocol))
+        cells.append(str(r.num_tasks or "-"))
+        for k in lb.keys:
+            v, ci = r.values.get(k), r.intervals.get(k)
+            if v is None:
+                cells.append("--")
+            elif ci is None:
+                cells.append(_fmt(k, v))
+            else:
+                cells.append(f"{_fmt(k, v)} {{\\scriptsize [{_fmt(k, ci[0])}, {_fmt(k, ci[1])}]}}")
+        out.append(" & ".join(cells) + " \\\\")
+    out += ["\\hline", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def render(lb: Leaderboard, fmt: str = "md") -> str:
+    mixed = len(lb.protocols) > 1
+    if fmt == "md":
+        return _md(lb, mixed)
+    if fmt == "csv":
+        return _csv(lb)
+    if fmt == "latex":
+        return _latex(lb, mixed)
+    raise ConfigError(f"unknown leaderboard format {fmt!r}; one of: {', '.join(FORMATS)}")

@@ -1,0 +1,330 @@
+"""Reading a results folder written by the MedSPOT authors' scripts (`<App>_Annotation/`
+folders with `task_results.json`, `task_metrics.json`, `failure_statistics.json`, their key
+names) into a medspot run folder that `report`, `leaderboard` and `compare` accept.
+
+What their output lacks is recorded in run.json under `imported.lacks`: some scripts store no
+raw answer, most no image size (pixel points can then only be normalised with the screenshots
+at hand), none the target boxes or instructions (taken from the annotations when `data` is
+given). Their numbers are kept as they scored them, under their own preset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from medspot.errors import ConfigError, DataError, MedspotError
+from medspot.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
+from medspot.records import Dataset, Task, size_class
+from medspot.report.load import StepRow, TaskRow
+from medspot.report.taskstats import metrics_from_sums, task_matrix
+from medspot.results import atomic_write_json, atomic_write_text
+from medspot.runinfo import DatasetInfo, RunInfo, now_iso
+
+__all__ = ["COORDS", "ImportResult", "guess_protocol", "import_upstream"]
+
+log = logging.getLogger(__name__)
+
+COORDS = ("auto", "pixel", "normalized")
+_ALPHA = 0.8
+_SUFFIX = "_Annotation"
+
+# Results folder names of the authors' scripts -> the preset that reproduces their scoring
+# (protocol.md section 3). More specific patterns first.
+_PRESET_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"tars", "upstream-e"),
+    (r"seeclick|gui[-_ ]?actor", "upstream-d"),
+    (r"gpt", "upstream-b"),
+    (r"gemma|llama|qwen[-_ ]?3|qwen[-_ ]?2[._]?5", "upstream-c"),
+    (r"aguvis|cogagent|deepseek|mistral|atlas|qwen[-_ ]?2|uground", "upstream-a"),
+)
+
+
+def guess_protocol(name: str) -> str | None:
+    """The preset of the authors' script family that a results folder name points to."""
+    low = name.lower()
+    for pattern, preset in _PRESET_PATTERNS:
+        if re.search(pattern, low):
+            return preset
+    return None
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    out: Path
+    model: str
+    protocol: str
+    protocol_guessed: bool
+    apps: tuple[str, ...]
+    num_tasks: int
+    lacks: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _load_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read ({e})") from None
+    if not isinstance(obj, list) or not all(isinstance(x, dict) for x in obj):
+        raise ConfigError(f"{path}: expected a JSON list of task objects")
+    return obj
+
+
+def _load_dict(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read ({e})") from None
+    return obj if isinstance(obj, dict) else None
+
+
+def _pair(v: Any) -> tuple[float, float] | None:
+    if isinstance(v, list | tuple) and len(v) >= 2:
+        try:
+            x, y = float(v[0]), float(v[1])
+        except (TypeError, ValueError):
+            return None
+        if math.isfinite(x) and math.isfinite(y):
+            return (x, y)
+    return None
+
+
+class _Importer:
+    def __init__(self, dataset: Dataset | None, coords: str) -> None:
+        self.ds = dataset
+        self.coords = coords
+        self.notes: list[str] = []
+        self.lacks: set[str] = set()
+        self.records: list[dict[str, Any]] = []
+        self._sizes: dict[str, tuple[int, int] | None] = {}
+
+    def _image_size(self, log_step: Mapping[str, Any], rel: str) -> tuple[int, int] | None:
+        w, h = log_step.get("image_w"), log_step.get("image_h")
+        if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0:
+            return (w, h)
+        if self.ds is None or not rel:
+            return None
+        if rel not in self._sizes:
+            from medspot.images import ImageStore
+
+            try:
+                self._sizes[rel] = ImageStore(self.ds.root).size(rel)
+            except (DataError, OSError):
+                self._sizes[rel] = None
+        return self._sizes[rel]
+
+    def _point(
+        self, raw: tuple[float, float] | None, size: tuple[int, int] | None, where: str
+    ) -> tuple[float, float] | None:
+        if raw is None:
+            return None
+        pixel = self.coords == "pixel" or (self.coords == "auto" and max(raw) > 1.0)
+        if not pixel:
+            return raw
+        if size is None:
+            self.lacks.add("image_size")
+            self.notes.append(f"{where}: pixel point {raw} without an image size, not drawn")
+            return None
+        return (raw[0] / size[0], raw[1] / size[1])
+
+    def task(self, app: str, index: int, obj: Mapping[str, Any], ann: Task | None) -> TaskRow:
+        tid = f"{app}/{index}"
+        logs_raw = obj.get("steps") or []
+        logs: dict[int, Mapping[str, Any]] = {}
+        for k, s in enumerate(logs_raw, 1):
+            if isinstance(s, dict):
+                pos = s.get("step_id") if isinstance(s.get("step_id"), int) else k
+                logs[int(pos)] = s
+        failed_at = next((p for p, s in sorted(logs.items()) if s.get("hit") == 0), None)
+        last_logged = max(logs) if logs else 0
+        positions = (
+            [s.position for s in ann.steps] if ann is not None else sorted(logs)
+        )
+        steps: list[StepRow] = []
+        for pos in positions:
+            a = ann.steps[pos - 1] if ann is not None and pos <= len(ann.steps) else None
+            lg = logs.get(pos, {})
+            rel = str(lg.get("image_path") or (a.image_path if a else ""))
+            size = self._image_size(lg, rel)
+            if lg and "raw_output" not in lg:
+                self.lacks.add("raw_output")
+            raw_pt = _pair(lg.get("pred_point"))
+            if raw_pt is None and isinstance(lg.get("pred_points"), list) and lg["pred_points"]:
+                raw_pt = _pair(lg["pred_points"][0])
+            point = self._point(raw_pt, size, f"{tid} step {pos}")
+            hit_v = lg.get("hit")
+            hit = None if hit_v is None else bool(hit_v)
+            if hit is True:
+                outcome = "hit"
+            elif hit is False:
+                outcome = "miss"
+            elif lg:
+                outcome = "not_evaluable"
+            elif failed_at is not None and pos > failed_at:
+                outcome = "not_reached"
+            elif pos > last_logged and not obj.get("completed"):
+                outcome = "not_reached"
+            else:
+                outcome = "not_evaluable"
+            boxes: list[tuple[float, float, float, float]] = []
+            if a is not None:
+                boxes = [b.as_tuple() for b in a.boxes]
+            elif isinstance(lg.get("gt_bbox"), list) and len(lg["gt_bbox"]) == 4:
+                gb = [float(v) for v in lg["gt_bbox"]]
+                if max(gb) <= 1.0:
+                    boxes = [(gb[0], gb[1], gb[2], gb[3])]
+                elif size is not None:
+                    w, h = size
+                    boxes = [(gb[0] / w, gb[1] / h, gb[2] / w, gb[3] / h)]
+            difficulty = lg.get("difficulty")
+            if difficulty not in ("small", "medium", "large"):
+                difficulty = None
+                if boxes:
+                    x1, y1, x2, y2 = boxes[0]
+                    difficulty = size_class((x2 - x1) * (y2 - y1))
+            offset = None
+            if point is not None and boxes:
+                x1, y1, x2, y2 = boxes[0]
+                if x2 > x1 and y2 > y1:
+                    offset = (
+                        (point[0] - (x1 + x2) / 2) / (x2 - x1),
+                        (point[1] - (y1 + y2) / 2) / (y2 - y1),
+                    )
+            raw_out = lg.get("raw_output")
+            uid = f"{tid}/{pos}"
+            steps.append(
+                StepRow(
+                    step=uid,
+                    position=pos,
+                    step_id=a.step_id if a else pos,
+                    instruction=a.instruction if a else "",
+                    action_types=list(dict.fromkeys(x.type for x in a.actions))
+                    if a
+                    else ([str(lg["action_type"])] if lg.get("action_type") else []),
+                    evaluable=outcome != "not_evaluable",
+                    outcome=outcome,
+                    hit=hit,
+                    failure_type=lg.get("failure_type") if hit is False else None,
+                    difficulty=difficulty,
+                    target_boxes=boxes,
+                    pred_point=point,
+                    raw_output=str(raw_out) if raw_out is not None else None,
+                    image_path=rel,
+                    image_size=size,
+                    offset=offset,
+                )
+            )
+            if lg and hit is not None and self.ds is not None and self.ds.has_step(uid):
+                self.records.append(
+                    {
+                        "step": uid,
+                        "task": tid,
+                        "image_path": rel,
+                        "image_size": list(size) if size else None,
+                        "raw_text": str(raw_out) if raw_out is not None else None,
+                        "point": list(point) if point else None,
+                        "flags": ["imported-upstream"],
+                    }
+                )
+        completed = bool(obj.get("completed"))
+        num_steps = int(obj.get("num_steps") or 0)
+        shr_den = int(obj.get("evaluated_steps", num_steps) or 0)
+        wps = float(obj.get("weighted_prefix_score") or 0.0)
+        if isinstance(obj.get("normalised_weighted_score"), int | float):
+            nwps = float(obj["normalised_weighted_score"])
+        else:
+            max_w = sum(_ALPHA**i for i in range(num_steps))
+            nwps = wps / max_w if max_w > 0 else (1.0 if completed else 0.0)
+        logged = [logs[p] for p in sorted(logs)]
+        step1 = obj.get("step1_hit")
+        step1_hit = bool(step1) if step1 is not None else bool(logged and logged[0].get("hit") == 1)
+        ftype = None
+        if not completed and logged:
+            ftype = logged[-1].get("failure_type") or "unknown"
+        return TaskRow(
+            task_id=tid,
+            app=app,
+            task_index=index,
+            task_overview=str(obj.get("task_overview") or (ann.overview if ann else "")),
+            status="scored",
+            completed=completed,
+            correct_steps=int(obj.get("correct_steps") or 0),
+            num_steps=shr_den,
+            num_evaluable_steps=num_steps,
+            steps_evaluated=sum(1 for s in logged if s.get("hit") in (0, 1)),
+            weighted_prefix_score=wps,
+            normalized_weighted_prefix_score=nwps,
+            failure_type=ftype,
+            failed_step=failed_at,
+            step1_hit=step1_hit,
+            steps=steps,
+        )
+
+
+def _metrics(tasks: Sequence[TaskRow], n_boot: int, seed: int) -> dict[str, Any]:
+    m = task_matrix(tasks)
+    vals = metrics_from_sums(m.sum(axis=0), len(tasks), all_steps=False)
+    cis = bootstrap_intervals(m, all_steps=False, n_boot=n_boot, seed=seed)
+    out: dict[str, Any] = {}
+    for k in SEQUENTIAL_KEYS:
+        v = float(vals[k])
+        out[k] = v if math.isfinite(v) else None
+    out.update(
+        num_tasks=len(tasks),
+        num_steps=int(m[:, 3].sum()) if len(tasks) else 0,
+        num_excluded_tasks=0,
+        num_errored_tasks=0,
+        num_unannotated_steps=0,
+        complete=True,
+        confidence_intervals={k: list(v) if v else None for k, v in cis.items()},
+    )
+    return out
+
+
+def _failure_stats(tasks: Sequence[TaskRow]) -> dict[str, Any]:
+    hist: Counter[str] = Counter()
+    by: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for t in tasks:
+        if t.completed or t.failure_type is None:
+            continue
+        last = next((s for s in reversed(t.steps) if s.hit is not None), None)
+        hist[t.failure_type] += 1
+        by[(last.difficulty if last else None) or "unknown"][t.failure_type] += 1
+    return {
+        "failure_type_histogram": dict(hist),
+        "failure_by_difficulty": {k: dict(v) for k, v in by.items()},
+        "total_failed_tasks": sum(1 for t in tasks if not t.completed),
+    }
+
+
+def _survival(tasks: Sequence[TaskRow]) -> list[float]:
+    if not tasks:
+        return []
+    kmax = max(len(t.steps) for t in tasks)
+    ends = np.array([t.failed_step or np.inf for t in tasks], dtype=np.float64)
+    return [float(np.mean(ends > k)) for k in range(kmax + 1)]
+
+
+def _by_size(tasks: Sequence[TaskRow]) -> dict[str, dict[str, float | int | None]]:
+    acc: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in tasks:
+        for s in t.steps:
+            if s.hit is not None:
+                acc[s.difficulty or "unknown"][0] += 1
+                acc[s.difficulty or "unknown"][1] += int(s.hit)
+    return {
+        k: {"steps": n, "hits": h, "hit_rate": h / n if n else None}
+        for k, (n, h) in sorted(acc.items())
+    }

@@ -1,0 +1,173 @@
+"""Writing the results layout (protocol.md section 4, docs/results.md), every file atomically:
+a temporary file in the same folder, flushed and fsynced, then `os.replace`d over the target.
+
+`run.json` and `predictions.jsonl` belong to the runner; everything else is written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import ConfigError
+from medspot.metrics import METRIC_KEYS, MetricSet
+from medspot.records import Dataset
+from medspot.scoring import RunScore, StepScore, TaskScore
+
+__all__ = [
+    "atomic_write_json",
+    "atomic_write_text",
+    "metrics_json",
+    "metrics_table",
+    "task_json",
+    "write_results",
+]
+
+_SHORT = {
+    "task_completion_accuracy": "TCA",
+    "step1_accuracy": "S1A",
+    "step_hit_rate": "SHR",
+    "conditional_step_accuracy": "CSA",
+    "avg_correct_prefix": "ACP",
+    "avg_weighted_prefix_score": "WPS",
+    "normalized_weighted_prefix_score": "nWPS",
+    "independent_step_accuracy": "ISA",
+    "propagation_gap": "gap",
+}
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def _step_json(s: StepScore) -> dict[str, Any]:
+    return {
+        "step": s.uid,
+        "position": s.position,
+        "step_id": s.step_id,
+        "instruction": s.instruction,
+        "action_types": list(s.action_types),
+        "evaluable": s.evaluable,
+        "outcome": s.outcome,
+        "hit": s.hit,
+        "failure_type": s.failure_type,
+        "difficulty": s.difficulty,
+        "target_boxes": [b.as_list() for b in s.target_boxes],
+        "pred_point": s.pred_point.as_list() if s.pred_point is not None else None,
+        "extra_points": [list(p) for p in s.extra_points],
+        "raw_output": s.raw_output,
+        "image_path": s.image_path,
+        "image_size": list(s.image_size) if s.image_size is not None else None,
+        "offset": list(s.offset) if s.offset is not None else None,
+    }
+
+
+def task_json(t: TaskScore) -> dict[str, Any]:
+    """One task object of task_results.json."""
+    return {
+        "task_id": t.uid,
+        "app": t.app,
+        "task_index": t.index,
+        "task_overview": t.overview,
+        "status": t.status,
+        "completed": t.completed,
+        "correct_steps": t.correct_steps,
+        "num_steps": t.num_steps,
+        "num_evaluable_steps": t.num_evaluable_steps,
+        "steps_evaluated": t.steps_evaluated,
+        "weighted_prefix_score": t.weighted_prefix_score,
+        "normalized_weighted_prefix_score": t.normalized_weighted_prefix_score,
+        "failure_type": t.failure_type,
+        "failed_step": t.failed_step,
+        "steps": [_step_json(s) for s in t.steps],
+    }
+
+
+def metrics_json(ms: MetricSet, score: RunScore, *, missing: list[str]) -> dict[str, Any]:
+    d = ms.to_json()
+    d["protocol"] = score.protocol.name
+    d["missing_steps"] = missing
+    return d
+
+
+def write_results(out_dir: Path, run_score: RunScore, *, dataset: Dataset) -> None:
+    """Write every per-app file and the overall files of the results layout into `out_dir`."""
+    out_dir = Path(out_dir)
+    score = run_score
+    for app in dataset.app_names:
+        tasks = score.tasks_of(app)
+        app_dir = out_dir / app
+        atomic_write_json(app_dir / "task_results.json", [task_json(t) for t in tasks])
+        atomic_write_json(
+            app_dir / "task_failures.json",
+            [task_json(t) for t in tasks if t.status == "scored" and not t.completed],
+        )
+        missing = [uid for t in tasks for uid in t.missing_steps]
+        atomic_write_json(
+            app_dir / "task_metrics.json", metrics_json(score.per_app[app], score, missing=missing)
+        )
+        atomic_write_json(app_dir / "failure_statistics.json", score.failures_per_app[app])
+    overall = metrics_json(score.overall, score, missing=list(score.missing_steps))
+    overall.update(
+        complete=score.complete,
+        protocol_label=score.protocol.label,
+        protocol_settings=score.protocol.as_dict(),
+        all_steps=score.all_steps,
+        macro_average=score.macro_average,
+        per_app={a: score.per_app[a].to_json() for a in score.apps},
+        survival=score.survival,
+        by_action_type=score.by_action_type,
+        by_target_size=score.by_target_size,
+    )
+    atomic_write_json(out_dir / "overall_dataset_metrics.json", overall)
+    atomic_write_json(out_dir / "overall_failure_statistics.json", score.failures)
+
+
+def _fmt(v: float | None) -> str:
+    return "   -  " if v is None else f"{v:6.3f}"
+
+
+def metrics_table(run_score: RunScore) -> str:
+    """The overall metrics as a plain-text table: value, 95% interval, macro average."""
+    ov = run_score.overall
+    lines = [
+        f"protocol {run_score.protocol.label}: {ov.num_tasks} tasks, {ov.num_steps} steps"
+        + ("" if run_score.complete else f" (INCOMPLETE: {ov.num_errored_tasks} tasks left out)"),
+        f"{'metric':<6} {'value':>6}  {'95% interval':<17} {'macro':>6}",
+    ]
+    for key in METRIC_KEYS:
+        if key not in ov.values:
+            continue
+        ci = ov.intervals.get(key)
+        ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None else "-"
+        lines.append(
+            f"{_SHORT[key]:<6} {_fmt(ov.values[key])}  {ci_s:<17} "
+            f"{_fmt(run_score.macro_average.get(key))}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""`run.json`: what was run, validated with pydantic at the disk boundary."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from medspot import __version__
+from medspot.errors import ConfigError
+
+__all__ = ["DatasetInfo", "RunInfo", "git_revision", "now_iso", "package_versions"]
+
+# Settings that change what a model is asked; a resumed run must match them.
+PREDICTION_KEYS = ("model", "prompt_style", "history", "all_steps", "seed")
+
+
+class DatasetInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    source: str = ""
+    root: str = ""
+    fingerprint: str = ""
+    apps: list[str] = Field(default_factory=list)
+    limit: int | None = None
+
+
+class RunInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str
+    adapter: dict[str, Any] = Field(default_factory=dict)
+    protocol: str = "medspot-v1"
+    tolerance_px: float | None = None
+    prompt_style: str = "native"
+    history: str = "none"
+    all_steps: bool = False
+    seed: int = 0
+    dataset: DatasetInfo = Field(default_factory=DatasetInfo)
+    versions: dict[str, str] = Field(default_factory=dict)
+    git_revision: str | None = None
+    started: str = ""
+    finished: str | None = None
+    status: str = "running"
+    calls: int = 0
+    errors: int = 0
+    retries: int = 0
+    cost_usd: float | None = None
+    medspot_version: str = __version__
+
+    @classmethod
+    def load(cls, path: Path) -> RunInfo:
+        try:
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise ConfigError(f"{path.parent} is not a medspot run (no run.json)") from None
+        except (ValueError, ValidationError) as e:
+            raise ConfigError(f"{path}: not a valid run.json ({e})") from None
+
+    def mismatches(self, other: RunInfo) -> list[str]:
+        """The prediction settings in which `other` differs from this run."""
+        out = []
+        for key in PREDICTION_KEYS:
+            a, b = getattr(self, key), getattr(other, key)
+            if a != b:
+                out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
+        if self.dataset.fingerprint and other.dataset.fingerprint != self.dataset.fingerprint:
+            out.append("dataset: the annotations differ from the ones this run was made on")
+        return out
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "medspot": __version__}
+    for name in ("numpy", "pillow", "pydantic", "openai", "transformers", "torch", "rapidocr"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_revision(path: Path | None = None) -> str | None:
+    """The git revision of the medspot source tree, when it is a checkout."""
+    here = path or Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

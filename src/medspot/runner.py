@@ -1,0 +1,295 @@
+"""Running a model over a dataset: scheduling, concurrency, retries, the journal, resume.
+
+Sequential scheduling asks step k+1 of a task only after step k hits (`scoring.next_step`
+decides), so a run makes the fewest calls the protocol allows, while many tasks run at once.
+Ready steps wait in a priority queue ordered by the length of their task's remaining chain, so
+long tasks start first and the run ends close to the critical path. `all_steps` asks every
+annotated step. Every call is journaled when it completes; a step already in the journal is
+never asked again. A failed call is retried with exponential backoff (honouring Retry-After)
+and, after the retries, journaled as an error and retried on the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from asyncio import FIRST_COMPLETED
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.errors import ModelCallError, TransientModelError
+from medspot.images import ImageStore
+from medspot.journal import Journal, JournalRecord
+from medspot.protocol import Protocol
+from medspot.records import Dataset, Step, Task
+from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+
+__all__ = ["HISTORY_MODES", "ProgressEvent", "RunOptions", "RunStats", "run_model"]
+
+log = logging.getLogger(__name__)
+
+HISTORY_MODES = ("none", "text", "actions")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    protocol: Protocol
+    all_steps: bool = False
+    concurrency: int = 16
+    max_retries: int = 4
+    backoff_base: float = 0.5  # seconds; doubles each retry, with jitter
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+    history: str = "none"
+    seed: int = 0
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    done: int  # calls completed in this run
+    total: int  # current estimate of the calls this run makes
+    errors: int
+    cost_usd: float
+
+
+@dataclass
+class RunStats:
+    calls: int = 0
+    errors: int = 0
+    retries: int = 0
+    cost_usd: float = 0.0
+    budget_reached: bool = False
+    interrupted: bool = False
+    previous_cost_usd: float = 0.0
+    max_in_flight: int = 0
+    errored_steps: list[str] = field(default_factory=list)
+
+
+class _Scheduler:
+    def __init__(
+        self,
+        dataset: Dataset,
+        adapter: Adapter,
+        journal: Journal,
+        images: ImageStore,
+        opts: RunOptions,
+        existing: Iterable[JournalRecord],
+        on_progress: Callable[[ProgressEvent], None] | None,
+    ) -> None:
+        self.dataset = dataset
+        self.adapter = adapter
+        self.journal = journal
+        self.images = images
+        self.opts = opts
+        self.on_progress = on_progress
+        self.preds, _ = latest_predictions(existing)
+        self.stats = RunStats()
+        self.stats.previous_cost_usd = sum(r.cost_usd or 0.0 for r in self.preds.values())
+        self.queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
+        self.seq = 0
+        self.pending_tasks = 0
+        self.total = 0
+        self.in_flight = 0
+        self.idle = asyncio.Event()
+        self.done_event = asyncio.Event()
+        self.stop = False
+
+    # -- what to ask -------------------------------------------------------------------------
+    def _remaining(self, task: Task) -> int:
+        return sum(1 for s in task.steps if s.annotated and s.uid not in self.preds)
+
+    def _ready(self, task: Task) -> list[Step]:
+        if self.opts.all_steps:
+            return [s for s in steps_to_ask_all(task) if s.uid not in self.preds]
+        nxt = next_step(task, self.opts.protocol, self.preds)
+        return [nxt] if nxt is not None else []
+
+    def _push(self, step: Step, remaining: int) -> None:
+        self.seq += 1
+        self.queue.put_nowait((-remaining, self.seq, step.uid))
+
+    def seed_queue(self) -> None:
+        for task in self.dataset.tasks():
+            ready = self._ready(task)
+            if not ready:
+                continue
+            remaining = self._remaining(task)
+            self.total += len(ready) if self.opts.all_steps else remaining
+            self.pending_tasks += 1 if not self.opts.all_steps else len(ready)
+            for s in ready:
+                self._push(s, remaining)
+
+    # -- asking ------------------------------------------------------------------------------
+    def _request(self, step: Step) -> StepRequest:
+        task = self.dataset.task(step.task_uid)
+        overview: str | None = None
+        history: tuple[str, ...] = ()
+        if self.opts.history != "none":
+            overview = task.overview
+            lines = []
+            for s in task.steps:
+                if s.position >= step.position:
+                    break
+                line = f"Step {s.position}: {s.instruction}"
+                rec = self.preds.get(s.uid)
+                if self.opts.history == "actions" and rec is not None and rec.point is not None:
+                    line += f" -> clicked at ({rec.point[0]:.3f}, {rec.point[1]:.3f})"
+                lines.append(line)
+            history = tuple(lines)
+        return StepRequest(
+            step_uid=step.uid,
+            task_uid=step.task_uid,
+            image_rel=step.image_path,
+            image_path=self.images.path(step.image_path),
+            image_size=self.images.size(step.image_path),
+            instruction=step.instruction,
+            task_overview=overview,
+            history=history,
+            seed=self.opts.seed,
+        )
+
+    async def _call(self, req: StepRequest) -> JournalRecord:
+        retries = 0
+        t0 = time.perf_counter()
+        while True:
+            try:
+                pred: Prediction = await self.adapter.predict(req)
+                return JournalRecord.from_prediction(
+                    req, pred, latency_s=time.perf_counter() - t0, retries=retries
+                )
+            except TransientModelError as e:
+                if retries >= self.opts.max_retries:
+                    return self._error(req, t0, retries, f"{e} (after {retries} retries)")
+                delay = self._backoff(retries, e.retry_after)
+                retries += 1
+                self.stats.retries += 1
+                log.info("%s: %s; retry %d in %.2fs", req.step_uid, e, retries, delay)
+                await asyncio.sleep(delay)
+            except ModelCallError as e:
+                return self._error(req, t0, retries, str(e))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # an adapter bug must not kill the run or become a miss
+                log.debug("adapter raised", exc_info=True)
+                return self._error(req, t0, retries, f"{type(e).__name__}: {e}")
+
+    def _backoff(self, retries: int, retry_after: float | None) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.opts.retry_after_max)
+        base = min(self.opts.backoff_max, self.opts.backoff_base * (2**retries))
+        return float(base * (0.5 + random.random() / 2))
+
+    def _error(self, req: StepRequest, t0: float, retries: int, msg: str) -> JournalRecord:
+        return JournalRecord.from_prediction(
+            req, None, latency_s=time.perf_counter() - t0, retries=retries, error=msg
+        )
+
+    def _over_budget(self) -> bool:
+        cap = self.opts.max_cost
+        spent = self.stats.previous_cost_usd + self.stats.cost_usd
+        return cap is not None and spent >= cap
+
+    async def worker(self) -> None:
+        while not self.stop:
+            try:
+                _prio, _, uid = await self.queue.get()
+            except asyncio.CancelledError:
+                return
+            if self.stop:
+                return
+            if self._over_budget():
+                self.stats.budget_reached = True
+                self.stop = True
+                self.done_event.set()
+                return
+            step = self.dataset.step(uid)
+            task = self.dataset.task(step.task_uid)
+            self.in_flight += 1
+            self.idle.clear()
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.in_flight)
+            try:
+                rec = await self._call(self._request(step))
+            finally:
+                self.in_flight -= 1
+                if self.in_flight == 0:
+                    self.idle.set()
+            self.journal.append(rec)
+            self.stats.calls += 1
+            self.stats.cost_usd += rec.cost_usd or 0.0
+            if rec.error is not None:
+                self.stats.errors += 1
+                self.stats.errored_steps.append(uid)
+                log.warning("%s: call failed: %s", uid, rec.error)
+                self._task_finished(task, failed=True)
+            else:
+                self.preds[uid] = rec
+                if self.opts.all_steps:
+                    self._task_finished(task, failed=False)
+                else:
+                    ready = self._ready(task)
+                    if ready:
+                        self._push(ready[0], self._remaining(task))
+                    else:
+                        self._task_finished(task, failed=False)
+            if self.on_progress:
+                self.on_progress(
+                    ProgressEvent(
+                        self.stats.calls,
+                        self.total,
+                        self.stats.errors,
+                        self.stats.previous_cost_usd + self.stats.cost_usd,
+                    )
+                )
+
+    def _task_finished(self, task: Task, *, failed: bool) -> None:
+        if not self.opts.all_steps:
+            # steps of this task that will not be asked leave the estimate (an errored step
+            # was asked, so it stays in it)
+            self.total -= self._remaining(task) - (1 if failed else 0)
+        self.pending_tasks -= 1
+        if self.pending_tasks <= 0:
+            self.done_event.set()
+
+
+async def run_model(
+    dataset: Dataset,
+    adapter: Adapter,
+    journal: Journal,
+    images: ImageStore,
+    opts: RunOptions,
+    existing: Iterable[JournalRecord] = (),
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+) -> RunStats:
+    """Ask `adapter` every step the protocol needs that `existing` does not already answer."""
+    sch = _Scheduler(dataset, adapter, journal, images, opts, existing, on_progress)
+    sch.seed_queue()
+    if sch.pending_tasks == 0:
+        return sch.stats
+    n_workers = max(1, min(opts.concurrency, adapter.max_concurrency))
+    workers = [asyncio.create_task(sch.worker()) for _ in range(n_workers)]
+    done = asyncio.create_task(sch.done_event.wait())
+    try:
+        while True:
+            finished, _ = await asyncio.wait({done, *workers}, return_when=FIRST_COMPLETED)
+            for t in finished:
+                if t is not done and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]  # e.g. the journal cannot be written
+            if done in finished:
+                break
+        sch.stop = True
+        if sch.in_flight:  # budget reached: let the calls already paid for finish
+            await sch.idle.wait()
+    except asyncio.CancelledError:
+        sch.stats.interrupted = True
+        raise
+    finally:
+        sch.stop = True
+        done.cancel()
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(done, *workers, return_exceptions=True)
+    return sch.stats

@@ -1,0 +1,36 @@
+"""Shared fixtures: the real annotation files and a dataset root with placeholder screenshots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def annotations_path() -> Path:
+    """$MEDSPOT_ANNOTATIONS, or `<repo>/../shared/medspot/Annotations`."""
+    env = os.environ.get("MEDSPOT_ANNOTATIONS")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "medspot" / "Annotations"
+
+
+@pytest.fixture(scope="session")
+def annotations_dir() -> Path:
+    """The folder of the real `*_Annotation.json` files (read-only); skips when absent."""
+    path = annotations_path()
+    if not path.is_dir() or not any(path.glob("*_Annotation.json")):
+        pytest.skip(
+            f"the real MedSPOT annotation files are not at {path} "
+            "(set MEDSPOT_ANNOTATIONS to their folder)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def placeholder_root(annotations_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset root with the real annotations and painted placeholder screenshots."""
+    from medspot.testing import make_placeholder_root
+
+    return make_placeholder_root(tmp_path_factory.mktemp("placeholder"), annotations_dir)

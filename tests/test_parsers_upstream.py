@@ -1,0 +1,201 @@
+"""The `upstream` readers reproduce the MedSPOT authors' scripts, mistakes included."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from medspot.adapters.card import ParsedAnswer
+from medspot.adapters.cards import get_card, upstream_parsers
+
+ORIG = (1920, 1080)
+SENT = (1932, 1092)
+
+
+def up(name: str, text: str) -> ParsedAnswer:
+    return get_card(name).upstream.parse(text, SENT, ORIG)
+
+
+def pt(ans: ParsedAnswer) -> tuple[float, float] | None:
+    return None if ans.point is None else (ans.point.x, ans.point.y)
+
+
+# A direct transcription of evaluate_gpt4omini.py (extract_pixel_point + normalize_prediction).
+def _their_extract(text: str) -> tuple[float, float] | None:
+    patterns = [
+        r"\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)",
+        r"\[\s*([\d.]+)\s*,\s*([\d.]+)\s*\]",
+        r"x\s*=\s*([\d.]+)\s*[,;]?\s*y\s*=\s*([\d.]+)",
+        r"x\s*:\s*([\d.]+)\s*[,;]?\s*y\s*:\s*([\d.]+)",
+        r"(?:at|click|point|coord(?:inate)?s?)\s*[:\-]?\s*([\d.]+)\s*[,\s]\s*([\d.]+)",
+        r"(?<!\d)([\d]{1,5})\s*[,\s]\s*([\d]{1,5})(?!\d)",
+    ]
+    for p in patterns:
+        m = re.search(p, text, re.IGNORECASE)
+        if m:
+            return float(m.group(1)), float(m.group(2))
+    return None
+
+
+def _their_normalize(
+    pred: tuple[float, float] | None, w: int, h: int
+) -> tuple[float, float] | None:
+    if pred is None:
+        return None
+    x, y = pred
+    if 0 <= x <= w and 0 <= y <= h:
+        return (x, y)
+    return None
+
+
+GPT_TRICKY = [
+    "(512, 38)",
+    "(960,540)",
+    "[960, 540]",
+    "x=100, y=200",
+    "X: 100; Y: 200",
+    "The element is at 640 360",
+    "Click coordinates: 12,34",
+    "format that 12 34",  # "at" inside "format"/"that" triggers pattern 5
+    "I'd click the top menu around 300 and 20",
+    "(1920, 1080)",
+    "(1921, 1080)",  # outside -> no prediction
+    "[18, 30, 29, 52]",  # box: pattern 2 fails (4 numbers), pattern 6 takes 18, 30
+    "(0.5, 0.25)",
+    "No idea.",
+    "",
+    "coordinate 123456 7",
+    "(12.5, 40.)",
+    "x=3 y=4",
+    "point: 100-200",
+]
+
+
+@pytest.mark.parametrize("text", GPT_TRICKY)
+@pytest.mark.parametrize("name", ["gpt-4o-mini", "gpt-5"])
+def test_gpt_upstream_matches_their_script(name: str, text: str) -> None:
+    w, h = ORIG
+    theirs = _their_normalize(_their_extract(text), w, h)
+    ours = up(name, text)
+    if theirs is None:
+        assert ours.point is None
+    else:
+        assert pt(ours) == pytest.approx((theirs[0] / w, theirs[1] / h))
+
+
+def test_gpt_upstream_specific_values() -> None:
+    assert pt(up("gpt-4o-mini", "[18, 30, 29, 52]")) == pytest.approx((18 / 1920, 30 / 1080))
+    assert pt(up("gpt-4o-mini", "format that 12 34")) == pytest.approx((12 / 1920, 34 / 1080))
+    assert up("gpt-4o-mini", "(1921, 1080)").point is None
+    # Their script would crash on float("1.2.3"); the port says no prediction and flags it.
+    crash = up("gpt-4o-mini", "(1.2.3, 4)")
+    assert crash.point is None and "upstream_parse_error" in crash.flags
+
+
+def test_tars_upstream_reads_box_top_left_and_fractions() -> None:
+    assert pt(up("ui-tars-1.5-7b", "click(start_box='[190,30,236,62]')")) == pytest.approx(
+        (190 / 1920, 30 / 1080)
+    )
+    assert pt(up("ui-tars-1.5-7b", "(212,46)")) == pytest.approx((212 / 1920, 46 / 1080))
+    assert pt(up("ui-tars-7b-sft", "(0.25,0.5)")) == pytest.approx((0.25, 0.5))
+    # Case-sensitive CLICK(x, y) first.
+    assert pt(up("ui-tars-1.5-7b", "CLICK(96, 54) or (1, 2)")) == pytest.approx((0.05, 0.05))
+    assert up("ui-tars-1.5-7b", "Action: finished()").point is None
+
+
+def test_uground_upstream_divides_by_original_and_clamps() -> None:
+    assert pt(up("uground-v1-7b", "(235, 512)")) == pytest.approx((235 / 1920, 512 / 1080))
+    assert pt(up("uground-v1-7b", "(0.2, 0.4)")) == pytest.approx((0.2, 0.4))
+    assert pt(up("uground-v1-7b", "(2500, 40)")) == pytest.approx((1.0, 40 / 1080))
+
+
+def test_qwen_upstreams() -> None:
+    # Qwen2.5-VL: pixels of the resized frame read as original pixels, not clamped.
+    assert pt(up("qwen2.5-vl-7b", "(1932, 46)")) == pytest.approx((1932 / 1920, 46 / 1080))
+    # Qwen2-VL: the native box's first pair (top-left), / W, H, clamped.
+    assert pt(up("qwen2-vl-7b", "File menu(5,12),(31,40)")) == pytest.approx((5 / 1920, 12 / 1080))
+    # Qwen3-VL: / 1000, not clamped.
+    assert pt(up("qwen3-vl-8b", "(1100, 42)")) == pytest.approx((1.1, 0.042))
+    assert up("qwen3-vl-8b", '[{"point_2d": [110, 42]}]').point is None
+
+
+def test_osatlas_upstream() -> None:
+    assert pt(up("os-atlas-7b", "File menu(10,20),(50,44)")) == pytest.approx((0.01, 0.02))
+    assert pt(up("os-atlas-7b", "[[10,20,50,44]]")) == pytest.approx((0.03, 0.032))
+    assert pt(up("os-atlas-7b", "[[300, 1200]]")) == pytest.approx((0.3, 1.0))
+
+
+def test_seeclick_upstream() -> None:
+    assert pt(up("seeclick", "(0.17,0.06)")) == pytest.approx((0.17, 0.06))
+    assert pt(up("seeclick", "(0.12,0.03,0.22,0.09)")) == pytest.approx((0.17, 0.06))
+    assert pt(up("seeclick", "<ref>x</ref><box>(120,30),(220,90)</box>")) == pytest.approx(
+        (0.17, 0.06)
+    )
+    assert up("seeclick", "(0.17,0.06,0.2)").point is None
+    assert up("seeclick", "a bbox somewhere").point is None  # "box" with no <box>: IndexError
+    assert pt(up("seeclick", "1.2.3")) == pytest.approx((1.0, 1.0))  # [1.2, 3.0], clamped
+
+
+def test_cogagent_upstream() -> None:
+    text = "Status: window[[0, 2, 998, 905]]\nGrounded Operation: CLICK(box=[[12,31,58,52]])"
+    assert pt(up("cogagent-9b", text)) == pytest.approx((0.035, 0.0415))
+    # HOVER is not CLICK: their fallback takes the first [[...]], the status box.
+    hover = "Status: window[[0, 2, 998, 905]]\nGrounded Operation: HOVER(box=[[12,31,58,52]])"
+    assert pt(up("cogagent-9b", hover)) == pytest.approx((0.499, 0.4535))
+    assert pt(up("cogagent-9b", "DOUBLE_CLICK(box=[[12,31,58,52]])")) == pytest.approx(
+        (0.035, 0.0415)
+    )
+
+
+def test_deepseek_upstream() -> None:
+    assert pt(up("deepseek-vl2", "(0.11,0.04)")) == pytest.approx((0.11, 0.04))
+    assert up("deepseek-vl2", "<|det|>[[10, 20, 50, 44]]<|/det|>").point is None
+    assert pt(up("deepseek-vl2", "(192, 0.5)")) == pytest.approx((0.1, 0.5 / 1080))
+
+
+def test_aguvis_upstream_reads_pixels_in_its_resized_frame() -> None:
+    # smart_resize(1920, 1080, 28, 256*784, 1280*784): 1932x1092 = 2.1 Mpx > 1003520;
+    # beta = sqrt(2073600/1003520) = 1.43746 -> 1335.7 -> 1316; 751.3 -> 728.
+    assert pt(up("aguvis-7b-720p", "pyautogui.click(x=658, y=364)")) == pytest.approx((0.5, 0.5))
+    assert pt(up("aguvis-7b-720p", "pyautogui.click(x=0.11, y=0.05)")) == pytest.approx(
+        (0.11, 0.05)
+    )
+
+
+def test_general_upstreams() -> None:
+    assert pt(up("gemma-3-27b", "(960, 540)")) == pytest.approx((0.5, 0.5))
+    assert pt(up("gemma-3-27b", "(110, 42)")) == pytest.approx((110 / 1920, 42 / 1080))
+    # Llama's 3-way guess: fractions, percent, pixels.
+    assert pt(up("llama-3.2-11b-vision", "(0.5, 0.5)")) == pytest.approx((0.5, 0.5))
+    assert pt(up("llama-3.2-11b-vision", "(50, 25)")) == pytest.approx((0.5, 0.25))
+    assert pt(up("llama-3.2-11b-vision", "(960, 540)")) == pytest.approx((0.5, 0.5))
+    assert pt(up("mistral-small-3.1-24b", "(960, 2000)")) == pytest.approx((0.5, 1.0))
+
+
+def test_gui_actor_upstream_clamps_and_keeps_all() -> None:
+    ans = up("gui-actor-7b", "[(1.2, 0.5), (0.3, -0.1)]")
+    assert pt(ans) == (1.0, 0.5)
+    assert [(p.x, p.y) for p in ans.extra_points] == [(0.3, 0.0)]
+    assert up("gui-actor-7b", "[]").point is None
+
+
+def test_upstream_module_lists_every_script() -> None:
+    for name in [
+        "aguvis",
+        "cogagent",
+        "deepseek",
+        "gemma3",
+        "gpt",
+        "gui_actor",
+        "llama",
+        "mistral",
+        "osatlas",
+        "qwen2_5vl",
+        "qwen2vl",
+        "qwen3vl",
+        "seeclick",
+        "tars",
+        "uground",
+    ]:
+        assert callable(getattr(upstream_parsers, name))
