@@ -160,3 +160,21 @@ def test_bootstrap_large_run_vectorised() -> None:
     shr = k.sum() / n.sum()
     lo, hi = ci[M.SHR]  # type: ignore[misc]
     assert lo <= shr <= hi and hi - lo < 0.02
+
+
+def test_bootstrap_row_types_match_task_resampling() -> None:
+    # 400 tasks of 4 kinds: drawing counts per distinct row is the same distribution as
+    # resampling tasks, so both methods give nearly the same intervals
+    rows = [
+        [1, 1, 2, 2, 2, 1.8, 1, 0, 0],
+        [0, 1, 1, 2, 2, 1, 1 / 1.8, 0, 0],
+        [0, 0, 0, 1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 1, 1, 1, 1, 0, 0],
+    ]
+    m = np.array([rows[i % 4] for i in range(400)], dtype=float)
+    a = M.bootstrap_intervals(m, all_steps=False, n_boot=4000, method="types")
+    b = M.bootstrap_intervals(m, all_steps=False, n_boot=4000, method="rows")
+    for k in M.SEQUENTIAL_KEYS:
+        assert a[k] == pytest.approx(b[k], abs=0.01), k
+    # TCA = 0.5 over 400 tasks: about 0.5 +- 1.96 * sqrt(0.25 / 400) = 0.5 +- 0.049
+    assert a[M.TCA] == pytest.approx((0.451, 0.549), abs=0.006)

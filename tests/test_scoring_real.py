@@ -8,7 +8,6 @@ the hit prefixes sum to 537 of the 607 steps."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,10 @@ from medspot.records import Dataset
 from medspot.scoring import score_run
 
 
-def _annotations() -> Path:
-    env = os.environ.get("MEDSPOT_ANNOTATIONS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "medspot" / "Annotations"
-
-
 @pytest.fixture(scope="module")
-def real() -> tuple[Dataset, list[JournalRecord]]:
-    ann = _annotations()
-    if not ann.is_dir():
-        pytest.skip(f"annotations not found at {ann} (set MEDSPOT_ANNOTATIONS)")
-    ds = load_dataset(ann.parent, check_images=False)
+def real(annotations_dir: Path) -> tuple[Dataset, list[JournalRecord]]:
+    # the shared fixture: $MEDSPOT_ANNOTATIONS or <repo>/../shared/medspot/Annotations
+    ds = load_dataset(annotations_dir.parent, check_images=False)
     recs = [
         JournalRecord(
             step=s.uid,

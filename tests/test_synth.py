@@ -175,7 +175,7 @@ def test_variety_small_targets_and_actions(suite: Path) -> None:
     for tasks in ann.values():
         for task in tasks:
             for step in task["steps"]:
-                x, y, w, h = step["actions"][0]["bbox"]
+                _, _, w, h = step["actions"][0]["bbox"]
                 small += (w / 100) * (h / 100) < 4e-4
                 types[step["actions"][0]["type"]] += 1
     assert small >= 1

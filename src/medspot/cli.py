@@ -22,6 +22,10 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.score",
     "medspot.commands.models",
     "medspot.commands.synth",
+    "medspot.commands.report",
+    "medspot.commands.leaderboard",
+    "medspot.commands.compare",
+    "medspot.commands.import_upstream",
 ]
 
 

@@ -133,25 +133,31 @@ def _from_sums(s: Array, n: int, all_steps: bool) -> dict[str, Array]:
 
 
 def bootstrap_intervals(
-    matrix: Array, *, all_steps: bool, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    matrix: Array,
+    *,
+    all_steps: bool,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    method: Literal["auto", "rows", "types"] = "auto",
 ) -> dict[str, tuple[float, float] | None]:
     """Percentile intervals from resampling tasks (rows) with replacement, vectorised: each
-    resample's column sums are resample counts times the matrix."""
+    resample's column sums are its resample counts times the matrix.
+
+    Tasks take few distinct rows, so by default ("auto") the counts are drawn per distinct row
+    (a multinomial over the row types, the same distribution as resampling tasks) when that is
+    cheaper; "rows" always draws task indices."""
     n = matrix.shape[0]
     keys = METRIC_KEYS if all_steps else SEQUENTIAL_KEYS
     if n == 0 or n_boot <= 0:
         return dict.fromkeys(keys)
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, 4_000_000 // n))
-    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
-    done = 0
-    while done < n_boot:
-        c = min(chunk, n_boot - done)
-        idx = rng.integers(0, n, size=(c, n))
-        idx += np.arange(c)[:, None] * n
-        counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n)
-        sums[done : done + c] = counts.astype(np.float64) @ matrix
-        done += c
+    uniq, counts_u = np.unique(matrix, axis=0, return_counts=True)
+    if method == "types" or (method == "auto" and 4 * len(uniq) <= n):
+        draws = rng.multinomial(n, counts_u / n, size=n_boot)
+        sums = draws.astype(np.float64) @ uniq
+    else:
+        sums = _resample_rows(matrix, n_boot, rng)
     boot = _from_sums(sums, n, all_steps)
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     out: dict[str, tuple[float, float] | None] = {}
@@ -164,6 +170,21 @@ def bootstrap_intervals(
             lo, hi = np.percentile(v, [lo_q, hi_q])
             out[k] = (float(lo), float(hi))
     return out
+
+
+def _resample_rows(matrix: Array, n_boot: int, rng: np.random.Generator) -> Array:
+    n = matrix.shape[0]
+    chunk = max(1, min(n_boot, 4_000_000 // n))
+    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+    done = 0
+    while done < n_boot:
+        c = min(chunk, n_boot - done)
+        idx = rng.integers(0, n, size=(c, n))
+        idx += np.arange(c)[:, None] * n
+        counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n)
+        sums[done : done + c] = counts.astype(np.float64) @ matrix
+        done += c
+    return sums
 
 
 def _finite(x: Any) -> float | None:

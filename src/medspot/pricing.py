@@ -122,20 +122,23 @@ def load_price_table(path: str | Path | None) -> PriceTable:
     try:
         raw: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"price file {p} is not valid {p.suffix.lstrip('.') or 'JSON'}: {e}")
+        kind = "TOML" if p.suffix.lower() == ".toml" else "JSON"
+        raise ConfigError(f"price file {p} is not valid {kind}: {e}") from None
     try:
         parsed = _PriceFile.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(f"price file {p}: {e}") from None
-    for name, e in parsed.models.items():
-        table.prices[name] = Price(e.input, e.output, e.image_base_tokens, e.image_tile_tokens)
+    except ValidationError as exc:
+        raise ConfigError(f"price file {p}: {exc}") from None
+    for name, ent in parsed.models.items():
+        table.prices[name] = Price(
+            ent.input, ent.output, ent.image_base_tokens, ent.image_tile_tokens
+        )
     return table
 
 
 def image_tokens_high(size: tuple[int, int], base: int = 85, per_tile: int = 170) -> int:
     """Tokens of one image at "high" detail: fit into 2048x2048, scale the shortest side to
     768 (never up), count 512-px tiles. 1920x1080 -> 1365x768 -> 3x2 tiles -> 85+6*170=1105."""
-    w, h = size
+    w, h = float(size[0]), float(size[1])
     if w <= 0 or h <= 0:
         return base
     s = min(1.0, 2048 / max(w, h))

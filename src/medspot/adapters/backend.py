@@ -72,10 +72,12 @@ def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:
     if backend == "openai":
         from medspot.adapters.openai_backend import OpenAIAdapter
 
-        return OpenAIAdapter.from_options(card, style, options)
+        adapter: Adapter = OpenAIAdapter.from_options(card, style, options)
+        return adapter
     from medspot.adapters.hf_backend import HFAdapter
 
-    return HFAdapter.from_options(card, style, options)
+    hf: Adapter = HFAdapter.from_options(card, style, options)
+    return hf
 
 
 def _cards() -> Any:

@@ -223,7 +223,7 @@ def rapidocr_reader() -> Reader:
     engine = RapidOCR(params={"Global.log_level": "error"})
 
     def read(path: Path) -> list[OcrWord]:
-        result = engine(str(path))
+        result: Any = engine(str(path))
         if result.boxes is None or result.txts is None:
             return []
         out = []

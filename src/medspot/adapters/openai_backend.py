@@ -76,6 +76,14 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def _httpx_module(openai: Any) -> Any:
+    """The httpx package the openai client is built on (httpx, or httpx2 in newer releases)."""
+    import importlib
+
+    base = openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0]
+    return importlib.import_module(base)
+
+
 @dataclass
 class _Endpoint:
     url: str  # sanitised, for records
@@ -113,8 +121,7 @@ class OpenAIAdapter:
             import openai
         except ImportError:
             raise AdapterUnavailable(
-                "the OpenAI-compatible backend needs the openai package: "
-                "pip install 'medspot[api]'"
+                "the OpenAI-compatible backend needs the openai package: pip install 'medspot[api]'"
             ) from None
         if balance not in ("least", "round_robin"):
             raise ConfigError(f"unknown balance {balance!r}; use least or round_robin")
@@ -137,8 +144,7 @@ class OpenAIAdapter:
         self._secrets = (api_key,) if api_key else ()
         self._rr = 0
         self._openai = openai
-        import httpx
-
+        httpx = _httpx_module(openai)
         self._endpoints: list[_Endpoint] = []
         for url in base_urls:
             http = openai.DefaultAsyncHttpxClient(
@@ -428,4 +434,3 @@ class OpenAIAdapter:
         if u is not None:
             usage = Usage(int(u.input_tokens or 0), int(u.output_tokens or 0))
         return _Reply("".join(texts), usage, tuple(flags), meta)
-

@@ -189,6 +189,11 @@ def _run(args: argparse.Namespace) -> int:
         f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
         f"{dt:.1f}s. Results in {req.out}/"
     )
+    if info.model == "oracle":
+        print(
+            "note: `oracle` reads the target boxes; these numbers are the protocol's ceiling "
+            "and a pipeline check, not a model's score."
+        )
     if info.cost_usd:
         print(f"cost so far: ${info.cost_usd:.4f}")
     if outcome.stats.budget_reached:
@@ -210,15 +215,17 @@ class _Bar:
     def __init__(self) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=0, unit="call", desc="eval", file=sys.stderr, dynamic_ncols=True)
+        self._bar = tqdm(
+            total=0, unit="call", desc="eval", file=sys.stderr, dynamic_ncols=True, mininterval=0.5
+        )
 
     def update(self, ev: Any) -> None:
         self._bar.total = max(ev.total, ev.done)
-        self._bar.n = ev.done
-        post = {"errors": ev.errors}
+        post: dict[str, object] = {"errors": ev.errors}
         if ev.cost_usd:
-            post["cost"] = f"${ev.cost_usd:.4f}"  # type: ignore[assignment]
-        self._bar.set_postfix(post, refresh=True)
+            post["cost"] = f"${ev.cost_usd:.4f}"
+        self._bar.set_postfix(post, refresh=False)
+        self._bar.update(ev.done - self._bar.n)  # redraws at most every mininterval
 
     def close(self) -> None:
         self._bar.close()

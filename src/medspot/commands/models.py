@@ -30,20 +30,24 @@ def _run(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    rows = [
-        (
-            e.name + (":NAME" if e.kind == "generic" else ""),
-            e.kind,
-            e.convention,
-            e.extra or "-",
-            e.summary,
+    head = ("name", "kind", "convention", "backends", "upstream", "checkpoint / what it does")
+    rows = []
+    for e in entries:
+        info = e.info or {}
+        name = e.name + (":NAME" if e.kind == "generic" else "")
+        backends = str(info.get("backends", "local" if e.kind == "baseline" else "openai"))
+        desc = str(info.get("checkpoint") or e.summary)
+        rows.append(
+            (name, e.kind, e.convention, backends, str(info.get("upstream_preset", "-")), desc)
         )
-        for e in entries
-    ]
-    head = ("name", "kind", "convention", "extra", "summary")
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(4)]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     for r in [head, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
+        print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5])
+    print(
+        "\nConventions: rel1000/rel999 = integer grid over the image, rel1 = fractions, "
+        "abs_resized = pixels of the image the harness resized and sent, pointer = points "
+        "from a pointer head. `medspot models --json` gives every field."
+    )
     return 0
 
 

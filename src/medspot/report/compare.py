@@ -242,7 +242,8 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
     else:
         widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
         for r in [header, *rows]:
-            lines.append("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
+            cells = (str(x).ljust(w) for x, w in zip(r, widths, strict=True))
+            lines.append("  ".join(cells).rstrip())
     lines.append("")
     lines.append(
         f"Task completion: both {c.both_complete}, neither {c.neither_completes}, "

@@ -369,7 +369,7 @@ def _step(s: StepRow, t: TaskRow, thumbs: Mapping[str, Thumb]) -> str:
     return (
         f'<figure class="{classes}" data-step="{e(s.step)}">{frame}<figcaption>'
         + " · ".join(info)
-        + f'<span class="instr">{e(s.instruction)}</span><span class="note">{e(point)}</span> '
+        + f'<span class="instr">{e(s.instruction)}</span><span class="note">{e(point)} · </span>'
         + raw
         + "</figcaption></figure>"
     )

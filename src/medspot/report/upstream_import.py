@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from medspot.errors import ConfigError, DataError, MedspotError
+from medspot.errors import ConfigError, DataError
 from medspot.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
 from medspot.records import Dataset, Task, size_class
 from medspot.report.load import StepRow, TaskRow
@@ -145,13 +145,11 @@ class _Importer:
         logs: dict[int, Mapping[str, Any]] = {}
         for k, s in enumerate(logs_raw, 1):
             if isinstance(s, dict):
-                pos = s.get("step_id") if isinstance(s.get("step_id"), int) else k
-                logs[int(pos)] = s
+                sid = s.get("step_id")
+                logs[sid if isinstance(sid, int) else k] = s
         failed_at = next((p for p, s in sorted(logs.items()) if s.get("hit") == 0), None)
         last_logged = max(logs) if logs else 0
-        positions = (
-            [s.position for s in ann.steps] if ann is not None else sorted(logs)
-        )
+        positions = [s.position for s in ann.steps] if ann is not None else sorted(logs)
         steps: list[StepRow] = []
         for pos in positions:
             a = ann.steps[pos - 1] if ann is not None and pos <= len(ann.steps) else None
@@ -172,15 +170,15 @@ class _Importer:
                 outcome = "miss"
             elif lg:
                 outcome = "not_evaluable"
-            elif failed_at is not None and pos > failed_at:
-                outcome = "not_reached"
-            elif pos > last_logged and not obj.get("completed"):
+            elif (failed_at is not None and pos > failed_at) or (
+                pos > last_logged and not obj.get("completed")
+            ):
                 outcome = "not_reached"
             else:
                 outcome = "not_evaluable"
             boxes: list[tuple[float, float, float, float]] = []
             if a is not None:
-                boxes = [b.as_tuple() for b in a.boxes]
+                boxes = [(b.x1, b.y1, b.x2, b.y2) for b in a.boxes]
             elif isinstance(lg.get("gt_bbox"), list) and len(lg["gt_bbox"]) == 4:
                 gb = [float(v) for v in lg["gt_bbox"]]
                 if max(gb) <= 1.0:
@@ -328,3 +326,163 @@ def _by_size(tasks: Sequence[TaskRow]) -> dict[str, dict[str, float | int | None
         k: {"steps": n, "hits": h, "hit_rate": h / n if n else None}
         for k, (n, h) in sorted(acc.items())
     }
+
+
+def _match_task(app_tasks: Sequence[Task], index: int, overview: str) -> Task | None:
+    """The annotated task a result row describes: by position, checked against the overview
+    (the authors' resume mode may reorder), else the one task with that overview."""
+    if index < len(app_tasks) and (not overview or app_tasks[index].overview == overview.strip()):
+        return app_tasks[index]
+    same = [t for t in app_tasks if t.overview == overview.strip()]
+    return same[0] if len(same) == 1 else None
+
+
+def import_upstream(
+    src: Path,
+    out: Path,
+    *,
+    dataset: Dataset | None = None,
+    data_root: str = "",
+    model: str | None = None,
+    protocol: str | None = None,
+    coords: str = "auto",
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ImportResult:
+    """Write the run folder `out` from the authors' results folder `src`."""
+    src, out = Path(src), Path(out)
+    if coords not in COORDS:
+        raise ConfigError(f"--coords must be one of {', '.join(COORDS)}, not {coords!r}")
+    if not src.is_dir():
+        raise ConfigError(f"{src} is not a folder")
+    app_dirs = sorted(d for d in src.iterdir() if (d / "task_results.json").is_file())
+    if not app_dirs:
+        raise ConfigError(
+            f"{src} holds no <App>_Annotation/task_results.json: not a results folder of the "
+            "authors' scripts"
+        )
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"{out} exists and is not empty; choose another --out")
+    name = model or src.name
+    guessed = guess_protocol(src.name) if protocol is None else None
+    proto = protocol or guessed or "upstream"
+    imp = _Importer(dataset, coords)
+    if dataset is None:
+        imp.lacks.update({"target_boxes", "instructions"})
+    apps: list[str] = []
+    tasks_by_app: dict[str, list[TaskRow]] = {}
+    upstream_metrics: dict[str, Any] = {}
+    their_failures: dict[str, dict[str, Any] | None] = {}
+    for d in app_dirs:
+        app = d.name.removesuffix(_SUFFIX)
+        rows = _load_list(d / "task_results.json")
+        ann_tasks: Sequence[Task] = ()
+        if dataset is not None:
+            found = [a for a in dataset.apps if a.name == app]
+            if not found:
+                imp.notes.append(f"{app}: not in the dataset given; no boxes or instructions")
+            else:
+                ann_tasks = found[0].tasks
+                if len(ann_tasks) != len(rows):
+                    imp.notes.append(
+                        f"{app}: {len(rows)} result rows for {len(ann_tasks)} annotated tasks"
+                    )
+        out_rows = []
+        for i, obj in enumerate(rows):
+            ann = _match_task(ann_tasks, i, str(obj.get("task_overview") or ""))
+            index = ann.index if ann is not None else i
+            if ann_tasks and ann is None:
+                imp.notes.append(f"{app}/{i}: no annotated task with this overview")
+            out_rows.append(imp.task(app, index, obj, ann))
+        apps.append(app)
+        tasks_by_app[app] = out_rows
+        upstream_metrics[app] = _load_dict(d / "task_metrics.json") or {}
+        their_failures[app] = _load_dict(d / "failure_statistics.json")
+    overall_theirs = _load_dict(src / "overall_dataset_metrics.json") or {}
+    all_tasks = [t for a in apps for t in tasks_by_app[a]]
+
+    per_app = {a: _metrics(tasks_by_app[a], n_boot, seed) for a in apps}
+    overall = _metrics(all_tasks, n_boot, seed)
+    for where, mine, theirs in [
+        *((a, per_app[a], upstream_metrics[a]) for a in apps),
+        ("overall", overall, overall_theirs),
+    ]:
+        for k in SEQUENTIAL_KEYS:
+            v = theirs.get(k)
+            if isinstance(v, int | float) and mine.get(k) is not None and abs(v - mine[k]) > 1e-9:
+                imp.notes.append(
+                    f"{where}: {k} recomputed from the task rows is {mine[k]:.6f}, their file "
+                    f"says {v:.6f}"
+                )
+    macro: dict[str, float | None] = {}
+    for k in SEQUENTIAL_KEYS:
+        vs = [per_app[a][k] for a in apps if per_app[a][k] is not None]
+        macro[k] = float(np.mean(vs)) if vs else None
+
+    for a in apps:
+        app_dir = out / a
+        atomic_write_json(app_dir / "task_results.json", [t.model_dump() for t in tasks_by_app[a]])
+        atomic_write_json(
+            app_dir / "task_failures.json",
+            [t.model_dump() for t in tasks_by_app[a] if not t.completed],
+        )
+        atomic_write_json(
+            app_dir / "task_metrics.json",
+            {**per_app[a], "protocol": proto, "upstream_metrics": upstream_metrics[a]},
+        )
+        fs = their_failures[a] or _failure_stats(tasks_by_app[a])
+        fs.setdefault("total_failed_tasks", sum(1 for t in tasks_by_app[a] if not t.completed))
+        atomic_write_json(app_dir / "failure_statistics.json", fs)
+    overall.update(
+        protocol=proto,
+        protocol_label=proto,
+        all_steps=False,
+        missing_steps=[],
+        macro_average=macro,
+        per_app=per_app,
+        survival=_survival(all_tasks),
+        by_target_size=_by_size(all_tasks),
+        upstream_metrics=overall_theirs,
+    )
+    atomic_write_json(out / "overall_dataset_metrics.json", overall)
+    theirs_overall_fs = _load_dict(src / "overall_failure_statistics.json")
+    atomic_write_json(
+        out / "overall_failure_statistics.json", theirs_overall_fs or _failure_stats(all_tasks)
+    )
+    if imp.records:
+        lines = [json.dumps(r, ensure_ascii=False) for r in imp.records]
+        atomic_write_text(out / "predictions.jsonl", "\n".join(lines) + "\n")
+    lacks = sorted(imp.lacks)
+    info = RunInfo(
+        model=name,
+        adapter={"kind": "upstream-import", "name": name, "source": str(src)},
+        protocol=proto,
+        dataset=DatasetInfo(
+            source=dataset.source if dataset else "",
+            root=data_root or (str(dataset.root) if dataset else ""),
+            fingerprint=dataset.fingerprint if dataset else "",
+            apps=apps,
+        ),
+        started=now_iso(),
+        finished=now_iso(),
+        status="complete",
+    )
+    payload = info.model_dump()
+    payload["imported"] = {
+        "from": str(src),
+        "protocol_guessed": guessed is not None,
+        "coords": coords,
+        "lacks": lacks,
+        "notes": imp.notes[:200],
+    }
+    atomic_write_json(out / "run.json", payload)
+    return ImportResult(
+        out=out,
+        model=name,
+        protocol=proto,
+        protocol_guessed=guessed is not None,
+        apps=tuple(apps),
+        num_tasks=len(all_tasks),
+        lacks=tuple(lacks),
+        notes=tuple(imp.notes),
+    )

@@ -11,7 +11,7 @@ from medspot.synth.widgets import Canvas, Widget
 if TYPE_CHECKING:
     from medspot.synth.render import ScreenState
 
-__all__ = ["DIALOG_TITLES", "DIALOGS", "FILES", "MEASURE_TABS", "draw_dialog"]
+__all__ = ["DIALOGS", "DIALOG_TITLES", "FILES", "MEASURE_TABS", "draw_dialog"]
 
 FILES: tuple[str, ...] = (
     "CT_CHEST_0001.dcm",

@@ -45,8 +45,12 @@ MENUS: dict[str, tuple[MenuEntry, ...]] = {
         ("Print...", "Ctrl+P"),
         ("Exit", "Alt+F4"),
     ),
-    "Edit": (("Undo", "Ctrl+Z"), ("Redo", "Ctrl+Y"), ("Copy Image", "Ctrl+C"),
-             ("Preferences...", "")),  # fmt: skip
+    "Edit": (
+        ("Undo", "Ctrl+Z"),
+        ("Redo", "Ctrl+Y"),
+        ("Copy Image", "Ctrl+C"),
+        ("Preferences...", ""),
+    ),
     "View": (
         ("Layout", LAYOUTS),
         ("Window/Level", tuple(PRESETS)),
@@ -54,8 +58,13 @@ MENUS: dict[str, tuple[MenuEntry, ...]] = {
         ("Reset View", "R"),
         ("Full Screen", "F11"),
     ),
-    "Image": (("Rotate Clockwise", ""), ("Rotate Counterclockwise", ""),
-              ("Flip Horizontal", ""), ("Flip Vertical", ""), ("Invert Colours", "I")),  # fmt: skip
+    "Image": (
+        ("Rotate Clockwise", ""),
+        ("Rotate Counterclockwise", ""),
+        ("Flip Horizontal", ""),
+        ("Flip Vertical", ""),
+        ("Invert Colours", "I"),
+    ),
     "Tools": (
         ("Measure", ("Distance", "Angle", "Area (ROI)")),
         ("Annotate", ("Text Label", "Arrow")),
@@ -138,7 +147,7 @@ class Renderer:
     # -- base layer -----------------------------------------------------------------------
     def _draw_base(self, s: ScreenState) -> tuple[Image.Image, tuple[Widget, ...]]:
         t = self.theme
-        w, h = t.size
+        w = t.size[0]
         c = Canvas(Image.new("RGB", t.size, t.bg), t)
         c.fill((0, 0, w, t.title_h), t.chrome)
         c.text(12, t.title_h / 2, f"{t.title} - {PATIENTS[s.patient][0]}", t.font_size, t.text)
@@ -274,7 +283,7 @@ class Renderer:
 
     def viewport_rect(self) -> Rect:
         t = self.theme
-        w, h = t.size
+        w = t.size[0]
         px1, py1, px2, py2 = self.panel_rect()
         if t.panel_side == "left":
             return (px2 + 2, py1 + 2, w - 2, py2 - 2)

@@ -42,7 +42,8 @@ PRESETS: dict[str, tuple[int, int]] = {
 
 def _ellipse(h: int, w: int, cy: float, cx: float, ry: float, rx: float) -> np.ndarray:
     yy, xx = np.mgrid[0:h, 0:w]
-    return ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1.0
+    mask: np.ndarray = ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1.0
+    return mask
 
 
 def lesion_box(w: int, h: int, series: int) -> tuple[int, int, int, int]:

@@ -90,9 +90,7 @@ class Canvas:
     def text_width(self, s: str, size: int) -> int:
         return math.ceil(font(size).getlength(s))
 
-    def text(
-        self, x: int, cy: float, s: str, size: int, fill: RGB, bold: bool = False
-    ) -> int:
+    def text(self, x: int, cy: float, s: str, size: int, fill: RGB, bold: bool = False) -> int:
         """Draw `s` with its left edge at x, vertically centred on cy; returns its width."""
         f = font(size)
         top, bottom = f.getbbox("Ag")[1], f.getbbox("Ag")[3]
@@ -140,9 +138,7 @@ class Canvas:
         box = (x, y1, x + s, y1 + s)
         self.fill(box, t.field_bg, outline=t.border)
         if checked:
-            self.line(
-                [(x + 3, cy), (x + s // 2 - 1, y1 + s - 4), (x + s - 3, y1 + 3)], t.accent, 2
-            )
+            self.line([(x + 3, cy), (x + s // 2 - 1, y1 + s - 4), (x + s - 3, y1 + 3)], t.accent, 2)
         w = self.text(x + s + 6, cy, label, t.font_size, t.text)
         if t.checkbox_box_only:
             return self.add(Widget(wid, "checkbox", label, (x, y1, x + s, y1 + s), False))
@@ -234,11 +230,11 @@ class Canvas:
         elif name == "pan":
             d.line([P(0.5, 0.1), P(0.5, 0.9)], fill=colour, width=w)
             d.line([P(0.1, 0.5), P(0.9, 0.5)], fill=colour, width=w)
-            for a, b, c in (((0.5, 0.05), (0.38, 0.2), (0.62, 0.2)),
+            for tip, b1, b2 in (((0.5, 0.05), (0.38, 0.2), (0.62, 0.2)),
                             ((0.5, 0.95), (0.38, 0.8), (0.62, 0.8)),
                             ((0.05, 0.5), (0.2, 0.38), (0.2, 0.62)),
                             ((0.95, 0.5), (0.8, 0.38), (0.8, 0.62))):  # fmt: skip
-                d.polygon([P(*a), P(*b), P(*c)], fill=colour)
+                d.polygon([P(*tip), P(*b1), P(*b2)], fill=colour)
         elif name == "measure":
             d.polygon([P(0.05, 0.7), P(0.7, 0.05), P(0.95, 0.3), P(0.3, 0.95)],
                       outline=colour, width=w, fill=colour if filled else None)  # fmt: skip
@@ -269,10 +265,10 @@ class Canvas:
             d.rectangle((*P(0.25, 0.6), *P(0.75, 0.92)), outline=colour, width=w,
                         fill=t.chrome)  # fmt: skip
         elif name == "settings":
-            c = P(0.5, 0.5)
+            o = P(0.5, 0.5)
             for k in range(8):
-                a = k * math.pi / 4
-                d.line([c, (c[0] + math.cos(a) * s * 0.45, c[1] + math.sin(a) * s * 0.45)],
+                ang = k * math.pi / 4
+                d.line([o, (o[0] + math.cos(ang) * s * 0.45, o[1] + math.sin(ang) * s * 0.45)],
                        fill=colour, width=w + 2)  # fmt: skip
             d.ellipse((*P(0.22, 0.22), *P(0.78, 0.78)), fill=colour)
             d.ellipse((*P(0.4, 0.4), *P(0.6, 0.6)), fill=t.chrome)

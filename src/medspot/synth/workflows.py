@@ -188,7 +188,9 @@ def _wl_dialog(p: _Plan) -> str:
     pre = p.rng.choice(list(PRESETS))
     p.open_menu("Tools")
     p.choose("item:Tools", "Window/Level Settings...", replace(p.state, menu=None, dialog="wl"))
-    ins = p.say("Select the '{x}' preset in the list.", "Click on '{x}' in the presets list.", x=pre)
+    ins = p.say(
+        "Select the '{x}' preset in the list.", "Click on '{x}' in the presets list.", x=pre
+    )
     p.step(f"dlg:wl/row:{pre}", ins, f"{pre.lower()}_preset", replace(p.state, selected=pre))
     if p.rng.random() < 0.6:
         ins = p.say("Drag the Width slider to the right to widen the window.",
@@ -215,8 +217,8 @@ def _measure(p: _Plan) -> str:
     else:
         p.open_menu("Tools")
         p.open_submenu("Tools", "Measure")
-        p.choose("item:Tools/Measure", "Distance", replace(p.state, menu=None, submenu=None,
-                                                            tool="measure"), "submenu")  # fmt: skip
+        done = replace(p.state, menu=None, submenu=None, tool="measure")
+        p.choose("item:Tools/Measure", "Distance", done, "submenu")
     _lesion(p, "distance")
     return p.say("Measure the diameter of the lesion.", "Measure a distance across the lesion.")
 
@@ -227,8 +229,8 @@ def _annotate(p: _Plan) -> str:
     else:
         p.open_menu("Tools")
         p.open_submenu("Tools", "Annotate")
-        p.choose("item:Tools/Annotate", "Text Label", replace(p.state, menu=None, submenu=None,
-                                                               tool="annotate"), "submenu")  # fmt: skip
+        done = replace(p.state, menu=None, submenu=None, tool="annotate")
+        p.choose("item:Tools/Annotate", "Text Label", done, "submenu")
     _lesion(p, "label")
     return p.say("Annotate the lesion with a text label.", "Add a text annotation to the lesion.")
 
@@ -356,9 +358,7 @@ def initial_state(rng: random.Random) -> ScreenState:
     )
 
 
-def plan_task(
-    workflow: str, rng: random.Random, theme: Theme, start: ScreenState
-) -> PlannedTask:
+def plan_task(workflow: str, rng: random.Random, theme: Theme, start: ScreenState) -> PlannedTask:
     """Plan one task of `workflow` from the screen `start` (1 to 5 steps)."""
     p = _Plan(rng, theme, start)
     overview = WORKFLOWS[workflow](p)

@@ -143,7 +143,9 @@ class OpenAITestServer:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="openai-test-server")
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-test-server"
+        )
         self._thread.daemon = True
         self._thread.start()
         return self

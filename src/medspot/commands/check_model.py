@@ -1,0 +1,83 @@
+"""`medspot check-model MODEL`: a few synthetic screens with one obvious button each, asked
+through the same card and backend as `eval`; reports whether answers land on the buttons and
+fits scale and offset per axis. Run it first against any new server or checkpoint. Exit 0
+when the answers are consistent with the card's convention, 1 when not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from medspot.commands._common import non_negative_float, positive_int
+
+__all__ = ["options_from_args", "register"]
+
+
+def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Adapter options, as `eval` builds them."""
+    opts: dict[str, Any] = {
+        "backend": args.backend,
+        "base_urls": args.base_url or [],
+        "timeout": args.timeout,
+        "checkpoint": args.checkpoint,
+        "device": args.device,
+        "dtype": args.dtype,
+        "batch_size": args.batch_size,
+        "convention": args.convention,
+        "prompt_template": args.prompt_template,
+        "api_model": args.api_model,
+        "prompt_style": args.prompt,
+        "concurrency": args.concurrency,
+    }
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if key:
+            opts["api_key"] = key
+    return {k: v for k, v in opts.items() if v not in (None, [])}
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.checkmodel import check_model, format_report
+
+    opts = options_from_args(args)
+    if args.keep:
+        report = check_model(args.model, opts, Path(args.keep))
+    else:
+        with tempfile.TemporaryDirectory(prefix="medspot-check-") as tmp:
+            report = check_model(args.model, opts, Path(tmp))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report.consistent else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check-model",
+        help="check a model's coordinate frame on synthetic screens",
+        description=__doc__,
+    )
+    p.add_argument("model", metavar="MODEL", help="a name from `medspot models`, or openai:NAME")
+    p.add_argument("--backend", choices=["openai", "hf"], default=None)
+    p.add_argument(
+        "--base-url", action="append", metavar="URL", help="OpenAI-compatible server (repeatable)"
+    )
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="variable holding the key")
+    p.add_argument("--api-model", default=None, metavar="NAME", help="model name sent to the server")
+    p.add_argument("--timeout", type=non_negative_float, default=None, metavar="S")
+    p.add_argument("--checkpoint", default=None, metavar="ID_OR_DIR", help="weights (--backend hf)")
+    p.add_argument("--device", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--batch-size", type=positive_int, default=None, metavar="N")
+    p.add_argument("--concurrency", type=positive_int, default=None, metavar="N")
+    p.add_argument("--prompt", choices=["native", "upstream"], default=None)
+    p.add_argument("--convention", choices=["rel1000", "rel1", "abs_sent"], default=None)
+    p.add_argument("--prompt-template", default=None, metavar="FILE")
+    p.add_argument("--keep", default=None, metavar="DIR", help="paint the screens here and keep them")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_run)

@@ -1,0 +1,75 @@
+"""`medspot import-upstream DIR --out RUN_DIR`: read a results folder written by the MedSPOT
+authors' evaluation scripts (<App>_Annotation/task_results.json ...) into a medspot run folder
+that `report`, `leaderboard` and `compare` accept. Pass --data to take target boxes,
+instructions and screenshot sizes from the dataset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from medspot.commands._common import positive_int
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.report.upstream_import import import_upstream
+
+    dataset = None
+    if args.data:
+        from medspot.data import load_dataset
+
+        dataset = load_dataset(args.data, check_images=False)
+    res = import_upstream(
+        Path(args.dir),
+        Path(args.out),
+        dataset=dataset,
+        model=args.model,
+        protocol=args.protocol,
+        coords=args.coords,
+        n_boot=args.bootstrap,
+    )
+    guessed = (
+        " (guessed from the folder name; --protocol to set it)" if res.protocol_guessed else ""
+    )
+    print(
+        f"Imported {res.num_tasks} tasks of {len(res.apps)} application(s) as '{res.model}', "
+        f"protocol {res.protocol}{guessed}, into {res.out}/"
+    )
+    if res.lacks:
+        print(f"medspot: note: the authors' output lacks: {', '.join(res.lacks)}", file=sys.stderr)
+    for n in res.notes[:20]:
+        print(f"medspot: note: {n}", file=sys.stderr)
+    if len(res.notes) > 20:
+        print(f"medspot: note: ... {len(res.notes) - 20} more in run.json", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "import-upstream",
+        help="read the MedSPOT authors' results folder into a run folder",
+        description=__doc__,
+    )
+    p.add_argument("dir", metavar="DIR", help="their results folder (holds <App>_Annotation/)")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="the run folder to write")
+    p.add_argument("--data", default=None, metavar="DATA", help="the dataset (boxes, sizes)")
+    p.add_argument("--model", default=None, help="run name (default: the folder's name)")
+    p.add_argument(
+        "--protocol",
+        default=None,
+        metavar="P",
+        help="the preset their script scores under (default: guessed from the folder name)",
+    )
+    p.add_argument(
+        "--coords",
+        choices=("auto", "pixel", "normalized"),
+        default="auto",
+        help="their pred_point units (auto: pixels when a value exceeds 1)",
+    )
+    p.add_argument(
+        "--bootstrap", type=positive_int, default=2000, metavar="N", help="resamples (2000)"
+    )
+    p.set_defaults(func=_run)

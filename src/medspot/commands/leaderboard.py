@@ -1,0 +1,42 @@
+"""`medspot leaderboard RUN_DIR ...`: one row per run, every metric with its 95% interval,
+sorted, as Markdown, CSV or LaTeX. Runs scored under different protocols are refused unless
+--mixed is given."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.report.leaderboard import build_leaderboard, render, resolve_metric
+    from medspot.report.load import load_runs
+    from medspot.results import atomic_write_text
+
+    runs = load_runs([Path(p) for p in args.run_dirs])
+    lb = build_leaderboard(runs, mixed=args.mixed, sort=resolve_metric(args.sort))
+    text = render(lb, args.format)
+    if args.out:
+        atomic_write_text(Path(args.out), text)
+        print(f"Leaderboard of {len(runs)} run(s) written to {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "leaderboard",
+        help="rank runs: metrics with intervals as md, csv or latex",
+        description=__doc__,
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--format", choices=("md", "csv", "latex"), default="md")
+    p.add_argument("--sort", default="TCA", metavar="METRIC", help="sort key (default TCA)")
+    p.add_argument(
+        "--mixed", action="store_true", help="allow runs scored under different protocols"
+    )
+    p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=_run)
