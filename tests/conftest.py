@@ -21,6 +21,8 @@ def annotations_dir() -> Path:
     """The folder of the real `*_Annotation.json` files (read-only); skips when absent."""
     path = annotations_path()
     if not path.is_dir() or not any(path.glob("*_Annotation.json")):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: the real annotations are missing at {path} (MEDSPOT_ANNOTATIONS)")
         pytest.skip(
             f"the real MedSPOT annotation files are not at {path} "
             "(set MEDSPOT_ANNOTATIONS to their folder)"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.compare import compare_runs, mcnemar_exact, paired_bootstrap
 from medspot.report.load import load_run
+from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import io
 from pathlib import Path
 
 import pytest
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.leaderboard import build_leaderboard, latex_escape, render
 from medspot.report.load import load_runs
+from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 ALL_HIT = {
     "Alpha/0": [True, True],

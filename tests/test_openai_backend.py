@@ -65,7 +65,9 @@ def make_card(
     )
 
 
-def make_request(tmp_path: Path, size: tuple[int, int] = (1000, 500), name: str = "s.png") -> StepRequest:
+def make_request(
+    tmp_path: Path, size: tuple[int, int] = (1000, 500), name: str = "s.png"
+) -> StepRequest:
     path = tmp_path / name
     if not path.exists():
         Image.new("RGB", size, (90, 120, 150)).save(path)
@@ -170,7 +172,9 @@ def test_abs_resized_sends_resized_and_maps_back(tmp_path: Path) -> None:
         return "(196, 49)"  # the middle of the sent width, a quarter of its height
 
     with OpenAITestServer(answer=answer) as srv:
-        (pred,) = run(adapter_for(make_card(Convention.ABS_RESIZED, resize=spec), srv.base_url), req)
+        (pred,) = run(
+            adapter_for(make_card(Convention.ABS_RESIZED, resize=spec), srv.base_url), req
+        )
     assert sizes == [(392, 196)]
     assert pred.sent_size == (392, 196)
     assert pred.point == Point(0.5, 0.25)
@@ -200,17 +204,21 @@ def test_faults_map_to_error_types(tmp_path: Path, fault: Fault, transient: bool
 
 def test_429_retry_after_is_parsed(tmp_path: Path) -> None:
     req = make_request(tmp_path)
-    with OpenAITestServer(faults=[Fault("429", at=[1], retry_after="7")]) as srv:
-        with pytest.raises(TransientModelError) as info:
-            run(adapter_for(make_card(), srv.base_url), req)
+    with (
+        OpenAITestServer(faults=[Fault("429", at=[1], retry_after="7")]) as srv,
+        pytest.raises(TransientModelError) as info,
+    ):
+        run(adapter_for(make_card(), srv.base_url), req)
     assert info.value.retry_after == 7.0
 
 
 def test_hang_past_timeout_is_transient(tmp_path: Path) -> None:
     req = make_request(tmp_path)
-    with OpenAITestServer(faults=[Fault("hang", at=[1], hang_s=5.0)]) as srv:
-        with pytest.raises(TransientModelError, match="timed out"):
-            run(adapter_for(make_card(), srv.base_url, timeout=0.3), req)
+    with (
+        OpenAITestServer(faults=[Fault("hang", at=[1], hang_s=5.0)]) as srv,
+        pytest.raises(TransientModelError, match="timed out"),
+    ):
+        run(adapter_for(make_card(), srv.base_url, timeout=0.3), req)
 
 
 def test_connection_refused_is_transient(tmp_path: Path) -> None:

@@ -95,7 +95,11 @@ def render_screens(folder: Path, screens: Sequence[CheckScreen] = SCREENS) -> li
         font = ImageFont.load_default(size=max(12, (y2 - y1) // 2))
         tw = d.textlength(s.label, font=font)
         d.text(
-            ((x1 + x2 - tw) / 2, (y1 + y2) / 2), s.label, fill=(255, 255, 255), font=font, anchor="lm"
+            ((x1 + x2 - tw) / 2, (y1 + y2) / 2),
+            s.label,
+            fill=(255, 255, 255),
+            font=font,
+            anchor="lm",
         )
         path = folder / s.name
         im.save(path)

@@ -18,9 +18,11 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 COMMAND_MODULES: list[str] = [
     "medspot.commands.validate",
     "medspot.commands.stats",
+    "medspot.commands.demo",
     "medspot.commands.eval",
     "medspot.commands.score",
     "medspot.commands.models",
+    "medspot.commands.check_model",
     "medspot.commands.synth",
     "medspot.commands.report",
     "medspot.commands.leaderboard",

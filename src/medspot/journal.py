@@ -12,13 +12,12 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from medspot.adapters.base import Prediction, StepRequest
 from medspot.errors import ConfigError
@@ -102,79 +101,132 @@ def prompt_hash(text: str) -> str:
 def read_journal(path: Path) -> Iterator[JournalRecord]:
     """Every well-formed record in file order. A torn or corrupt line is skipped with a warning
     (a torn last line is the normal trace of a killed run)."""
-    if not path.exists():
+    try:
+        with path.open("rb") as f:
+            data = f.read()
+    except FileNotFoundError:
         return
-    with path.open("rb") as f:
-        data = f.read()
+    except OSError as e:
+        raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
     lines = data.split(b"\n")
+    validate = JournalRecord.model_validate_json
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield JournalRecord.model_validate(json.loads(line))
-        except (ValueError, ValidationError):
+            yield validate(line)
+        except ValueError:  # pydantic's ValidationError included
             where = "last line (torn write)" if n >= len(lines) - 1 else f"line {n}"
             log.warning("%s: ignoring unreadable %s", path, where)
 
 
 class Journal:
-    """Append-only writer. Each record is one `write` of one line, flushed at once (so a killed
-    process loses nothing it journaled) and fsynced at most every `fsync_interval` seconds and
-    on close (so a machine crash loses at most that much)."""
+    """Append-only writer. Each record is one `write` system call of one whole line, made at
+    once (so a killed process loses nothing it journaled and leaves at most a torn last line
+    after a machine crash), and fsynced by a background thread at most every
+    `fsync_interval` seconds and on close (so a machine crash loses at most that much, and
+    the event loop never waits on the disk)."""
 
     def __init__(self, path: Path, *, fsync: bool = True, fsync_interval: float = 1.0) -> None:
         self.path = path
         self._fsync = fsync
         self._interval = fsync_interval
-        self._last_sync = time.monotonic()
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._dirty = False
+        self._sync_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
         self._repair_tail()
         try:
-            self._f = path.open("ab")
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
-            raise ConfigError(f"cannot write the journal {path}: {e.strerror or e}") from None
+            raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
+        if fsync and fsync_interval > 0:
+            self._thread = threading.Thread(target=self._sync_loop, name="journal-fsync")
+            self._thread.daemon = True
+            self._thread.start()
 
     def _repair_tail(self) -> None:
         """Make sure a torn last line cannot glue onto the next record."""
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        with self.path.open("rb") as f:
-            f.seek(-1, os.SEEK_END)
-            last = f.read(1)
-        if last != b"\n":
-            try:
+        try:
+            if not self.path.exists() or self.path.stat().st_size == 0:
+                return
+            with self.path.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+            if last != b"\n":
                 with self.path.open("ab") as f:
                     f.write(b"\n")
-            except OSError as e:
-                raise ConfigError(f"cannot write the journal {self.path}: {e}") from None
+        except OSError as e:
+            raise JournalWriteError(
+                f"cannot write the journal {self.path}: {e.strerror or e}"
+            ) from None
 
     def append(self, record: JournalRecord) -> None:
-        line = record.model_dump_json(exclude_none=False).encode("utf-8") + b"\n"
+        """Write `record` as one line. Raises `JournalWriteError` (exit 2) when the disk refuses
+        it; the lines written before stay as they are."""
+        line = record.model_dump_json().encode("utf-8") + b"\n"
         with self._lock:
+            if self._fd is None:
+                raise JournalWriteError(f"the journal {self.path} is closed")
+            if self._sync_error is not None:
+                raise JournalWriteError(self._sync_error)
             try:
-                self._f.write(line)
-                self._f.flush()
+                view = memoryview(line)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
             except OSError as e:
                 raise JournalWriteError(
                     f"cannot append to the journal {self.path}: {e.strerror or e}"
                 ) from None
-            now = time.monotonic()
-            if self._fsync and now - self._last_sync >= self._interval:
-                os.fsync(self._f.fileno())
-                self._last_sync = now
+            self._dirty = True
+            if self._fsync and self._thread is None:
+                self._sync_locked()
 
-    def close(self) -> None:
-        if self._f.closed:
+    def _sync_locked(self) -> None:
+        if self._fd is None or not self._dirty:
             return
         try:
-            self._f.flush()
-            if self._fsync:
-                os.fsync(self._f.fileno())
+            os.fsync(self._fd)
+            self._dirty = False
         except OSError as e:
-            log.error("journal %s: %s", self.path, e)
-        finally:
-            self._f.close()
+            self._sync_error = f"cannot save the journal {self.path}: {e.strerror or e}"
+            log.error("%s", self._sync_error)
+
+    def _sync_loop(self) -> None:
+        """The fsync thread: the lock is not held while the disk works, so appends go on."""
+        while not self._stop.wait(self._interval):
+            with self._lock:
+                fd = self._fd
+                if fd is None or not self._dirty:
+                    continue
+                self._dirty = False
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                with self._lock:
+                    self._sync_error = f"cannot save the journal {self.path}: {e.strerror or e}"
+                log.error("%s", self._sync_error)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self._fd is None:
+                return
+            if self._fsync:
+                self._sync_locked()
+            try:
+                os.close(self._fd)
+            except OSError as e:
+                log.error("journal %s: %s", self.path, e)
+            self._fd = None
 
     def __enter__(self) -> Journal:
         return self

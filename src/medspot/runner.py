@@ -18,9 +18,10 @@ import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.errors import ModelCallError, TransientModelError
+from medspot.errors import MedspotError, ModelCallError, TransientModelError
 from medspot.images import ImageStore
 from medspot.journal import Journal, JournalRecord
 from medspot.protocol import Protocol
@@ -124,7 +125,15 @@ class _Scheduler:
                 self._push(s, remaining)
 
     # -- asking ------------------------------------------------------------------------------
-    def _request(self, step: Step) -> StepRequest:
+    async def _request(self, step: Step) -> StepRequest:
+        """The request for `step`. The screenshot is checked first (path inside the root,
+        header, complete data; once per image, off the event loop when it means reading the
+        file): a bad image raises `DataError`, which becomes a step error with no call made."""
+        rel = step.image_path
+        if self.images.known(rel):
+            path, size = self.images.check(rel)
+        else:
+            path, size = await asyncio.to_thread(self.images.check, rel)
         task = self.dataset.task(step.task_uid)
         overview: str | None = None
         history: tuple[str, ...] = ()
@@ -143,9 +152,9 @@ class _Scheduler:
         return StepRequest(
             step_uid=step.uid,
             task_uid=step.task_uid,
-            image_rel=step.image_path,
-            image_path=self.images.path(step.image_path),
-            image_size=self.images.size(step.image_path),
+            image_rel=rel,
+            image_path=path,
+            image_size=size,
             instruction=step.instruction,
             task_overview=overview,
             history=history,
@@ -176,6 +185,16 @@ class _Scheduler:
             except Exception as e:  # an adapter bug must not kill the run or become a miss
                 log.debug("adapter raised", exc_info=True)
                 return self._error(req, t0, retries, f"{type(e).__name__}: {e}")
+
+    async def _ask(self, step: Step) -> JournalRecord:
+        t0 = time.perf_counter()
+        try:
+            req = await self._request(step)
+        except MedspotError as e:  # a bad screenshot: an error of the step, no call made
+            req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
+            rec = self._error(req, t0, 0, str(e))
+            return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
+        return await self._call(req)
 
     def _backoff(self, retries: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -212,7 +231,7 @@ class _Scheduler:
             self.idle.clear()
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.in_flight)
             try:
-                rec = await self._call(self._request(step))
+                rec = await self._ask(step)
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:

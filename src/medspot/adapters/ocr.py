@@ -220,7 +220,8 @@ def rapidocr_reader() -> Reader:
         raise AdapterUnavailable(
             f"the ocr baseline needs rapidocr ({e}); pip install 'medspot[ocr]'"
         ) from None
-    engine = RapidOCR(params={"Global.log_level": "error"})
+    # screenshots hold no rotated text: the angle classifier is skipped
+    engine = RapidOCR(params={"Global.log_level": "error", "Global.use_cls": False})
 
     def read(path: Path) -> list[OcrWord]:
         result: Any = engine(str(path))

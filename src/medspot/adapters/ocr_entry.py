@@ -11,8 +11,7 @@ register(
         "ocr",
         "medspot.adapters.ocr:create",
         "normalised",
-        "reads the screen's words (rapidocr), clicks the best fuzzy match of what the "
-        "instruction names; offline, CPU",
+        "OCR (rapidocr) + fuzzy match of what the instruction names; offline, CPU",
         kind="baseline",
         extra="ocr",
     )

@@ -68,7 +68,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--base-url", action="append", metavar="URL", help="OpenAI-compatible server (repeatable)"
     )
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="variable holding the key")
-    p.add_argument("--api-model", default=None, metavar="NAME", help="model name sent to the server")
+    p.add_argument(
+        "--api-model", default=None, metavar="NAME", help="model name sent to the server"
+    )
     p.add_argument("--timeout", type=non_negative_float, default=None, metavar="S")
     p.add_argument("--checkpoint", default=None, metavar="ID_OR_DIR", help="weights (--backend hf)")
     p.add_argument("--device", default=None)
@@ -78,6 +80,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--prompt", choices=["native", "upstream"], default=None)
     p.add_argument("--convention", choices=["rel1000", "rel1", "abs_sent"], default=None)
     p.add_argument("--prompt-template", default=None, metavar="FILE")
-    p.add_argument("--keep", default=None, metavar="DIR", help="paint the screens here and keep them")
+    p.add_argument(
+        "--keep", default=None, metavar="DIR", help="paint the screens here and keep them"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_run)

@@ -19,7 +19,7 @@ from medspot.commands._common import (
 )
 from medspot.errors import BudgetExceeded
 
-__all__ = ["register"]
+__all__ = ["progress_bar", "register", "resolve_prompt_style"]
 
 
 def resolve_prompt_style(prompt: str | None, protocol: str) -> str:
@@ -165,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
 
         print(dry_run(req))
         return 0
-    bar = _progress(args.no_progress)
+    bar = progress_bar(args.no_progress)
     t0 = time.perf_counter()
     try:
         outcome = evaluate(req, on_progress=bar.update if bar else None)
@@ -212,11 +212,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class _Bar:
-    def __init__(self) -> None:
+    def __init__(self, desc: str) -> None:
         from tqdm import tqdm
 
         self._bar = tqdm(
-            total=0, unit="call", desc="eval", file=sys.stderr, dynamic_ncols=True, mininterval=0.5
+            total=0, unit="call", desc=desc, file=sys.stderr, dynamic_ncols=True, mininterval=0.5
         )
 
     def update(self, ev: Any) -> None:
@@ -231,10 +231,11 @@ class _Bar:
         self._bar.close()
 
 
-def _progress(disabled: bool) -> _Bar | None:
+def progress_bar(disabled: bool, desc: str = "eval") -> _Bar | None:
+    """A progress bar on stderr for `runner.ProgressEvent`s, or None when disabled."""
     if disabled:
         return None
-    return _Bar()
+    return _Bar(desc)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

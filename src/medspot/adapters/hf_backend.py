@@ -1,0 +1,188 @@
+"""The in-process transformers backend (extra `[hf]`).
+
+The runner calls `predict()` concurrently up to `max_concurrency` (= `batch_size`); requests
+are collected from an asyncio queue into batches of at most `batch_size` and run by
+`generate` on one worker thread, greedy unless the card asks for sampling (a re-ask).
+
+Options: `checkpoint` (hub id or local directory; default the card's), `device` (cpu, cuda,
+cuda:1, auto = device_map="auto"; default cuda when available), `dtype` (bfloat16, float16,
+float32; default bfloat16 on GPU, float32 on CPU), `batch_size` (default 1), `batch_wait`
+(seconds to wait for more requests before a batch runs; default 0.02).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from medspot.adapters.backend import prompt_record
+from medspot.adapters.base import Prediction, StepRequest, Usage
+from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec
+from medspot.adapters.hf_families import GenItem, GenOut, Runner, default_device, load_runner
+from medspot.adapters.imageprep import ImagePrep
+from medspot.errors import ConfigError, MedspotError, ModelCallError
+
+__all__ = ["HFAdapter"]
+
+log = logging.getLogger(__name__)
+
+_Job = tuple[GenItem, "asyncio.Future[GenOut]"]
+
+
+class HFAdapter:
+    """A model card run in this process through transformers."""
+
+    def __init__(
+        self,
+        card: ModelCard,
+        style: PromptStyle,
+        runner: Runner,
+        *,
+        checkpoint: str,
+        device: str,
+        dtype: str | None,
+        batch_size: int = 1,
+        batch_wait: float = 0.02,
+    ) -> None:
+        self.card = card
+        self.style_name = style
+        self.spec: StyleSpec = card.style(style)
+        self.name = card.name
+        self.convention = self.spec.convention
+        self.runner = runner
+        self.checkpoint = checkpoint
+        self.device = device
+        self.dtype = dtype
+        self.batch_size = max(1, batch_size) if runner.batchable else 1
+        self.batch_wait = batch_wait
+        self.max_concurrency = self.batch_size
+        self.images = ImagePrep()
+        self.batches: list[int] = []  # sizes of the batches run, for diagnostics and tests
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="medspot-hf")
+        self._queue: asyncio.Queue[_Job] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def from_options(
+        cls, card: ModelCard, style: PromptStyle, options: Mapping[str, Any]
+    ) -> HFAdapter:
+        checkpoint = str(options.get("checkpoint") or card.checkpoint)
+        device = str(options.get("device") or default_device())
+        dtype = options.get("dtype")
+        batch_size = int(options.get("batch_size") or 1)
+        if batch_size < 1:
+            raise ConfigError("--batch-size must be 1 or more")
+        log.info("loading %s from %s on %s", card.name, checkpoint, device)
+        runner = load_runner(card, checkpoint, device, str(dtype) if dtype else None)
+        return cls(
+            card,
+            style,
+            runner,
+            checkpoint=checkpoint,
+            device=device,
+            dtype=str(dtype) if dtype else None,
+            batch_size=batch_size,
+            batch_wait=float(options.get("batch_wait", 0.02)),
+        )
+
+    # -- the Adapter protocol ---------------------------------------------------------------
+    async def predict(self, request: StepRequest) -> Prediction:
+        spec = self.spec.build(request)
+        prepared = await asyncio.to_thread(
+            self.images.prepare, request.image_path, request.image_size, spec.resize, "original"
+        )
+        image = await asyncio.to_thread(prepared.to_pil)
+        tries = 1 + max(0, spec.retries_on_no_point)
+        n_in = n_out = 0
+        t0 = time.perf_counter()
+        for attempt in range(tries):
+            temperature = spec.temperature if attempt == 0 else spec.retry_temperature
+            out = await self._submit(GenItem(spec, image, request.image_path, temperature))
+            n_in += out.input_tokens
+            n_out += out.output_tokens
+            parsed = self.spec.parse(out.text, prepared.sent_size, request.image_size)
+            if parsed.point is not None:
+                break
+        return Prediction(
+            raw_text=out.text,
+            point=parsed.point,
+            extra_points=parsed.extra_points,
+            flags=parsed.flags,
+            sent_size=prepared.sent_size if prepared.resized else None,
+            usage=Usage(n_in, n_out),
+            cost_usd=None,
+            prompt=prompt_record(spec),
+            meta={"latency_s": round(time.perf_counter() - t0, 4), "attempts": attempt + 1},
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.card.name,
+            "kind": "model",
+            "backend": "hf",
+            "title": self.card.title,
+            "family": self.card.family,
+            "checkpoint": self.checkpoint,
+            "convention": str(self.convention),
+            "prompt_style": str(self.style_name),
+            "device": self.device,
+            "dtype": self.dtype,
+            "batch_size": self.batch_size,
+            "decoding": "greedy",
+            **self.runner.info,
+            "card_status": self.card.status,
+        }
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker
+        self._worker = None
+        self._queue = None
+
+    # -- batching ---------------------------------------------------------------------------
+    async def _submit(self, item: GenItem) -> GenOut:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop or self._worker is None:
+            self._loop = loop
+            self._queue = asyncio.Queue()
+            self._worker = loop.create_task(self._work(self._queue))
+        fut: asyncio.Future[GenOut] = loop.create_future()
+        await self._queue.put((item, fut))
+        return await fut
+
+    async def _work(self, queue: asyncio.Queue[_Job]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await queue.get()]
+            if self.batch_size > 1:
+                await asyncio.sleep(self.batch_wait)  # let concurrent requests join
+                while len(batch) < self.batch_size and not queue.empty():
+                    batch.append(queue.get_nowait())
+            items = [job[0] for job in batch]
+            self.batches.append(len(items))
+            try:
+                outs = await loop.run_in_executor(self._executor, self.runner.generate, items)
+            except MedspotError as e:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            except Exception as e:  # a failure inside the model: an error, never a miss
+                log.warning("generation failed: %s: %s", type(e).__name__, e)
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(
+                            ModelCallError(f"generation failed: {type(e).__name__}: {e}")
+                        )
+                continue
+            for (_, fut), out in zip(batch, outs, strict=True):
+                if not fut.done():
+                    fut.set_result(out)

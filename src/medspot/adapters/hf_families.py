@@ -1,0 +1,281 @@
+"""How each model family is loaded and asked in-process (transformers). Imported only by
+`hf_backend`; torch and transformers are imported inside the functions.
+
+`ProcessorRunner` covers every checkpoint with a transformers processor and chat template
+(Qwen2-VL, Qwen2.5-VL, Qwen3-VL and their GUI fine-tunes, Gemma 3, Mllama, Mistral 3); the
+others (GUI-Actor, CogAgent, SeeClick's Qwen-VL, DeepSeek-VL2) go through their own code,
+imported lazily with a message naming how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from medspot.adapters.card import ModelCard, PromptSpec
+from medspot.errors import AdapterUnavailable, ConfigError
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+__all__ = ["HF_EXTRA_HINT", "LOADERS", "GenItem", "GenOut", "Runner", "load_runner"]
+
+log = logging.getLogger(__name__)
+
+HF_EXTRA_HINT = "pip install 'medspot[hf]'"
+
+# hf_loader -> transformers model class ("auto": AutoModelForImageTextToText)
+_MODEL_CLASSES = {
+    "auto": "AutoModelForImageTextToText",
+    "qwen2_vl": "Qwen2VLForConditionalGeneration",
+    "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+    "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    "gemma3": "Gemma3ForConditionalGeneration",
+    "mllama": "MllamaForConditionalGeneration",
+    "mistral3": "Mistral3ForConditionalGeneration",
+}
+_OWN_CODE = ("gui_actor", "cogagent", "qwen_vl_chat", "deepseek_vl2")
+LOADERS = (*_MODEL_CLASSES, *_OWN_CODE)
+_FLAT_IMAGES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+
+
+@dataclass(frozen=True)
+class GenItem:
+    """One request for the model: the card's prompt, the image as sent, the temperature."""
+
+    spec: PromptSpec
+    image: PILImage
+    image_path: Path
+    temperature: float | None
+
+
+@dataclass(frozen=True)
+class GenOut:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+class Runner:
+    """A loaded model. `generate` runs on one worker thread, never concurrently."""
+
+    batchable = False
+    info: dict[str, Any]
+
+    def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
+        raise NotImplementedError
+
+
+def _torch() -> Any:
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise AdapterUnavailable(
+            f"the transformers backend needs torch and transformers ({e.name or e}): "
+            f"{HF_EXTRA_HINT}"
+        ) from None
+    del transformers
+    return torch
+
+
+def _dtype(torch: Any, name: str | None, device: str) -> Any:
+    if name is None:
+        return torch.bfloat16 if device.startswith("cuda") or device == "auto" else torch.float32
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ConfigError(f"unknown torch dtype {name!r} (e.g. bfloat16, float16, float32)")
+    return value
+
+
+def default_device() -> str:
+    torch = _torch()
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_runner(card: ModelCard, checkpoint: str, device: str, dtype: str | None) -> Runner:
+    """Load the card's checkpoint (a hub id or a local directory) with the card's loader."""
+    loader = card.hf_loader or "auto"
+    if loader not in LOADERS:
+        raise ConfigError(f"card {card.name!r} names an unknown hf_loader {loader!r}")
+    torch = _torch()
+    td = _dtype(torch, dtype, device)
+    if loader in _MODEL_CLASSES:
+        return ProcessorRunner(card, checkpoint, device, td, loader)
+    from medspot.adapters import hf_own_code
+
+    return hf_own_code.load(card, checkpoint, device, td, loader)
+
+
+def _read_chat_template(checkpoint: str) -> str | None:
+    import transformers.utils as tu
+
+    cached_file: Any = getattr(tu, "cached_file")  # noqa: B009
+    for name in ("chat_template.jinja", "chat_template.json"):
+        path = cached_file(
+            checkpoint,
+            name,
+            _raise_exceptions_for_missing_entries=False,
+            _raise_exceptions_for_connection_errors=False,
+        )
+        if path:
+            text = Path(path).read_text(encoding="utf-8")
+            if name.endswith(".json"):
+                value = json.loads(text).get("chat_template")
+                return str(value) if value else None
+            return text
+    return None
+
+
+def _image_only_processor(checkpoint: str, trust_remote_code: bool) -> Any:
+    """The checkpoint's processor class built from its image processor and tokenizer alone,
+    for environments without torchvision (whose video processors need it)."""
+    import transformers
+    import transformers.models.auto.processing_auto as pa
+
+    names: Mapping[str, str] = getattr(pa, "PROCESSOR_MAPPING_NAMES")  # noqa: B009
+    tf: Any = transformers
+
+    cfg = tf.AutoConfig.from_pretrained(checkpoint, trust_remote_code=trust_remote_code)
+    cls_name = names.get(cfg.model_type)
+    cls = getattr(transformers, str(cls_name), None) if cls_name else None
+    if cls is None:
+        raise AdapterUnavailable(f"no processor class known for model type {cfg.model_type!r}")
+
+    def init(
+        self: Any,
+        image_processor: Any = None,
+        tokenizer: Any = None,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        cls.__init__(self, image_processor, tokenizer, None, chat_template=chat_template)
+
+    image_only = type(f"{cls.__name__}ImageOnly", (cls,), {"__init__": init})
+    tok = tf.AutoTokenizer.from_pretrained(checkpoint, trust_remote_code=trust_remote_code)
+    ip = tf.AutoImageProcessor.from_pretrained(checkpoint, trust_remote_code=trust_remote_code)
+    template = _read_chat_template(checkpoint) or getattr(tok, "chat_template", None)
+    return image_only(ip, tok, chat_template=template)
+
+
+def load_processor(checkpoint: str, trust_remote_code: bool = False) -> tuple[Any, bool]:
+    """AutoProcessor, or the image-only fallback when a video processor cannot load. The
+    second value says whether the fallback was used."""
+    import transformers
+
+    auto: Any = transformers.AutoProcessor
+    try:
+        return auto.from_pretrained(checkpoint, trust_remote_code=trust_remote_code), False
+    except ImportError as e:
+        if "torchvision" not in str(e).lower():
+            raise
+        log.info("no torchvision: building %s's processor without its video part", checkpoint)
+        return _image_only_processor(checkpoint, trust_remote_code), True
+
+
+class ProcessorRunner(Runner):
+    """Checkpoints with a transformers processor, a chat template and `generate`."""
+
+    batchable = True
+
+    def __init__(self, card: ModelCard, checkpoint: str, device: str, dtype: Any, loader: str):
+        import transformers
+
+        proc_ckpt = card.processor_checkpoint or checkpoint
+        self.processor, fallback = load_processor(proc_ckpt, card.trust_remote_code)
+        tok = getattr(self.processor, "tokenizer", None)
+        if tok is None:
+            raise AdapterUnavailable(f"the processor of {proc_ckpt} has no tokenizer")
+        tok.padding_side = "left"
+        self.tokenizer = tok
+        self.loader = loader
+        model_cls = getattr(transformers, _MODEL_CLASSES[loader])
+        kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": card.trust_remote_code}
+        if device == "auto":
+            kwargs["device_map"] = "auto"
+        self.model = model_cls.from_pretrained(checkpoint, **kwargs)
+        if device != "auto":
+            self.model.to(device)
+        self.model.eval()
+        self.device = device if device != "auto" else str(self.model.device)
+        self.info = {
+            "loader": loader,
+            "model_class": type(self.model).__name__,
+            "processor_class": type(self.processor).__name__,
+            "processor_without_video": fallback,
+        }
+
+    def render(self, spec: PromptSpec) -> str:
+        """The chat-templated prompt text (one image placeholder) for `spec`."""
+        messages: list[dict[str, Any]] = []
+        if spec.system:
+            messages.append({"role": "system", "content": [{"type": "text", "text": spec.system}]})
+        img = {"type": "image"}
+        txt = {"type": "text", "text": spec.user_text}
+        messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
+        text: str = self.processor.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=spec.generation_prompt is None
+        )
+        if spec.generation_prompt:
+            text += spec.generation_prompt
+        if spec.assistant_prefill:
+            text += spec.assistant_prefill
+        return text
+
+    def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, it in enumerate(items):
+            key = (
+                it.spec.max_new_tokens,
+                it.temperature,
+                it.spec.stop,
+                it.spec.keep_special_tokens,
+            )
+            groups.setdefault(key, []).append(i)
+        outs: list[GenOut | None] = [None] * len(items)
+        for idx in groups.values():
+            for i, o in zip(idx, self._generate([items[i] for i in idx]), strict=True):
+                outs[i] = o
+        return [o for o in outs if o is not None]
+
+    def _generate(self, items: Sequence[GenItem]) -> list[GenOut]:
+        import torch
+
+        texts = [self.render(it.spec) for it in items]
+        if self.loader in _FLAT_IMAGES:
+            images: list[Any] = [it.image for it in items]
+        else:
+            images = [[it.image] for it in items]
+        inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt")
+        inputs = inputs.to(self.model.device)
+        first = items[0]
+        gen: dict[str, Any] = {"max_new_tokens": first.spec.max_new_tokens}
+        if first.temperature:
+            gen.update(do_sample=True, temperature=first.temperature)
+        else:
+            gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if first.spec.stop:
+            gen.update(stop_strings=list(first.spec.stop), tokenizer=self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        if pad is not None:
+            gen["pad_token_id"] = pad
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **gen)
+        n_in = inputs["input_ids"].shape[1]
+        new = out[:, n_in:]
+        skip = not first.spec.keep_special_tokens
+        result = []
+        mask = inputs.get("attention_mask")
+        for row in range(new.shape[0]):
+            ids = [int(t) for t in new[row].tolist()]
+            if pad is not None:
+                while ids and ids[-1] == pad:
+                    ids.pop()
+            text = self.tokenizer.decode(ids, skip_special_tokens=skip)
+            used = int(mask[row].sum()) if mask is not None else n_in
+            result.append(GenOut(text, used, len(ids)))
+        return result
