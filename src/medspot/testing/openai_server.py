@@ -363,12 +363,17 @@ def _responses_body(
 
 class _Handler(BaseHTTPRequestHandler):
     server_ref: OpenAITestServer
+    _counted: bool = False
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return None
 
     def _send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        # Counted before the bytes go out, so a client that has its answer sees the counters.
+        if not getattr(self, "_counted", False):
+            self._counted = True
+            self.server_ref._leave(status)
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -385,23 +390,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(body).encode(), headers)
 
     def do_GET(self) -> None:
-        srv = self.server_ref
-        srv._enter()
+        self._counted = False
+        self.server_ref._enter()
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, json.dumps({"object": "list", "data": []}).encode())
-            srv._leave(200)
         else:
             self._error(404, "not found")
-            srv._leave(404)
 
     def do_POST(self) -> None:
         srv = self.server_ref
+        self._counted = False
         index = srv._enter()
-        status = 500
         try:
-            status = self._post(srv, index)
+            self._post(srv, index)
         finally:
-            srv._leave(status)
+            if not self._counted:  # an exception before any answer
+                self._counted = True
+                srv._leave(500)
 
     def _post(self, srv: OpenAITestServer, index: int) -> int:
         path = self.path.split("?")[0].rstrip("/")
