@@ -18,7 +18,7 @@ from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
 from medspot.errors import ConfigError
 from medspot.images import ImageStore
-from medspot.journal import Journal, read_journal
+from medspot.journal import Journal, JournalWriteError, read_journal
 from medspot.protocol import Protocol, get_protocol
 from medspot.records import Dataset
 from medspot.results import atomic_write_json, write_results
@@ -133,14 +133,21 @@ def evaluate(
     )
     stats = RunStats()
     interrupted = False
-    with Journal(journal_path) as journal:
-        try:
-            stats = _run_async(
-                run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
-                adapter,
-            )
-        except KeyboardInterrupt:
-            interrupted = True
+    try:
+        with Journal(journal_path) as journal:
+            try:
+                stats = _run_async(
+                    run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
+                    adapter,
+                )
+            except KeyboardInterrupt:
+                interrupted = True
+    except JournalWriteError as e:
+        kept = sum(1 for _ in read_journal(journal_path))
+        raise JournalWriteError(
+            f"{e}. The {kept} answers journaled before it are kept; make room (or choose "
+            "another --out) and run the same command again to resume."
+        ) from None
     records = list(read_journal(journal_path))
     score = score_run(
         req.dataset, records, protocol, all_steps=req.all_steps, n_boot=req.n_boot, seed=req.seed

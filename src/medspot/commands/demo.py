@@ -129,7 +129,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="where the suite is generated (default $MEDSPOT_CACHE, "
         "$XDG_CACHE_HOME/medspot or ~/.cache/medspot)",
     )
-    p.add_argument("--tasks", type=positive_int, default=40, help="tasks in the suite (40)")
+    p.add_argument("--tasks", type=positive_int, default=24, help="tasks in the suite (24)")
     p.add_argument("--apps", type=positive_int, default=5, help="applications (5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--models", default="ocr,random", help="comma-separated (ocr,random)")

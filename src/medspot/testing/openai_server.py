@@ -72,14 +72,16 @@ class SeenRequest:
 
 @dataclass(frozen=True)
 class Fault:
-    """A fault injected at the 1-based request numbers in `at`, or at random with `rate`
-    (a seeded generator, so a run is reproducible)."""
+    """A fault injected at the 1-based request numbers in `at`, at every request for which
+    `when(request)` is true (e.g. one instruction), or at random with `rate` (a seeded
+    generator, so a run is reproducible)."""
 
     kind: str
     at: Sequence[int] = ()
     rate: float = 0.0
     retry_after: str | None = "1"  # the Retry-After header of a 429
     hang_s: float = 30.0
+    when: Callable[[SeenRequest], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -207,10 +209,12 @@ class OpenAITestServer:
             self._c.in_flight -= 1
             self._c.statuses[status] += 1
 
-    def _fault_for(self, index: int) -> Fault | None:
+    def _fault_for(self, req: SeenRequest) -> Fault | None:
+        index = req.index
+        matched = [f.when is not None and f.when(req) for f in self.faults]
         with self._lock:
-            for f in self.faults:
-                if index in f.at or (f.rate > 0 and self._rng.random() < f.rate):
+            for f, hit in zip(self.faults, matched, strict=True):
+                if index in f.at or hit or (f.rate > 0 and self._rng.random() < f.rate):
                     self._c.faults[f.kind] += 1
                     return f
         return None
@@ -427,7 +431,7 @@ class _Handler(BaseHTTPRequestHandler):
             return 400
         req = _parse_request(index, api, body, self.headers)
         srv._record(req)
-        fault = srv._fault_for(index)
+        fault = srv._fault_for(req)
         srv._wait(srv._latency(req))
         if fault is not None:
             done = self._fault(srv, fault)
