@@ -254,8 +254,11 @@ def test_full_eval_metrics_and_concurrency(
     assert not broken and not script.unknown
     assert models == {"scripted"} and auth == {f"Bearer {KEY}"}
     exp = expected(script, script.ds.tasks())
-    # 216 tasks, all with an annotated step; the scripted misses end 75 of them
+    # 216 tasks, all with an annotated step; the scripted misses end the 104 even-index tasks
+    # that have an annotated step at position 2 (two of them at their first evaluable step)
     assert exp.tasks == 216
+    assert sum(not c for c in exp.completed.values()) == 104
+    assert exp.s1a == pytest.approx(214 / 216)
     info = _json(out / "run.json")
     assert info["status"] == "complete" and info["model"] == "openai:scripted"
     assert KEY not in (out / "run.json").read_text()
@@ -448,13 +451,13 @@ def _decoded(req: SeenRequest) -> Any:
 def test_abs_resized_sends_smart_resized_frame_and_maps_back(
     annotations_dir: Path, tmp_path: Path
 ) -> None:
-    apps = ("Orthanc", "Weasis")
+    apps = ("Orthanc", "Bluelight")
     root, colours = _solid_root(tmp_path, annotations_dir, apps)
     ds = load_dataset(root)
     # qwen-vl-utils defaults (factor 28, 3136..12845056 px), neither bound is reached:
     # Orthanc 1920x1080 -> round(68.57)*28 x round(38.57)*28 = 1932x1092;
-    # Weasis 1280x800 -> round(45.71)*28 x round(28.57)*28 = 1288x812.
-    want_size = {"Orthanc": (1932, 1092), "Weasis": (1288, 812)}
+    # Bluelight 1366x768 -> round(48.79)*28 x round(27.43)*28 = 1372x756.
+    want_size = {"Orthanc": (1932, 1092), "Bluelight": (1372, 756)}
     seen: list[tuple[str, tuple[int, int]]] = []
     unknown: list[str] = []
 
