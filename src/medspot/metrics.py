@@ -24,6 +24,7 @@ __all__ = [
     "NWPS",
     "S1A",
     "SEQUENTIAL_KEYS",
+    "SHORT_NAMES",
     "SHR",
     "TCA",
     "WPS",
@@ -33,6 +34,7 @@ __all__ = [
     "compute_metrics",
     "failure_statistics",
     "macro_average",
+    "metrics_from_sums",
     "survival",
     "task_matrix",
 ]
@@ -93,6 +95,19 @@ class MetricSet:
         return d
 
 
+SHORT_NAMES: dict[str, str] = {
+    "task_completion_accuracy": "TCA",
+    "step1_accuracy": "S1A",
+    "step_hit_rate": "SHR",
+    "conditional_step_accuracy": "CSA",
+    "avg_correct_prefix": "ACP",
+    "avg_weighted_prefix_score": "WPS",
+    "normalized_weighted_prefix_score": "nWPS",
+    "independent_step_accuracy": "ISA",
+    "propagation_gap": "gap",
+}
+
+
 def task_matrix(tasks: Sequence[TaskScore]) -> Array:
     """One row per task: completed, step-1 hit, k, SHR denominator, steps reached, WPS, nWPS,
     independent hits, independent steps. Every metric is a function of these columns' sums."""
@@ -113,7 +128,7 @@ def task_matrix(tasks: Sequence[TaskScore]) -> Array:
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), 9)
 
 
-def _from_sums(s: Array, n: int, all_steps: bool) -> dict[str, Array]:
+def metrics_from_sums(s: Array, n: int, all_steps: bool) -> dict[str, Array]:
     """Metrics from column sums `s` (shape (..., 9)) over `n` tasks; NaN where undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
         nt = np.float64(n) if n else np.float64(np.nan)
@@ -158,7 +173,7 @@ def bootstrap_intervals(
         sums = draws.astype(np.float64) @ uniq
     else:
         sums = _resample_rows(matrix, n_boot, rng)
-    boot = _from_sums(sums, n, all_steps)
+    boot = metrics_from_sums(sums, n, all_steps)
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     out: dict[str, tuple[float, float] | None] = {}
     for k in keys:
@@ -198,7 +213,7 @@ def compute_metrics(
     """Metrics over the tasks with status "scored"; the rest are counted."""
     scored = [t for t in tasks if t.status == "scored"]
     m = task_matrix(scored)
-    vals = _from_sums(m.sum(axis=0), len(scored), all_steps)
+    vals = metrics_from_sums(m.sum(axis=0), len(scored), all_steps)
     return MetricSet(
         values={k: _finite(v) for k, v in vals.items()},
         intervals=bootstrap_intervals(m, all_steps=all_steps, n_boot=n_boot, seed=seed),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS, MetricSet
+from medspot.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
 from medspot.records import Dataset
 from medspot.scoring import RunScore, StepScore, TaskScore
 
@@ -25,18 +25,6 @@ __all__ = [
     "task_json",
     "write_results",
 ]
-
-_SHORT = {
-    "task_completion_accuracy": "TCA",
-    "step1_accuracy": "S1A",
-    "step_hit_rate": "SHR",
-    "conditional_step_accuracy": "CSA",
-    "avg_correct_prefix": "ACP",
-    "avg_weighted_prefix_score": "WPS",
-    "normalized_weighted_prefix_score": "nWPS",
-    "independent_step_accuracy": "ISA",
-    "propagation_gap": "gap",
-}
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -167,7 +155,7 @@ def metrics_table(run_score: RunScore) -> str:
         ci = ov.intervals.get(key)
         ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci is not None else "-"
         lines.append(
-            f"{_SHORT[key]:<6} {_fmt(ov.values[key])}  {ci_s:<17} "
+            f"{SHORT_NAMES[key]:<6} {_fmt(ov.values[key])}  {ci_s:<17} "
             f"{_fmt(run_score.macro_average.get(key))}"
         )
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.metrics import ACP, METRIC_KEYS, TCA, WPS
+from medspot.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 from medspot.report.load import Run
 
 __all__ = [
@@ -24,18 +24,6 @@ __all__ = [
 ]
 
 FORMATS = ("md", "csv", "latex")
-
-SHORT_NAMES = {
-    "task_completion_accuracy": "TCA",
-    "step1_accuracy": "S1A",
-    "step_hit_rate": "SHR",
-    "conditional_step_accuracy": "CSA",
-    "avg_correct_prefix": "ACP",
-    "avg_weighted_prefix_score": "WPS",
-    "normalized_weighted_prefix_score": "nWPS",
-    "independent_step_accuracy": "ISA",
-    "propagation_gap": "gap",
-}
 
 
 def is_share(key: str) -> bool:

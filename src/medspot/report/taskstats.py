@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from medspot.metrics import ACP, CSA, GAP, ISA, NWPS, S1A, SHR, TCA, WPS
+from medspot import metrics as _metrics
 from medspot.report.load import TaskRow
 
 __all__ = ["COLUMNS", "metrics_from_sums", "step1_hit", "task_matrix", "task_vector"]
@@ -62,20 +62,6 @@ def task_matrix(tasks: Sequence[TaskRow], s1a_step: str = "first_evaluable") -> 
 
 
 def metrics_from_sums(s: Array, n: int, *, all_steps: bool) -> dict[str, Any]:
-    """Metric values (arrays, NaN where undefined) from column sums `s` (shape (..., 9)) over
-    `n` tasks."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        nt = np.float64(n) if n else np.float64(np.nan)
-        out: dict[str, Any] = {
-            TCA: s[..., 0] / nt,
-            S1A: s[..., 1] / nt,
-            SHR: s[..., 2] / s[..., 3],
-            CSA: s[..., 2] / s[..., 4],
-            ACP: s[..., 2] / nt,
-            WPS: s[..., 5] / nt,
-            NWPS: s[..., 6] / nt,
-        }
-        if all_steps:
-            out[ISA] = s[..., 7] / s[..., 8]
-            out[GAP] = out[ISA] - out[SHR]
-    return out
+    """Metric values (arrays, NaN where undefined) from column sums `s` over `n` tasks: the
+    scorer's own formulas."""
+    return dict(_metrics.metrics_from_sums(s, n, all_steps))
