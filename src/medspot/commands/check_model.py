@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,26 +17,14 @@ __all__ = ["options_from_args", "register"]
 
 
 def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Adapter options, as `eval` builds them."""
-    opts: dict[str, Any] = {
-        "backend": args.backend,
-        "base_urls": args.base_url or [],
-        "timeout": args.timeout,
-        "checkpoint": args.checkpoint,
-        "device": args.device,
-        "dtype": args.dtype,
-        "batch_size": args.batch_size,
-        "convention": args.convention,
-        "prompt_template": args.prompt_template,
-        "api_model": args.api_model,
-        "prompt_style": args.prompt,
-        "concurrency": args.concurrency,
-    }
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if key:
-            opts["api_key"] = key
-    return {k: v for k, v in opts.items() if v not in (None, [])}
+    """Adapter options, as `eval` builds them, plus the prompt style and concurrency."""
+    from medspot.commands.eval import adapter_options
+
+    opts = adapter_options(args)
+    for key, value in (("prompt_style", args.prompt), ("concurrency", args.concurrency)):
+        if value is not None:
+            opts[key] = value
+    return opts
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from medspot.commands._common import (
 )
 from medspot.errors import BudgetExceeded
 
-__all__ = ["progress_bar", "register", "resolve_prompt_style"]
+__all__ = ["adapter_options", "progress_bar", "register", "resolve_prompt_style"]
 
 
 def resolve_prompt_style(prompt: str | None, protocol: str) -> str:
@@ -29,25 +29,29 @@ def resolve_prompt_style(prompt: str | None, protocol: str) -> str:
     return "upstream" if protocol.startswith("upstream-") else "native"
 
 
+_ADAPTER_OPTIONS = (
+    "backend",
+    "timeout",
+    "checkpoint",
+    "device",
+    "dtype",
+    "batch_size",
+    "replay_file",
+    "convention",
+    "prompt_template",
+    "price_file",
+    "api_model",
+)
+
+
 def adapter_options(args: argparse.Namespace) -> dict[str, Any]:
-    opts: dict[str, Any] = {
-        "backend": args.backend,
-        "base_urls": args.base_url or [],
-        "timeout": args.timeout,
-        "checkpoint": args.checkpoint,
-        "device": args.device,
-        "dtype": args.dtype,
-        "batch_size": args.batch_size,
-        "replay_file": args.replay_file,
-        "convention": args.convention,
-        "prompt_template": args.prompt_template,
-        "price_file": args.price_file,
-        "api_model": args.api_model,
-    }
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if key:
-            opts["api_key"] = key
+    """The adapter options of the parsed command line (those a command defines), without
+    unset ones. The API key is read from the environment variable `--api-key-env` names."""
+    opts: dict[str, Any] = {k: getattr(args, k, None) for k in _ADAPTER_OPTIONS}
+    opts["base_urls"] = getattr(args, "base_url", None) or []
+    env = getattr(args, "api_key_env", None)
+    if env and os.environ.get(env):
+        opts["api_key"] = os.environ[env]
     return {k: v for k, v in opts.items() if v not in (None, [])}
 
 
