@@ -405,6 +405,18 @@ def test_dry_run_prints_plan_and_cost_and_calls_nothing(
     assert f"${603 * per_call:.4f}" in text
     assert not (out / "predictions.jsonl").exists() or not (out / "predictions.jsonl").read_text()
 
+    # a generic model priced by a price file (default image rule: 85 + 170 per tile)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {"scripted": {"input": 1.0, "output": 0.0}}}))
+    with OpenAITestServer(answer=script.answer) as srv:
+        code = _eval(placeholder_root, out, srv, "--price-file", str(prices), "--dry-run")
+        assert srv.request_count == 0
+    assert code == 0
+    text = capsys.readouterr().out
+    # (120 typical text tokens + 85 + 6 * 170) tokens at $1 per 1M = $0.001225 a call
+    assert "calls certain now: 216; at most: 603" in text
+    assert f"${603 * (TYPICAL_TEXT_TOKENS + 85 + 6 * 170) / 1e6:.4f}" in text
+
 
 # -- abs_resized: qwen2.5-vl-7b over the openai backend ------------------------------------------
 def _colour(i: int) -> tuple[int, int, int]:
@@ -459,6 +471,7 @@ def test_abs_resized_sends_smart_resized_frame_and_maps_back(
     # Bluelight 1366x768 -> round(48.79)*28 x round(27.43)*28 = 1372x756.
     want_size = {"Orthanc": (1932, 1092), "Bluelight": (1372, 756)}
     seen: list[tuple[str, tuple[int, int]]] = []
+    sent_point: dict[str, tuple[int, int, int, int]] = {}  # step -> x, y, width, height sent
     unknown: list[str] = []
 
     def find(req: SeenRequest) -> Step | None:
@@ -485,10 +498,11 @@ def test_abs_resized_sends_smart_resized_frame_and_maps_back(
             unknown.append(req.text)
             return "[]"
         w, h = req.image.size
-        seen.append((step.app, (w, h)))
+        seen.append((step.uid, (w, h)))
         x, y, bw, bh = step.actions[0].bbox_percent
-        cx, cy = (x + bw / 2) / 100 * w, (y + bh / 2) / 100 * h
-        return f'```json\n[\n\t{{"point_2d": [{round(cx)}, {round(cy)}], "label": "target"}}\n]\n```'
+        cx, cy = round((x + bw / 2) / 100 * w), round((y + bh / 2) / 100 * h)
+        sent_point[step.uid] = (cx, cy, w, h)
+        return f'```json\n[\n\t{{"point_2d": [{cx}, {cy}], "label": "target"}}\n]\n```'
 
     out = tmp_path / "qwen"
     with OpenAITestServer(answer=answer) as srv:
@@ -511,14 +525,23 @@ def test_abs_resized_sends_smart_resized_frame_and_maps_back(
             ]
         )
         models = {r.model for r in srv.requests}
-    assert code == 0 and not unknown
+    journal = _journal(out)
+    retried = {r["step"] for r in journal if r["retries"]}
+    assert code == 0 and not unknown, (code, unknown, [r for r in journal if r["error"]])
     assert models == {"Qwen/Qwen2.5-VL-7B-Instruct"}
-    assert {app: size for app, size in seen} == want_size
-    assert len(seen) == sum(1 for s in ds.steps() if s.actions)
+    for uid, size in seen:
+        assert size == want_size[uid.split("/")[0]], uid
+    # every annotated step asked once (more only where the runner retried a failed call)
+    asked = [uid for uid, _ in seen]
+    assert set(asked) == {s.uid for s in ds.steps() if s.actions}
+    assert all(asked.count(u) == 1 or u in retried for u in asked), (asked, retried)
     m = _json(out / "overall_dataset_metrics.json")
     assert m["task_completion_accuracy"] == 1.0 and m["step_hit_rate"] == 1.0
-    for rec in _journal(out):
+    for rec in journal:
         assert tuple(rec["sent_size"]) == want_size[rec["step"].split("/")[0]]
+        # pixels of the sent frame divided by the sent size (not the original's)
+        px, py, w, h = sent_point[rec["step"]]
+        assert rec["point"] == pytest.approx([px / w, py / h], abs=1e-9)
 
 
 def test_fault_predicate_matches_only_its_requests() -> None:
@@ -530,9 +553,7 @@ def test_fault_predicate_matches_only_its_requests() -> None:
 
     with OpenAITestServer(answer="(1, 1)", faults=[Fault("500", when=only_b)]) as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
-        ok = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "a"}]
-        )
+        ok = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
         with pytest.raises(openai.InternalServerError):
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "b"}])
         assert srv.status_counts == {200: 1, 500: 1}

@@ -172,9 +172,22 @@ def load_processor(checkpoint: str, trust_remote_code: bool = False) -> tuple[An
         return auto.from_pretrained(checkpoint, trust_remote_code=trust_remote_code), False
     except ImportError as e:
         if "torchvision" not in str(e).lower():
-            raise
+            raise _unavailable(checkpoint, e) from None
         log.info("no torchvision: building %s's processor without its video part", checkpoint)
+    try:
         return _image_only_processor(checkpoint, trust_remote_code), True
+    except ImportError as e:
+        # e.g. Mistral 3's PixtralProcessor: its module imports torchvision itself
+        raise _unavailable(checkpoint, e) from None
+
+
+def _unavailable(checkpoint: str, e: ImportError) -> AdapterUnavailable:
+    text = " ".join(str(e).split())
+    missing = "torchvision" if "torchvision" in text.lower() else (e.name or "a package")
+    return AdapterUnavailable(
+        f"the processor of {checkpoint} cannot be built: it needs {missing}, which is not "
+        f"installed (pip install {missing}). transformers said: {text[:300]}"
+    )
 
 
 class ProcessorRunner(Runner):
