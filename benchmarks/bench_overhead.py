@@ -27,23 +27,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_throughput import default_annotations  # noqa: E402
+from bench_throughput import default_annotations
 
-from medspot.adapters import registry  # noqa: E402
-from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest  # noqa: E402
-from medspot.data import load_dataset  # noqa: E402
-from medspot.images import ImageStore  # noqa: E402
-from medspot.journal import Journal  # noqa: E402
-from medspot.protocol import get_protocol  # noqa: E402
-from medspot.records import Dataset  # noqa: E402
-from medspot.runner import RunOptions, run_model  # noqa: E402
-from medspot.testing import make_placeholder_root  # noqa: E402
+from medspot.adapters import registry
+from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
+from medspot.data import load_dataset
+from medspot.images import ImageStore
+from medspot.journal import Journal
+from medspot.protocol import get_protocol
+from medspot.records import Dataset
+from medspot.runner import RunOptions, run_model
+from medspot.testing import make_placeholder_root
 
 
 def _serve(root: str, miss_rate: float, q: Any, stop: Any) -> None:
-    from scripted import ScriptedAnswers
-
     from bench_throughput import fast_test_server
+    from scripted import ScriptedAnswers
 
     from medspot.testing.openai_server import OpenAITestServer
 

@@ -28,24 +28,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scripted import ScriptedAnswers, protocol_minimum  # noqa: E402
+from scripted import ScriptedAnswers, protocol_minimum
 
-from medspot.data import load_dataset  # noqa: E402
-from medspot.protocol import get_protocol  # noqa: E402
-from medspot.testing import make_placeholder_root  # noqa: E402
-from medspot.testing.openai_server import OpenAITestServer, SeenRequest  # noqa: E402
+from medspot.data import load_dataset
+from medspot.protocol import get_protocol
+from medspot.testing import make_placeholder_root
+from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def fast_test_server() -> None:
-    """Answer without Nagle's delay. The test server writes headers and body in two writes;
-    with Nagle's algorithm on and the client's delayed ACK, every answer waits ~40 ms on
-    loopback (real servers, uvicorn and vLLM among them, set TCP_NODELAY). Until the test
-    server sets it itself, the benchmarks do."""
+    """Answer without Nagle's delay and accept bursts of connections. The test server writes
+    headers and body in two writes; with Nagle's algorithm on and the client's delayed ACK,
+    every answer waits ~40 ms on loopback (real servers, uvicorn and vLLM among them, set
+    TCP_NODELAY). And socketserver's listen backlog of 5 drops some of 32 connections opened at
+    once (their SYN is retried a second later). Until the test server sets both, the
+    benchmarks do."""
     from medspot.testing import openai_server
 
     openai_server._Handler.disable_nagle_algorithm = True
+    openai_server.ThreadingHTTPServer.request_queue_size = 128
 
 
 def default_annotations() -> Path:
@@ -169,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     print()
-    print("| concurrency | mode | calls | minimum | chain | ideal s | calling s | ratio | command s |")
+    print(
+        "| concurrency | mode | calls | minimum | chain | ideal s | calling s | ratio | command s |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         mode = "all-steps" if r["all_steps"] else "sequential"

@@ -37,15 +37,19 @@ APPS = "Orthanc,Bluelight"  # 22 tasks, 52 steps: small and real
 
 @contextmanager
 def no_nagle() -> Iterator[None]:
-    """The test server writes headers and body separately; without TCP_NODELAY each answer
-    waits ~40 ms for a delayed ACK. Tests turn Nagle off while they run (a test speed-up only)."""
+    """Two settings of the test server, for the time of a test: TCP_NODELAY (it writes headers
+    and body separately, so without it each answer waits ~40 ms for a delayed ACK) and a listen
+    backlog of 128 (socketserver's default of 5 drops connections opened in a burst, and the
+    client's SYN retry, a second later, reads as a timeout that no server fault caused)."""
     handler = openai_server._Handler
-    before = handler.disable_nagle_algorithm
+    server_cls = openai_server.ThreadingHTTPServer
+    before = handler.disable_nagle_algorithm, server_cls.request_queue_size
     handler.disable_nagle_algorithm = True
+    server_cls.request_queue_size = 128
     try:
         yield
     finally:
-        handler.disable_nagle_algorithm = before
+        handler.disable_nagle_algorithm, server_cls.request_queue_size = before
 
 
 def eval_args(root: Path, out: Path, url: str, *extra: str, apps: str = APPS) -> list[str]:

@@ -30,7 +30,7 @@ CONCURRENCY = 4
 
 
 def _finish(proc: object, timeout: float = 120) -> tuple[int, str]:
-    out, err = proc.communicate(timeout=timeout)  # type: ignore[attr-defined]
+    _, err = proc.communicate(timeout=timeout)  # type: ignore[attr-defined]
     return proc.returncode, err.decode(errors="replace")  # type: ignore[attr-defined]
 
 
@@ -45,7 +45,9 @@ def test_five_kills_and_resumes_end_like_an_uninterrupted_run(
     with no_nagle():
         with OpenAITestServer(answer=script, latency=0.02) as srv:
             ref = tmp_path / "uninterrupted"
-            code, err = _finish(start_eval(eval_args(placeholder_root, ref, srv.base_url, *extra, apps=APPS)))
+            code, err = _finish(
+                start_eval(eval_args(placeholder_root, ref, srv.base_url, *extra, apps=APPS))
+            )
             assert code == 0, err
             assert srv.request_count == minimum.calls
 
@@ -103,9 +105,10 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
         info = json.loads((out / "run.json").read_text())
         assert info["status"] == "interrupted"
         done = journal_lines(out / "predictions.jsonl")
-        assert info["calls"] == done and done < protocol_minimum(
-            ds, script, get_protocol("medspot-v1")
-        ).calls
+        assert (
+            info["calls"] == done
+            and done < protocol_minimum(ds, script, get_protocol("medspot-v1")).calls
+        )
         # what was answered is scored already; the same command resumes and completes
         assert (out / "overall_dataset_metrics.json").exists()
         code, err = _finish(start_eval(args))

@@ -99,30 +99,33 @@ def test_a_read_only_output_folder_is_a_clear_error_and_nothing_is_lost(
 ) -> None:
     ds = load_dataset(placeholder_root, apps=["Orthanc"])
     script = ScriptedAnswers(ds, miss_rate=0.3)
-    with no_nagle(), OpenAITestServer(answer=script) as srv:
-        with tmpfs(tmp_path / "disk", "4m") as disk:
-            out = disk / "run"
-            args = eval_args(placeholder_root, out, srv.base_url, apps="Orthanc")
-            assert main([*args, "--limit", "5"]) == 0
-            before = _files(out)
-            _remount(disk, "ro")
-            try:
-                capsys.readouterr()
-                # resuming with more tasks needs to write: refused, clearly, nothing changed
-                assert main(args) == 2
-                err = capsys.readouterr().err
-                assert "cannot write" in err and "Read-only file system" in err
-                assert "Traceback" not in err
-                assert _files(out) == before
-                # a new run folder under the read-only mount
-                assert main(eval_args(placeholder_root, disk / "new", srv.base_url)) == 2
-                err = capsys.readouterr().err
-                assert "cannot create the output folder" in err
-                # scoring into the read-only folder is refused the same way
-                assert main(["score", str(out), "--data", str(placeholder_root)]) == 2
-                assert "Read-only file system" in capsys.readouterr().err
-                assert _files(out) == before
-            finally:
-                _remount(disk, "rw")
+    with (
+        no_nagle(),
+        OpenAITestServer(answer=script) as srv,
+        tmpfs(tmp_path / "disk", "4m") as disk,
+    ):
+        out = disk / "run"
+        args = eval_args(placeholder_root, out, srv.base_url, apps="Orthanc")
+        assert main([*args, "--limit", "5"]) == 0
+        before = _files(out)
+        _remount(disk, "ro")
+        try:
+            capsys.readouterr()
+            # resuming with more tasks needs to write: refused, clearly, nothing changed
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert "cannot write" in err and "Read-only file system" in err
+            assert "Traceback" not in err
+            assert _files(out) == before
+            # a new run folder under the read-only mount
+            assert main(eval_args(placeholder_root, disk / "new", srv.base_url)) == 2
+            err = capsys.readouterr().err
+            assert "cannot create the output folder" in err
+            # scoring into the read-only folder is refused the same way
+            assert main(["score", str(out), "--data", str(placeholder_root)]) == 2
+            assert "Read-only file system" in capsys.readouterr().err
+            assert _files(out) == before
+        finally:
+            _remount(disk, "rw")
     info = json.loads(before["run.json"])
     assert info["status"] == "complete"

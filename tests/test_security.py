@@ -86,7 +86,9 @@ def test_validate_and_eval_refuse_a_dataset_whose_image_links_out(
     text = capsys.readouterr()
     assert "leaves the dataset root" in text.out + text.err
     assert "B_Annotation.json" in text.out + text.err  # the error is located
-    assert main(["eval", "--data", str(root), "--model", "oracle", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["eval", "--data", str(root), "--model", "oracle", "--out", str(tmp_path / "o")]) == 2
+    )
     err = capsys.readouterr().err
     assert "leaves the dataset root" in err and "Traceback" not in err
 
@@ -114,7 +116,9 @@ def test_a_link_swapped_in_after_loading_is_caught_at_call_time(
     tmp_path: Path, outside: Path
 ) -> None:
     root = tmp_path / "root"
-    write_app(root, "A", [[step("Images/A/s1.png", "Click", BOX)], [step("Images/A/s2.png", "Go", BOX)]])
+    write_app(
+        root, "A", [[step("Images/A/s1.png", "Click", BOX)], [step("Images/A/s2.png", "Go", BOX)]]
+    )
     ds = load_dataset(root)
     target = root / "Images" / "A" / "s2.png"
     target.unlink()

@@ -8,7 +8,6 @@ latest successful record wins; error records are kept for the audit trail and re
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
