@@ -41,12 +41,10 @@ from medspot.testing import make_placeholder_root
 
 
 def _serve(root: str, miss_rate: float, q: Any, stop: Any) -> None:
-    from bench_throughput import fast_test_server
     from scripted import ScriptedAnswers
 
     from medspot.testing.openai_server import OpenAITestServer
 
-    fast_test_server()
     script = ScriptedAnswers(load_dataset(root), miss_rate=miss_rate)
     with OpenAITestServer(answer=script, latency=0.0, keep_requests=0) as srv:
         q.put(srv.base_url)

@@ -38,19 +38,6 @@ from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def fast_test_server() -> None:
-    """Answer without Nagle's delay and accept bursts of connections. The test server writes
-    headers and body in two writes; with Nagle's algorithm on and the client's delayed ACK,
-    every answer waits ~40 ms on loopback (real servers, uvicorn and vLLM among them, set
-    TCP_NODELAY). And socketserver's listen backlog of 5 drops some of 32 connections opened at
-    once (their SYN is retried a second later). Until the test server sets both, the
-    benchmarks do."""
-    from medspot.testing import openai_server
-
-    openai_server._Handler.disable_nagle_algorithm = True
-    openai_server.ThreadingHTTPServer.request_queue_size = 128
-
-
 def default_annotations() -> Path:
     env = os.environ.get("MEDSPOT_ANNOTATIONS")
     return Path(env) if env else REPO.parent / "shared" / "medspot" / "Annotations"
@@ -156,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
-    fast_test_server()
     with tempfile.TemporaryDirectory(prefix="medspot-bench-") as tmp:
         work = Path(tmp)
         root = make_placeholder_root(work, args.annotations)

@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +16,11 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
 from scripted import ScriptedAnswers, protocol_minimum  # noqa: E402
 
-from medspot.testing import openai_server  # noqa: E402
-
 __all__ = [
     "REPO_ROOT",
     "ScriptedAnswers",
     "eval_args",
     "journal_lines",
-    "no_nagle",
     "protocol_minimum",
     "results_of",
     "start_eval",
@@ -33,23 +28,6 @@ __all__ = [
 ]
 
 APPS = "Orthanc,Bluelight"  # 22 tasks, 52 steps: small and real
-
-
-@contextmanager
-def no_nagle() -> Iterator[None]:
-    """Two settings of the test server, for the time of a test: TCP_NODELAY (it writes headers
-    and body separately, so without it each answer waits ~40 ms for a delayed ACK) and a listen
-    backlog of 128 (socketserver's default of 5 drops connections opened in a burst, and the
-    client's SYN retry, a second later, reads as a timeout that no server fault caused)."""
-    handler = openai_server._Handler
-    server_cls = openai_server.ThreadingHTTPServer
-    before = handler.disable_nagle_algorithm, server_cls.request_queue_size
-    handler.disable_nagle_algorithm = True
-    server_cls.request_queue_size = 128
-    try:
-        yield
-    finally:
-        handler.disable_nagle_algorithm, server_cls.request_queue_size = before
 
 
 def eval_args(root: Path, out: Path, url: str, *extra: str, apps: str = APPS) -> list[str]:

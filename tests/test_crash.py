@@ -14,7 +14,6 @@ from _reliability import (
     ScriptedAnswers,
     eval_args,
     journal_lines,
-    no_nagle,
     protocol_minimum,
     results_of,
     start_eval,
@@ -42,41 +41,40 @@ def test_five_kills_and_resumes_end_like_an_uninterrupted_run(
     minimum = protocol_minimum(ds, script, get_protocol("medspot-v1"))
     assert minimum.calls > 60  # enough room for five kills
     extra = ("--concurrency", str(CONCURRENCY))
-    with no_nagle():
-        with OpenAITestServer(answer=script, latency=0.02) as srv:
-            ref = tmp_path / "uninterrupted"
-            code, err = _finish(
-                start_eval(eval_args(placeholder_root, ref, srv.base_url, *extra, apps=APPS))
-            )
-            assert code == 0, err
-            assert srv.request_count == minimum.calls
+    with OpenAITestServer(answer=script, latency=0.02) as srv:
+        ref = tmp_path / "uninterrupted"
+        code, err = _finish(
+            start_eval(eval_args(placeholder_root, ref, srv.base_url, *extra, apps=APPS))
+        )
+        assert code == 0, err
+        assert srv.request_count == minimum.calls
 
-        out = tmp_path / "killed"
-        journal = out / "predictions.jsonl"
-        lost_at_kills: list[int] = []
-        torn_steps: list[str] = []
-        with OpenAITestServer(answer=script, latency=0.02) as srv:
-            args = eval_args(placeholder_root, out, srv.base_url, *extra, apps=APPS)
-            for i, k in enumerate((3, 15, 30, 45, 58)):
-                asked0, kept0 = srv.request_count, len(list(read_journal(journal)))
-                proc = start_eval(args)
-                wait_for_lines(proc, journal, k)
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(timeout=30)
-                assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
-                time.sleep(0.05)  # let the server count what was on the wire
-                # requests of this run that the journal does not hold were in flight
-                lost = (srv.request_count - asked0) - (len(list(read_journal(journal))) - kept0)
-                assert 0 <= lost <= CONCURRENCY
-                lost_at_kills.append(lost)
-                if i == 2:  # a machine crash mid-write: tear the last line in half
-                    data = journal.read_bytes()
-                    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-                    torn_steps.append(json.loads(last)["step"])
-                    journal.write_bytes(data[: len(data) - len(last) // 2 - 1])
-            code, err = _finish(start_eval(args))
-            assert code == 0, err
-            total = srv.request_count
+    out = tmp_path / "killed"
+    journal = out / "predictions.jsonl"
+    lost_at_kills: list[int] = []
+    torn_steps: list[str] = []
+    with OpenAITestServer(answer=script, latency=0.02) as srv:
+        args = eval_args(placeholder_root, out, srv.base_url, *extra, apps=APPS)
+        for i, k in enumerate((3, 15, 30, 45, 58)):
+            asked0, kept0 = srv.request_count, len(list(read_journal(journal)))
+            proc = start_eval(args)
+            wait_for_lines(proc, journal, k)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            assert proc.returncode == -signal.SIGKILL, "the run ended before the kill"
+            time.sleep(0.05)  # let the server count what was on the wire
+            # requests of this run that the journal does not hold were in flight
+            lost = (srv.request_count - asked0) - (len(list(read_journal(journal))) - kept0)
+            assert 0 <= lost <= CONCURRENCY
+            lost_at_kills.append(lost)
+            if i == 2:  # a machine crash mid-write: tear the last line in half
+                data = journal.read_bytes()
+                last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+                torn_steps.append(json.loads(last)["step"])
+                journal.write_bytes(data[: len(data) - len(last) // 2 - 1])
+        code, err = _finish(start_eval(args))
+        assert code == 0, err
+        total = srv.request_count
     # the journal is never corrupt: every line parses except the torn one, which was ignored
     lines = journal.read_bytes().split(b"\n")
     assert sum(1 for ln in lines if ln.strip()) == len(list(read_journal(journal))) + 1
@@ -93,7 +91,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
     ds = load_dataset(placeholder_root, apps=["Weasis"])
     script = ScriptedAnswers(ds, miss_rate=0.2)
     out = tmp_path / "run"
-    with no_nagle(), OpenAITestServer(answer=script, latency=0.05) as srv:
+    with OpenAITestServer(answer=script, latency=0.05) as srv:
         args = eval_args(placeholder_root, out, srv.base_url, "--concurrency", "2", apps="Weasis")
         proc = start_eval(args)
         wait_for_lines(proc, out / "predictions.jsonl", 5)

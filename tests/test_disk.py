@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from _reliability import ScriptedAnswers, eval_args, no_nagle, results_of
+from _reliability import ScriptedAnswers, eval_args, results_of
 from medspot.cli import main
 from medspot.data import load_dataset
 from medspot.journal import Journal, JournalRecord, JournalWriteError, read_journal
@@ -57,7 +57,7 @@ def test_a_full_disk_stops_with_a_clear_error_and_keeps_the_journal(
 ) -> None:
     ds = load_dataset(placeholder_root, apps=APPS.split(","))
     script = ScriptedAnswers(ds, miss_rate=0.3)
-    with no_nagle(), OpenAITestServer(answer=script) as srv:
+    with OpenAITestServer(answer=script) as srv:
         ref = tmp_path / "ref"
         assert main(eval_args(placeholder_root, ref, srv.base_url, apps=APPS)) == 0
         ref_lines = len(list(read_journal(ref / "predictions.jsonl")))
@@ -100,7 +100,6 @@ def test_a_read_only_output_folder_is_a_clear_error_and_nothing_is_lost(
     ds = load_dataset(placeholder_root, apps=["Orthanc"])
     script = ScriptedAnswers(ds, miss_rate=0.3)
     with (
-        no_nagle(),
         OpenAITestServer(answer=script) as srv,
         tmpfs(tmp_path / "disk", "4m") as disk,
     ):

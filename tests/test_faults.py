@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from _reliability import ScriptedAnswers, eval_args, no_nagle, protocol_minimum, results_of
+from _reliability import ScriptedAnswers, eval_args, protocol_minimum, results_of
 from medspot.cli import main
 from medspot.data import load_dataset
 from medspot.journal import read_journal
@@ -41,14 +41,13 @@ def test_a_faulty_server_gives_the_numbers_of_a_healthy_one(
     ds = load_dataset(placeholder_root, apps=APPS.split(","))
     script = ScriptedAnswers(ds, miss_rate=0.3)
     minimum = protocol_minimum(ds, script, get_protocol("medspot-v1"))
-    with no_nagle():
-        with OpenAITestServer(answer=script) as clean:
-            assert _run(placeholder_root, tmp_path / "clean", clean) == 0
-            assert clean.request_count == minimum.calls
-        with OpenAITestServer(answer=script, faults=FAULTS, seed=7) as faulty:
-            assert _run(placeholder_root, tmp_path / "faulty", faulty) == 0
-            served = faulty.request_count
-            faults = faulty.fault_counts
+    with OpenAITestServer(answer=script) as clean:
+        assert _run(placeholder_root, tmp_path / "clean", clean) == 0
+        assert clean.request_count == minimum.calls
+    with OpenAITestServer(answer=script, faults=FAULTS, seed=7) as faulty:
+        assert _run(placeholder_root, tmp_path / "faulty", faulty) == 0
+        served = faulty.request_count
+        faults = faulty.fault_counts
     assert script.unknown == 0
     # every fault kind happened, and each one cost exactly one retry
     assert set(faults) == {f.kind for f in FAULTS}, faults
@@ -72,19 +71,18 @@ def test_a_permanent_failure_is_an_error_not_a_miss_and_resume_fixes_it(
     script = ScriptedAnswers(ds, miss_rate=0.0)
     out = tmp_path / "run"
     args = eval_args(placeholder_root, out, "", apps="Orthanc")
-    with no_nagle():
-        # requests 1 and 2 get 401 (not worth retrying): two steps end as errors
-        with OpenAITestServer(answer=script, faults=[Fault("401", at=[1, 2])]) as srv:
-            args[args.index("--base-url") + 1] = srv.base_url
-            assert main([*args, "--concurrency", "1"]) == 1  # incomplete
-        info = json.loads((out / "run.json").read_text())
-        assert info["status"] == "incomplete" and info["errors"] == 2
-        m = json.loads((out / "overall_dataset_metrics.json").read_text())
-        assert m["num_errored_tasks"] == 2
-        # the server recovers: resume asks the two errored steps and what follows them
-        with OpenAITestServer(answer=script) as srv:
-            args[args.index("--base-url") + 1] = srv.base_url
-            assert main(args) == 0
+    # requests 1 and 2 get 401 (not worth retrying): two steps end as errors
+    with OpenAITestServer(answer=script, faults=[Fault("401", at=[1, 2])]) as srv:
+        args[args.index("--base-url") + 1] = srv.base_url
+        assert main([*args, "--concurrency", "1"]) == 1  # incomplete
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "incomplete" and info["errors"] == 2
+    m = json.loads((out / "overall_dataset_metrics.json").read_text())
+    assert m["num_errored_tasks"] == 2
+    # the server recovers: resume asks the two errored steps and what follows them
+    with OpenAITestServer(answer=script) as srv:
+        args[args.index("--base-url") + 1] = srv.base_url
+        assert main(args) == 0
     m = json.loads((out / "overall_dataset_metrics.json").read_text())
     assert m["task_completion_accuracy"] == 1.0 and m["num_errored_tasks"] == 0
 
@@ -93,7 +91,7 @@ def test_a_permanent_failure_is_an_error_not_a_miss_and_resume_fixes_it(
 def test_client_errors_are_not_retried(placeholder_root: Path, tmp_path: Path, kind: str) -> None:
     ds = load_dataset(placeholder_root, apps=["Orthanc"], limit=1)
     script = ScriptedAnswers(ds, miss_rate=0.0)
-    with no_nagle(), OpenAITestServer(answer=script, faults=[Fault(kind, rate=1.0)]) as srv:
+    with OpenAITestServer(answer=script, faults=[Fault(kind, rate=1.0)]) as srv:
         args = eval_args(placeholder_root, tmp_path / "r", srv.base_url, apps="Orthanc")
         assert main([*args, "--limit", "1"]) == 1
         assert srv.request_count == 1  # one step asked once: no retry of a 4xx

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from _builders import step, write_app
-from _reliability import eval_args, no_nagle
+from _reliability import eval_args
 from medspot.adapters.card import PromptStyle
 from medspot.adapters.cards import CARDS, make_generic_card
 from medspot.adapters.imageprep import ImagePrep
@@ -191,7 +191,7 @@ def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
 @settings(max_examples=60, deadline=None, database=None)
 @given(text=answers)
 def test_any_answer_from_the_server_is_a_scored_step(placeholder_tiny: Path, text: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp, no_nagle(), OpenAITestServer(answer=text) as srv:
+    with tempfile.TemporaryDirectory() as tmp, OpenAITestServer(answer=text) as srv:
         out = Path(tmp) / "out"
         code, err = _main(eval_args(placeholder_tiny, out, srv.base_url, apps="A"))
         assert code == 0, err
@@ -270,7 +270,7 @@ def test_a_truncated_screenshot_is_a_step_error_and_no_call_is_made(
     names = _hostile_images(root)
     write_app(root, "Good", [[step("Images/G/g.png", "Click the button", BOX)]])
     load_dataset(root, apps=["Trunc", "Good"])  # the header is fine: it loads
-    with no_nagle(), OpenAITestServer(answer="(150, 150)") as srv:
+    with OpenAITestServer(answer="(150, 150)") as srv:
         out = tmp_path / "out"
         code = main(eval_args(root, out, srv.base_url, apps="Trunc,Good"))
         assert code == 1  # incomplete: one errored step

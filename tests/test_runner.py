@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _builders import step, write_app
 from medspot.adapters.base import Convention, Prediction, StepRequest
 from medspot.data import load_dataset
 from medspot.errors import ModelCallError, TransientModelError
@@ -18,8 +19,6 @@ from medspot.journal import Journal, read_journal
 from medspot.protocol import get_protocol
 from medspot.records import Dataset
 from medspot.runner import RunOptions, run_model
-
-from _builders import step, write_app
 
 HIT_BOX = (10.0, 10.0, 20.0, 20.0)  # percent: centre (0.2, 0.2)
 

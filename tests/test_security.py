@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from _builders import step, write_app
-from _reliability import ScriptedAnswers, eval_args, no_nagle, start_eval
+from _reliability import ScriptedAnswers, eval_args, start_eval
 from medspot.adapters.base import Convention, Prediction, StepRequest
 from medspot.cli import main
 from medspot.data import load_dataset
@@ -140,7 +140,7 @@ def test_the_api_key_is_in_no_file_and_no_log(placeholder_root: Path, tmp_path: 
     script = ScriptedAnswers(ds, miss_rate=0.3)
     out = tmp_path / "run"
     faults = [Fault("500", at=[1]), Fault("429", at=[2], retry_after="0"), Fault("401", at=[3])]
-    with no_nagle(), OpenAITestServer(answer=script, faults=faults) as srv:
+    with OpenAITestServer(answer=script, faults=faults) as srv:
         args = eval_args(placeholder_root, out, srv.base_url, apps="Orthanc")
         proc = start_eval(["-vv", *args, "--concurrency", "1"], env={"OPENAI_API_KEY": marker})
         stdout, stderr = proc.communicate(timeout=120)

@@ -19,6 +19,7 @@ from medspot.scoring import RunScore, StepScore, TaskScore
 
 __all__ = [
     "atomic_write_json",
+    "atomic_write_json_lines",
     "atomic_write_text",
     "metrics_json",
     "metrics_table",
@@ -52,6 +53,13 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def atomic_write_json_lines(path: Path, items: list[Any]) -> None:
+    """A JSON list written one item per line: still one JSON document, readable and diffable,
+    and several times faster than indenting (json's C encoder does not indent)."""
+    body = ",\n".join(json.dumps(x, ensure_ascii=False, allow_nan=False) for x in items)
+    atomic_write_text(path, "[\n" + body + "\n]\n" if items else "[]\n")
 
 
 def _step_json(s: StepScore) -> dict[str, Any]:
@@ -111,10 +119,15 @@ def write_results(out_dir: Path, run_score: RunScore, *, dataset: Dataset) -> No
     for app in dataset.app_names:
         tasks = score.tasks_of(app)
         app_dir = out_dir / app
-        atomic_write_json(app_dir / "task_results.json", [task_json(t) for t in tasks])
-        atomic_write_json(
+        rows = [task_json(t) for t in tasks]
+        atomic_write_json_lines(app_dir / "task_results.json", rows)
+        atomic_write_json_lines(
             app_dir / "task_failures.json",
-            [task_json(t) for t in tasks if t.status == "scored" and not t.completed],
+            [
+                r
+                for r, t in zip(rows, tasks, strict=True)
+                if t.status == "scored" and not t.completed
+            ],
         )
         missing = [uid for t in tasks for uid in t.missing_steps]
         atomic_write_json(
