@@ -16,7 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from medspot import hub
+from medspot._gc import gc_paused
 from medspot.errors import ConfigError, DataError, Location
 from medspot.geometry import box_from_percent
 from medspot.images import ImageStore
@@ -210,7 +213,11 @@ class _Collector:
             self.error("the file is empty", floc)
             return AppData(app, path, ())
         try:
-            doc = json.loads(data.decode("utf-8-sig"))
+            text = data.decode("utf-8-sig")
+            try:
+                doc = orjson.loads(text)
+            except orjson.JSONDecodeError:  # NaN literals, huge integers: let json decide
+                doc = json.loads(text)
         except UnicodeDecodeError as e:
             self.error(f"not UTF-8 text ({e.reason} at byte {e.start})", floc)
             return AppData(app, path, ())
@@ -493,7 +500,8 @@ def load_dataset(
 ) -> Dataset:
     """Load a dataset root (or a tree holding its `Annotations/`, or a hub dataset). Raises
     `DataError` for the first problem, saying how many more `medspot validate` would list."""
-    result = scan(source, apps=apps, limit=limit, check_images=check_images)
+    with gc_paused():
+        result = scan(source, apps=apps, limit=limit, check_images=check_images)
     if result.errors:
         first = result.errors[0]
         more = len(result.errors) - 1

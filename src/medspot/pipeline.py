@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
 from medspot.errors import ConfigError
@@ -148,11 +149,17 @@ def evaluate(
             f"{e}. The {kept} answers journaled before it are kept; make room (or choose "
             "another --out) and run the same command again to resume."
         ) from None
-    records = list(read_journal(journal_path))
-    score = score_run(
-        req.dataset, records, protocol, all_steps=req.all_steps, n_boot=req.n_boot, seed=req.seed
-    )
-    write_results(out, score, dataset=req.dataset)
+    with gc_paused():
+        records = list(read_journal(journal_path))
+        score = score_run(
+            req.dataset,
+            records,
+            protocol,
+            all_steps=req.all_steps,
+            n_boot=req.n_boot,
+            seed=req.seed,
+        )
+        write_results(out, score, dataset=req.dataset)
     info.calls = sum(1 for _ in records)
     info.errors = sum(1 for r in records if r.error is not None)
     info.retries = sum(r.retries for r in records)
@@ -214,13 +221,14 @@ def rescore(
         else (info.tolerance_px if protocol_name is None else None)
     )
     protocol = _protocol(name, tol)
-    records = list(read_journal(journal_path))
-    score = score_run(
-        dataset, records, protocol, all_steps=info.all_steps, n_boot=n_boot, seed=info.seed
-    )
-    target = out or run_dir
-    target.mkdir(parents=True, exist_ok=True)
-    write_results(target, score, dataset=dataset)
+    with gc_paused():
+        records = list(read_journal(journal_path))
+        score = score_run(
+            dataset, records, protocol, all_steps=info.all_steps, n_boot=n_boot, seed=info.seed
+        )
+        target = out or run_dir
+        target.mkdir(parents=True, exist_ok=True)
+        write_results(target, score, dataset=dataset)
     new_info = info.model_copy(deep=True)
     new_info.protocol = name
     new_info.tolerance_px = tol
