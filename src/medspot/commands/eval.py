@@ -140,11 +140,15 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from medspot.adapters import registry
     from medspot.data import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
+    from medspot.protocol import get_protocol
     from medspot.results import metrics_table
 
     protocol = args.protocol or "medspot-v1"
+    get_protocol(protocol)  # bad options are reported before the data is read
+    registry.entry(args.model)
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
     style = resolve_prompt_style(args.prompt, protocol)
     req = EvalRequest(
@@ -216,14 +220,18 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class _Bar:
-    def __init__(self, desc: str) -> None:
-        from tqdm import tqdm
+    """Drawn from the first call on, so that an error before any call prints no empty bar."""
 
-        self._bar = tqdm(
-            total=0, unit="call", desc=desc, file=sys.stderr, dynamic_ncols=True, mininterval=0.5
-        )
+    def __init__(self, desc: str) -> None:
+        self._desc = desc
+        self._bar: Any = None
 
     def update(self, ev: Any) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=0, unit="call", desc=self._desc, file=sys.stderr,
+                             dynamic_ncols=True, mininterval=0.5)  # fmt: skip
         self._bar.total = max(ev.total, ev.done)
         post: dict[str, object] = {"errors": ev.errors}
         if ev.cost_usd:
@@ -232,7 +240,8 @@ class _Bar:
         self._bar.update(ev.done - self._bar.n)  # redraws at most every mininterval
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def progress_bar(disabled: bool, desc: str = "eval") -> _Bar | None:
