@@ -4,6 +4,7 @@ frozen dataclasses inside. Optional files may be missing; a folder that is not a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -274,24 +275,9 @@ def load_runs(paths: list[Path] | list[str]) -> list[Run]:
         label = r.info.model
         if names.count(label) > 1:
             label = f"{label} ({r.path.name})"
-        out.append(_relabel(r, label))
+        out.append(dataclasses.replace(r, label=label))
     labels = [r.label for r in out]
     return [
-        _relabel(r, f"{r.label} #{i + 1}") if labels.count(r.label) > 1 else r
+        dataclasses.replace(r, label=f"{r.label} #{i + 1}") if labels.count(r.label) > 1 else r
         for i, r in enumerate(out)
     ]
-
-
-def _relabel(r: Run, label: str) -> Run:
-    return Run(
-        path=r.path,
-        info=r.info,
-        overall=r.overall,
-        overall_failures=r.overall_failures,
-        apps=r.apps,
-        tasks=r.tasks,
-        app_metrics=r.app_metrics,
-        app_failures=r.app_failures,
-        warnings=r.warnings,
-        label=label,
-    )
