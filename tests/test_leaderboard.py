@@ -110,3 +110,4 @@ def test_cli(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["leaderboard", str(runs["a"]), str(other)]) == 2
     assert "--mixed" in capsys.readouterr().err
     assert main(["leaderboard", str(runs["a"]), "--sort", "nope"]) == 2
+    assert "unknown metric 'nope'" in capsys.readouterr().err
