@@ -141,6 +141,8 @@ def _encode(raw: bytes, path: Path, size: tuple[int, int], fmt: str) -> bytes:
     try:
         with Image.open(io.BytesIO(raw)) as im:
             rgb = im.convert("RGB")
+    except Image.DecompressionBombError as e:
+        raise DataError(f"image {path} is too large to decode ({e})") from None
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise DataError(f"image {path} is not a readable image ({e})") from None
     if rgb.size != size:
