@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_CONCURRENCY = 16
+_POOL_SIZE = 8  # requests in flight per connection pool
 _KEYLIKE = re.compile(r"sk-[A-Za-z0-9_\-*.]{4,}")
 
 
@@ -87,9 +88,12 @@ def _httpx_module(openai: Any) -> Any:
 @dataclass
 class _Endpoint:
     url: str  # sanitised, for records
-    client: Any  # openai.AsyncOpenAI
+    clients: tuple[Any, ...]  # openai.AsyncOpenAI, each with its own small connection pool
     in_flight: int = 0
     calls: int = 0
+
+    def next_client(self) -> Any:
+        return self.clients[self.calls % len(self.clients)]
 
 
 @dataclass(frozen=True)
@@ -149,22 +153,30 @@ class OpenAIAdapter:
         self._chat_completion = ChatCompletion
         httpx = _httpx_module(openai)
         self._endpoints: list[_Endpoint] = []
+        # Several small connection pools per server rather than one large one: httpcore scans
+        # every pooled connection on each request, a cost that grows with the pool
+        # (benchmarks/README.md, harness cost per step).
+        n_pools = max(1, -(-self.max_concurrency // _POOL_SIZE))
+        per_pool = -(-self.max_concurrency // n_pools) + 2
         for url in base_urls:
-            http = openai.DefaultAsyncHttpxClient(
-                timeout=self.timeout,
-                limits=httpx.Limits(
-                    max_connections=self.max_concurrency + 8,
-                    max_keepalive_connections=self.max_concurrency + 8,
-                ),
-            )
-            client = openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=url,
-                timeout=self.timeout,
-                max_retries=0,
-                http_client=http,
-            )
-            self._endpoints.append(_Endpoint(sanitize_url(url), client))
+            clients = []
+            for _ in range(n_pools):
+                http = openai.DefaultAsyncHttpxClient(
+                    timeout=self.timeout,
+                    limits=httpx.Limits(
+                        max_connections=per_pool, max_keepalive_connections=per_pool
+                    ),
+                )
+                clients.append(
+                    openai.AsyncOpenAI(
+                        api_key=api_key,
+                        base_url=url,
+                        timeout=self.timeout,
+                        max_retries=0,
+                        http_client=http,
+                    )
+                )
+            self._endpoints.append(_Endpoint(sanitize_url(url), tuple(clients)))
 
     @classmethod
     def from_options(
@@ -266,7 +278,8 @@ class OpenAIAdapter:
 
     async def aclose(self) -> None:
         for e in self._endpoints:
-            await e.client.close()
+            for c in e.clients:
+                await c.close()
 
     # -- internals --------------------------------------------------------------------------
     def endpoint_calls(self) -> list[int]:
@@ -291,14 +304,15 @@ class OpenAIAdapter:
         self, spec: PromptSpec, url: str, temperature: float | None, seed: int
     ) -> _Reply:
         ep = self._pick()
+        client = ep.next_client()
         ep.in_flight += 1
         ep.calls += 1
         try:
             if spec.api == "responses":
-                return await self._responses(ep, spec, url, temperature)
+                return await self._responses(ep, client, spec, url, temperature)
             if spec.api != "chat":
                 raise ConfigError(f"unknown API {spec.api!r} in the card (chat or responses)")
-            return await self._chat(ep, spec, url, temperature, seed)
+            return await self._chat(ep, client, spec, url, temperature, seed)
         except self._openai.OpenAIError as e:
             raise self._map_error(e, ep) from None
         except ValueError as e:  # a 200 whose body is not JSON
@@ -330,7 +344,13 @@ class OpenAIAdapter:
         return {"type": "image_url", "image_url": image_url}
 
     async def _chat(
-        self, ep: _Endpoint, spec: PromptSpec, url: str, temperature: float | None, seed: int
+        self,
+        ep: _Endpoint,
+        client: Any,
+        spec: PromptSpec,
+        url: str,
+        temperature: float | None,
+        seed: int,
     ) -> _Reply:
         img = self._image_part_chat(spec, url)
         txt = {"type": "text", "text": spec.user_text}
@@ -367,7 +387,7 @@ class OpenAIAdapter:
         # message (and the image's base64 text) again per call, which was ~20% of the
         # harness's CPU per step (benchmarks/README.md, harness cost); the response is still
         # parsed into the SDK's model, and errors still arrive as the SDK's exceptions.
-        resp = await ep.client.post(
+        resp = await client.post(
             "/chat/completions", body={**kwargs, **extra}, cast_to=self._chat_completion
         )
         if isinstance(resp, str):
@@ -399,7 +419,7 @@ class OpenAIAdapter:
         return _Reply(content, usage, tuple(flags), meta)
 
     async def _responses(
-        self, ep: _Endpoint, spec: PromptSpec, url: str, temperature: float | None
+        self, ep: _Endpoint, client: Any, spec: PromptSpec, url: str, temperature: float | None
     ) -> _Reply:
         img = {"type": "input_image", "image_url": url, "detail": spec.detail or "auto"}
         txt = {"type": "input_text", "text": spec.user_text}
@@ -415,7 +435,7 @@ class OpenAIAdapter:
             kwargs["temperature"] = temperature
         if spec.reasoning_effort:
             kwargs["reasoning"] = {"effort": spec.reasoning_effort}
-        resp = await ep.client.responses.create(**kwargs)
+        resp = await client.responses.create(**kwargs)
         if isinstance(resp, str):
             raise TransientModelError(f"{ep.url}: the response is not JSON")
         output = getattr(resp, "output", None)
