@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from _gpt4omini_port import extract_pixel_point, normalize_prediction
 from medspot.adapters.card import ParsedAnswer
 from medspot.adapters.cards import get_card, upstream_parsers
 
@@ -19,34 +18,6 @@ def up(name: str, text: str) -> ParsedAnswer:
 
 def pt(ans: ParsedAnswer) -> tuple[float, float] | None:
     return None if ans.point is None else (ans.point.x, ans.point.y)
-
-
-# A direct transcription of evaluate_gpt4omini.py (extract_pixel_point + normalize_prediction).
-def _their_extract(text: str) -> tuple[float, float] | None:
-    patterns = [
-        r"\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)",
-        r"\[\s*([\d.]+)\s*,\s*([\d.]+)\s*\]",
-        r"x\s*=\s*([\d.]+)\s*[,;]?\s*y\s*=\s*([\d.]+)",
-        r"x\s*:\s*([\d.]+)\s*[,;]?\s*y\s*:\s*([\d.]+)",
-        r"(?:at|click|point|coord(?:inate)?s?)\s*[:\-]?\s*([\d.]+)\s*[,\s]\s*([\d.]+)",
-        r"(?<!\d)([\d]{1,5})\s*[,\s]\s*([\d]{1,5})(?!\d)",
-    ]
-    for p in patterns:
-        m = re.search(p, text, re.IGNORECASE)
-        if m:
-            return float(m.group(1)), float(m.group(2))
-    return None
-
-
-def _their_normalize(
-    pred: tuple[float, float] | None, w: int, h: int
-) -> tuple[float, float] | None:
-    if pred is None:
-        return None
-    x, y = pred
-    if 0 <= x <= w and 0 <= y <= h:
-        return (x, y)
-    return None
 
 
 GPT_TRICKY = [
@@ -76,7 +47,7 @@ GPT_TRICKY = [
 @pytest.mark.parametrize("name", ["gpt-4o-mini", "gpt-5"])
 def test_gpt_upstream_matches_their_script(name: str, text: str) -> None:
     w, h = ORIG
-    theirs = _their_normalize(_their_extract(text), w, h)
+    theirs = normalize_prediction(extract_pixel_point(text), w, h)
     ours = up(name, text)
     if theirs is None:
         assert ours.point is None
