@@ -1,0 +1,129 @@
+"""Live actions: what a model may do to a running application, in screenshot pixels.
+
+Coordinates are pixels of the screenshot the model was shown (the environment's observation),
+origin top-left, x to the right, y down; floats are allowed and rounded by the environment.
+Every card already outputs a click point; the other kinds are for cards and prompts that can
+emit them. The JSON form (`action_to_json` / `action_from_json`) is what the live journal stores.
+
+Text form (documented in docs/live.md, parsed by `medspot.live.action_parse`):
+    click(x, y)                 left click
+    double_click(x, y)
+    right_click(x, y)
+    drag(x1, y1, x2, y2)        mouse down at (x1, y1), a few moves, mouse up at (x2, y2)
+    scroll(x, y, dy)            wheel at (x, y); dy > 0 scrolls down, in notches
+    type("text")                types into the focused element
+    key("Enter")                one key or chord ("Escape", "ctrl+a"); Playwright key names
+    done()                      the model declares the task finished
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from medspot.errors import MedspotError
+
+__all__ = [
+    "Click",
+    "Done",
+    "Drag",
+    "Key",
+    "LiveAction",
+    "Scroll",
+    "TypeText",
+    "action_from_json",
+    "action_to_json",
+]
+
+Button = Literal["left", "right"]
+
+
+@dataclass(frozen=True, slots=True)
+class Click:
+    x: float
+    y: float
+    button: Button = "left"
+    double: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Drag:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+@dataclass(frozen=True, slots=True)
+class Scroll:
+    x: float
+    y: float
+    dy: int  # wheel notches, > 0 down
+
+
+@dataclass(frozen=True, slots=True)
+class TypeText:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    pass
+
+
+LiveAction = Click | Drag | Scroll | TypeText | Key | Done
+
+
+def _num(d: dict[str, Any], name: str) -> float:
+    v = d.get(name)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise MedspotError(f"live action {d!r}: field '{name}' must be a finite number")
+    return float(v)
+
+
+def action_to_json(action: LiveAction) -> dict[str, Any]:
+    """The journal form: `{"kind": "click", "x": .., "y": .., ...}`."""
+    match action:
+        case Click(x, y, button, double):
+            return {"kind": "click", "x": x, "y": y, "button": button, "double": double}
+        case Drag(x1, y1, x2, y2):
+            return {"kind": "drag", "x1": x1, "y1": y1, "x2": x2, "y2": y2}
+        case Scroll(x, y, dy):
+            return {"kind": "scroll", "x": x, "y": y, "dy": dy}
+        case TypeText(text):
+            return {"kind": "type", "text": text}
+        case Key(key):
+            return {"kind": "key", "key": key}
+        case Done():
+            return {"kind": "done"}
+    raise TypeError(f"not a live action: {action!r}")
+
+
+def action_from_json(d: dict[str, Any]) -> LiveAction:
+    kind = d.get("kind")
+    if kind == "click":
+        button = d.get("button", "left")
+        if button not in ("left", "right"):
+            raise MedspotError(f"live action {d!r}: field 'button' must be left or right")
+        return Click(_num(d, "x"), _num(d, "y"), button, bool(d.get("double", False)))
+    if kind == "drag":
+        return Drag(_num(d, "x1"), _num(d, "y1"), _num(d, "x2"), _num(d, "y2"))
+    if kind == "scroll":
+        return Scroll(_num(d, "x"), _num(d, "y"), int(_num(d, "dy")))
+    if kind == "type":
+        if not isinstance(d.get("text"), str):
+            raise MedspotError(f"live action {d!r}: field 'text' must be a string")
+        return TypeText(d["text"])
+    if kind == "key":
+        if not isinstance(d.get("key"), str) or not d["key"]:
+            raise MedspotError(f"live action {d!r}: field 'key' must be a non-empty string")
+        return Key(d["key"])
+    if kind == "done":
+        return Done()
+    raise MedspotError(f"live action {d!r}: unknown kind {kind!r}")

@@ -1,0 +1,231 @@
+"""Live tasks as data: one JSON file per environment, validated with located errors.
+
+A task is a MedSPOT-style workflow in a running application: a goal (`instruction`), a start
+state, the oracle's path as steps (each with its own instruction, as MedSPOT's steps have, and
+the element it should act on), a step budget, and success / collateral-damage checks on the
+application's STATE (never a box):
+
+    {"format_version": 1, "env": "orthanc-explorer", "tasks": [{
+        "id": "delete-study-ct-doe",
+        "instruction": "Delete the CT study of patient DOE^JOHN",
+        "tags": ["cancel-default"],
+        "start": {"route": "#find-patients", "viewport": [1280, 800]},
+        "steps": [
+            {"instruction": "Open patient DOE^JOHN",
+             "target": {"css": "li", "contains": "DOE^JOHN"}},
+            {"instruction": "Click Delete", "target": {"text": "Delete"}},
+            {"instruction": "Confirm with OK", "target": {"text": "OK"},
+             "done_if": {"kind": "orthanc.study_absent", "study": "CT-DOE"}}],
+        "success": [{"kind": "orthanc.study_absent", "study": "CT-DOE"}],
+        "fail_if": [{"kind": "orthanc.patient_absent", "patient": "SMITH^ANN"}]}]}
+
+Locator keys and check kinds are the environment's (`EnvEntry.locator_keys`, `.check_kinds`);
+unknown ones are data errors. A step without `done_if` counts as achieved when the executed
+action hit its target element (the static benchmark's notion of a hit).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from medspot.errors import DataError, Location
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CheckSpec",
+    "LiveTask",
+    "LiveTaskFile",
+    "Locator",
+    "StartSpec",
+    "StepSpec",
+    "load_task_file",
+    "parse_task_file",
+]
+
+FORMAT_VERSION = 1
+StepAction = Literal["click", "double_click", "right_click", "drag", "scroll", "type", "key"]
+
+
+class Locator(BaseModel):
+    """Names one on-screen element. Which keys mean something is the environment's business."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    css: str | None = None  # web: CSS selector
+    data_cy: str | None = None  # web (OHIF): the `data-cy` attribute
+    text: str | None = None  # visible text / accessible name, exact after trimming
+    contains: str | None = None  # substring of the visible text / accessible name
+    role: str | None = None  # AT-SPI role (desktop) or tag name (web)
+    description: str | None = None  # AT-SPI description (Java tooltips of icon buttons)
+    nth: int = Field(0, ge=0)  # which match, in document / tree order, of those visible
+    at: tuple[float, float] | None = None  # a point inside the box, as fractions (0..1)
+    landmark: str | None = None  # an environment-defined named point (e.g. a phantom's)
+
+    def keys(self) -> set[str]:
+        return {k for k, v in self.model_dump(exclude_defaults=True).items() if v is not None}
+
+
+class CheckSpec(BaseModel):
+    """A predicate on the application's state: `kind` plus the kind's own parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class StartSpec(BaseModel):
+    """The task's start state. `viewport` is the screenshot size; the rest is the env's."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    viewport: tuple[int, int] = (1280, 800)
+    route: str | None = None  # web: URL path/hash relative to the app, e.g. "#find-patients"
+    file: str | None = None  # desktop: a seeded file to open
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class StepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instruction: str = Field(min_length=1)
+    action: StepAction = "click"
+    target: Locator | None = None
+    to: Locator | None = None  # drag: where to release
+    text: str | None = None  # type
+    key: str | None = None  # key
+    dy: int | None = None  # scroll: notches, > 0 down
+    done_if: CheckSpec | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_action(self) -> StepSpec:
+        needs = {
+            "click": ("target",),
+            "double_click": ("target",),
+            "right_click": ("target",),
+            "drag": ("target", "to"),
+            "scroll": ("target", "dy"),
+            "type": ("text",),
+            "key": ("key",),
+        }[self.action]
+        missing = [n for n in needs if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"action {self.action!r} needs {', '.join(missing)}")
+        return self
+
+
+class LiveTask(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,79}$")
+    instruction: str = Field(min_length=1)
+    tags: tuple[str, ...] = ()
+    start: StartSpec = StartSpec()
+    steps: tuple[StepSpec, ...] = Field(min_length=1, max_length=12)
+    max_steps: int | None = Field(None, ge=1, le=50)
+    success: tuple[CheckSpec, ...] = Field(min_length=1)
+    fail_if: tuple[CheckSpec, ...] = ()
+
+    @property
+    def budget(self) -> int:
+        """The step budget: `max_steps`, or twice the oracle's steps plus two."""
+        return self.max_steps if self.max_steps is not None else 2 * len(self.steps) + 2
+
+
+class LiveTaskFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format_version: int = FORMAT_VERSION
+    env: str
+    tasks: tuple[LiveTask, ...] = Field(min_length=1)
+
+    @field_validator("format_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != FORMAT_VERSION:
+            raise ValueError(f"unsupported format_version {v} (medspot reads {FORMAT_VERSION})")
+        return v
+
+
+def _location(file: str, loc: tuple[int | str, ...]) -> Location:
+    task = step = None
+    fields: list[str] = []
+    parts = list(loc)
+    if len(parts) >= 2 and parts[0] == "tasks" and isinstance(parts[1], int):
+        task = parts[1]
+        parts = parts[2:]
+        if len(parts) >= 2 and parts[0] == "steps" and isinstance(parts[1], int):
+            step = parts[1] + 1
+            parts = parts[2:]
+    fields = [str(p) for p in parts]
+    return Location(file, task=task, step=step, field=".".join(fields) or None)
+
+
+def parse_task_file(data: Any, file: str) -> LiveTaskFile:
+    """Validate parsed JSON; the first problem becomes a located `DataError`; then check ids
+    are unique and, where the environment is registered, its check kinds and locator keys."""
+    try:
+        parsed = LiveTaskFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DataError(err["msg"], _location(file, tuple(err["loc"]))) from None
+    seen: set[str] = set()
+    for i, task in enumerate(parsed.tasks):
+        if task.id in seen:
+            raise DataError(f"duplicate task id {task.id!r}", Location(file, task=i, field="id"))
+        seen.add(task.id)
+    _check_against_env(parsed, file)
+    return parsed
+
+
+def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
+    from medspot.live.base import env_entry  # registry; no heavy import
+
+    entry = env_entry(parsed.env)  # ConfigError for an unknown env
+    kinds, keys = set(entry.check_kinds), set(entry.locator_keys)
+    for i, task in enumerate(parsed.tasks):
+        checks: list[tuple[int | None, str, CheckSpec]] = []
+        checks += [(None, "success", c) for c in task.success]
+        checks += [(None, "fail_if", c) for c in task.fail_if]
+        for k, step in enumerate(task.steps, start=1):
+            if step.done_if is not None:
+                checks.append((k, "done_if", step.done_if))
+            for name, loc in (("target", step.target), ("to", step.to)):
+                if loc is not None and not loc.keys() <= keys:
+                    bad = ", ".join(sorted(loc.keys() - keys))
+                    raise DataError(
+                        f"locator key(s) {bad} not understood by {parsed.env}",
+                        Location(file, task=i, step=k, field=name),
+                    )
+        for pos, fld, check in checks:
+            if check.kind not in kinds:
+                raise DataError(
+                    f"check kind {check.kind!r} not understood by {parsed.env}",
+                    Location(file, task=i, step=pos, field=fld),
+                )
+
+
+def load_task_file(path: Path) -> LiveTaskFile:
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise DataError(f"cannot read task file: {exc.strerror}", Location(str(path))) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
+            Location(str(path)),
+        ) from None
+    return parse_task_file(data, str(path))
