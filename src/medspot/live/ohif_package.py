@@ -39,7 +39,10 @@ log = logging.getLogger(__name__)
 OHIF_PACKAGE = "@ohif/app"
 OHIF_VERSION = "3.13.2"
 # `npm view @ohif/app@3.13.2 dist.integrity`
-OHIF_INTEGRITY = "sha512-WZdxmpmG7rqFgW9ZJLcbgr3XCtLi1KDNPoMaeY5PPe6j4G4fjEjjkycZM6C6Zk2F87BKxFfpq+jd5xXZB9E8EA=="
+OHIF_INTEGRITY = (
+    "sha512-WZdxmpmG7rqFgW9ZJLcbgr3XCtLi1KDNPoMaeY5P"
+    "Pe6j4G4fjEjjkycZM6C6Zk2F87BKxFfpq+jd5xXZB9E8EA=="
+)
 _MARKER = ".medspot-installed"
 _PREFIX = "package/dist/"
 
