@@ -1,0 +1,294 @@
+"""`medspot live`: closed-loop evaluation in running clinical software (docs/live.md).
+
+live run     run a model (any card, as `eval` takes it) through an environment's tasks
+live tasks   list an environment's tasks, or validate a task file
+live export  the oracle through every task, written as a MedSPOT-format dataset
+live setup   install the environments' system packages (apt-get as root; else print)
+live doctor  say what an environment is missing (exit 1 when something is)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from medspot.commands._common import positive_int
+from medspot.commands.eval import adapter_options, add_model_args, progress_bar
+from medspot.errors import ConfigError
+
+__all__ = ["parse_env_options", "register"]
+
+
+def parse_env_options(items: list[str] | None) -> dict[str, Any]:
+    """`--env-option KEY=VALUE` pairs; true/false/numbers are converted."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
+        value: Any = raw
+        if raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
+        else:
+            try:
+                value = int(raw)
+            except ValueError:
+                try:
+                    value = float(raw)
+                except ValueError:
+                    value = raw
+        out[key.strip().replace("-", "_")] = value
+    return out
+
+
+def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
+    ids = [t.strip() for t in (args.tasks or "").split(",") if t.strip()]
+    return tuple(ids)
+
+
+def _env_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("--env", required=required, metavar="ENV", help="a live environment")
+
+
+def _selection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", default=None, metavar="IDS", help="only these task ids (a,b,c)")
+    p.add_argument(
+        "--tasks-file", default=None, metavar="FILE", help="a task file instead of the packaged"
+    )
+    p.add_argument(
+        "--concurrency", type=positive_int, default=1, metavar="N",
+        help="environments side by side (default 1)",
+    )  # fmt: skip
+    p.add_argument(
+        "--env-option", action="append", metavar="KEY=VALUE",
+        help="an option of the environment (e.g. headless=false); repeatable",
+    )  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
+    bar = progress_bar(args.no_progress, desc=desc)
+    return bar, (bar.update if bar else None)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from medspot.live.base import env_entry
+    from medspot.live.pipeline import LiveRequest, run_live
+
+    env_entry(args.env)
+    out = Path(args.out)
+    req = LiveRequest(
+        env=args.env, model=args.model, out=out, task_ids=_task_ids(args),
+        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+        concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
+        prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
+        max_retries=args.max_retries, options=adapter_options(args),
+        env_options=parse_env_options(args.env_option),
+    )  # fmt: skip
+    bar, update = _bar(args, "live")
+    try:
+        outcome = run_live(req, on_progress=update)
+    except KeyboardInterrupt:
+        if bar:
+            bar.close()
+        print(
+            f"\nmedspot: interrupted. Every step so far is in {out}/live_journal.jsonl; run "
+            "the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        if bar:
+            bar.close()
+    m, st = outcome.metrics, outcome.stats
+
+    def pct(key: str) -> str:
+        v = m.get(key)
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    print(
+        f"{args.model} on {args.env}: {m.get('num_tasks', 0)} tasks scored; "
+        f"success {pct('task_success_rate')}, harmful {pct('harmful_failure_rate')}, "
+        f"recovery {pct('recovery_rate')}, intended-element hits {pct('intended_hit_rate')}"
+    )
+    print(
+        f"{st.calls} model calls, {st.replayed} replayed from the journal, {st.faults} "
+        f"environment faults ({st.envs_started} environments started). Results in {out}/"
+    )
+    if args.model == "oracle":
+        print("note: `oracle` reads the target element from the application; not a model.")
+    if outcome.info.status != "complete":
+        print(
+            f"medspot: the run is incomplete ({outcome.info.errors} tasks errored); run the "
+            "same command again to retry them.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from medspot.live.pipeline import env_task_file
+
+    path = Path(args.validate) if args.validate else None
+    tf, fp = env_task_file(args.env, path)
+    if path is not None:
+        print(f"{path}: {len(tf.tasks)} tasks for {tf.env}, valid (fingerprint {fp})")
+        return 0
+    for t in tf.tasks:
+        tags = f" [{', '.join(t.tags)}]" if t.tags else ""
+        print(f"{t.id}\t{len(t.steps)} steps, budget {t.budget}{tags}\t{t.instruction}")
+    print(f"{len(tf.tasks)} tasks", file=sys.stderr)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from medspot.live.export import export_env
+
+    bar, update = _bar(args, "export")
+    try:
+        res = export_env(
+            args.env, Path(args.out), task_ids=_task_ids(args),
+            tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
+            on_progress=update,
+        )  # fmt: skip
+    finally:
+        if bar:
+            bar.close()
+    print(
+        f"{res.root}: {res.tasks} tasks, {res.steps} steps of {res.app} "
+        f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/)"
+    )
+    if res.skipped:
+        print(f"not exported (the oracle did not complete them): {', '.join(res.skipped)}")
+        return 1
+    return 0
+
+
+def _envs(name: str | None) -> list[str]:
+    from medspot.live.base import env_entry, env_names
+
+    if name:
+        env_entry(name)
+        return [name]
+    return env_names()
+
+
+def _env_module(name: str) -> Any:
+    from medspot.live.base import env_entry
+
+    return importlib.import_module(env_entry(name).target.partition(":")[0])
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from medspot.live.base import env_entry
+
+    names = _envs(args.env)
+    pkgs = list(dict.fromkeys(p for n in names for p in env_entry(n).system_packages))
+    cmds = [
+        ["apt-get", "update"],
+        ["apt-get", "install", "-y", "--no-install-recommends", *pkgs],
+    ]
+    root = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
+    if pkgs and (args.print_only or not root):
+        print("Run as root:\n" + "\n".join("  " + " ".join(c) for c in cmds))
+    elif pkgs:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        for c in cmds:
+            print("+ " + " ".join(c), flush=True)
+            if subprocess.run(c, env=env, check=False).returncode != 0:
+                raise ConfigError(f"`{' '.join(c)}` failed")
+    for n in names:  # an environment may fetch more (e.g. a pinned npm package into a cache)
+        hook = getattr(_env_module(n), "setup", None)
+        if callable(hook) and not args.print_only:
+            print(f"{n}: {hook() or 'set up'}")
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from medspot.live.base import env_entry
+
+    missing_any = False
+    for n in _envs(args.env):
+        entry = env_entry(n)
+        problems: list[str] = []
+        for pkg in entry.system_packages:
+            out = subprocess.run(
+                ["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True,
+                check=False,
+            ) if shutil.which("dpkg-query") else None  # fmt: skip
+            if out is None or "install ok installed" not in out.stdout:
+                problems.append(f"Debian package {pkg} is not installed")
+        for mod in ("playwright", "pydicom"):
+            try:
+                importlib.import_module(mod)
+            except ImportError:
+                problems.append(f"Python package {mod} is missing (pip install 'medspot[live]')")
+        hook = getattr(_env_module(n), "doctor", None)
+        if callable(hook):
+            problems.extend(str(p) for p in hook())
+        if problems:
+            missing_any = True
+            print(f"{n}: MISSING\n" + "\n".join(f"  - {p}" for p in problems))
+        else:
+            print(f"{n}: ok")
+    if missing_any:
+        print("`medspot live setup` installs the system packages (as root).", file=sys.stderr)
+    return 1 if missing_any else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "live", help="closed-loop evaluation in running clinical software",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    lsub = p.add_subparsers(dest="live_command", metavar="SUBCOMMAND", required=True)
+
+    r = lsub.add_parser("run", help="run a model through an environment's tasks")
+    _env_args(r)
+    add_model_args(r)
+    r.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder")
+    _selection_args(r)
+    r.add_argument(
+        "--history", choices=["none", "text", "actions"], default="actions",
+        help="what the model is told of the steps done (default: their actions)",
+    )  # fmt: skip
+    r.add_argument(
+        "--env-retries", type=int, default=2, metavar="N",
+        help="fresh environments per task after an environment fault (default 2)",
+    )  # fmt: skip
+    r.add_argument("--max-retries", type=int, default=4, metavar="N",
+                   help="retries of a failed model call before it is an error")  # fmt: skip
+    r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
+    r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
+                   help="bootstrap resamples for the 95%% intervals")  # fmt: skip
+    r.set_defaults(func=_run)
+
+    t = lsub.add_parser("tasks", help="list an environment's tasks or validate a task file")
+    _env_args(t)
+    t.add_argument("--validate", default=None, metavar="FILE", help="validate this task file")
+    t.set_defaults(func=_tasks)
+
+    x = lsub.add_parser("export", help="write the oracle's screens as a MedSPOT dataset")
+    _env_args(x)
+    x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
+    _selection_args(x)
+    x.set_defaults(func=_export)
+
+    s = lsub.add_parser("setup", help="install the environments' system packages")
+    _env_args(s, required=False)
+    s.add_argument("--print", dest="print_only", action="store_true",
+                   help="only print the commands")  # fmt: skip
+    s.set_defaults(func=_setup)
+
+    d = lsub.add_parser("doctor", help="what an environment is missing (exit 1 if anything)")
+    _env_args(d, required=False)
+    d.set_defaults(func=_doctor)

@@ -1,0 +1,112 @@
+"""`medspot live export`: the oracle through every task of an environment, written as a
+MedSPOT-format dataset (protocol.md 1.1): `Annotations/<App>_Annotation.json` and
+`Images/<App>/...png`, one step per oracle action with the screen before it and the target's
+exact box from the application (DOM / AT-SPI). Steps without an on-screen target (typing, keys)
+are written with no action (unannotated, not evaluable), as the format allows.
+
+The oracle runs through the live runner into `DIR/.live-run` (journal and trajectories kept, so
+an interrupted export resumes); the dataset is built from its trajectories.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import ConfigError
+from medspot.live.journal import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.metrics import task_results
+from medspot.live.pipeline import LiveRequest, env_task_file, run_live, select_tasks
+from medspot.live.runfolder import atomic_write_json
+from medspot.live.runner import LiveProgress, screen_rel
+
+__all__ = ["ExportResult", "app_name", "export_env"]
+
+log = logging.getLogger(__name__)
+RUN_SUBDIR = ".live-run"
+
+
+def app_name(env: str) -> str:
+    """`orthanc-explorer` -> `LiveOrthancExplorer` (a MedSPOT application name)."""
+    return "Live" + "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", env) if p)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    root: Path
+    app: str
+    tasks: int
+    steps: int
+    skipped: tuple[str, ...]  # tasks the oracle did not complete
+
+
+def export_env(
+    env: str,
+    out: Path,
+    *,
+    task_ids: Sequence[str] = (),
+    tasks_file: Path | None = None,
+    concurrency: int = 1,
+    env_options: Mapping[str, Any] | None = None,
+    on_progress: Callable[[LiveProgress], None] | None = None,
+) -> ExportResult:
+    tf, _ = env_task_file(env, tasks_file)
+    tasks = select_tasks(tf, task_ids)
+    out = Path(out)
+    run_dir = out / RUN_SUBDIR
+    run_live(
+        LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
+                    tasks_file=tasks_file, concurrency=concurrency,
+                    env_options=dict(env_options or {}), n_boot=0),
+        on_progress,
+    )  # fmt: skip
+    state = ResumeState.from_records(list(read_live_journal(run_dir / JOURNAL_NAME)))
+    results = task_results(tasks, state, env)
+    app = app_name(env)
+    img_dir = out / "Images" / app
+    img_dir.mkdir(parents=True, exist_ok=True)
+    ann_tasks: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    n_steps = 0
+    for r in results:
+        if r.outcome != "success":
+            skipped.append(r.task.id)
+            log.warning("export: the oracle did not complete %s (%s)", r.task.id, r.reason)
+            continue
+        steps: list[dict[str, Any]] = []
+        for s in r.executed:
+            if s.screen_size is None or s.target_step is None:
+                continue
+            name = f"{r.task.id}_{s.n}.png"
+            shutil.copyfile(run_dir / screen_rel(s.screen), img_dir / name)
+            spec = r.task.steps[s.target_step - 1]
+            actions = []
+            if s.intended_box is not None:
+                w, h = s.screen_size
+                x1, y1, x2, y2 = s.intended_box
+                x1, x2 = max(0.0, min(x1, w - 1)), max(1.0, min(x2, w))
+                y1, y2 = max(0.0, min(y1, h - 1)), max(1.0, min(y2, h))
+                actions.append({
+                    "type": {"drag": "drag", "double_click": "double_click",
+                             "type": "type"}.get(spec.action, "click"),
+                    "target": f"{spec.action} target of step {s.target_step}",
+                    "bbox": [round(100 * x1 / w, 4), round(100 * y1 / h, 4),
+                             round(100 * (x2 - x1) / w, 4), round(100 * (y2 - y1) / h, 4)],
+                })  # fmt: skip
+            steps.append({
+                "step_id": len(steps) + 1,
+                "image_path": f"Images/{app}/{name}",
+                "instruction": spec.instruction,
+                "actions": actions,
+            })  # fmt: skip
+        n_steps += len(steps)
+        ann_tasks.append({"task_overview": r.task.instruction, "steps": steps})
+    if not ann_tasks:
+        raise ConfigError(f"export: the oracle completed no task of {env}; nothing to export")
+    atomic_write_json(out / "Annotations" / f"{app}_Annotation.json", {"tasks": ann_tasks})
+    return ExportResult(out, app, len(ann_tasks), n_steps, tuple(skipped))

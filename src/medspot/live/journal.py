@@ -1,0 +1,187 @@
+"""The live journal, `live_journal.jsonl`: one line per step as it happens, one per
+environment fault, one per finished task attempt; appended and fsynced, torn last line
+tolerated (`LineJournal`).
+
+Resume works at the task level (`ResumeState`): a task whose last attempt ended as success,
+harmful failure or failure is done; any other task is run again from its start state, and the
+model answers journaled for it (from any earlier attempt, by step number) are replayed instead
+of asking the model again. A failed model call is journaled with its error and asked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from medspot.errors import ConfigError
+
+__all__ = [
+    "FINAL_OUTCOMES",
+    "JOURNAL_NAME",
+    "FaultRecord",
+    "LiveRecord",
+    "ResumeState",
+    "StepRecord",
+    "TaskRecord",
+    "read_live_journal",
+]
+
+log = logging.getLogger(__name__)
+
+JOURNAL_NAME = "live_journal.jsonl"
+Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
+FINAL_OUTCOMES = ("success", "harmful", "failure")
+
+
+class StepRecord(BaseModel):
+    """One action of one attempt: what the model saw and said, what was executed, its effect."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["step"] = "step"
+    task: str  # the task id of the task file
+    env: str
+    attempt: int  # 1-based attempt of this task (a fresh environment after a fault)
+    n: int  # 1-based action number within the attempt
+    target_step: int | None = None  # 1-based oracle step it aimed at (the current step)
+    instruction: str = ""
+    screen: str = ""  # sha256 of the screenshot shown (screens/<sha>.png)
+    screen_size: tuple[int, int] | None = None
+    url: str | None = None
+    raw_text: str | None = None
+    point: tuple[float, float] | None = None  # the card's point, normalised
+    flags: list[str] = Field(default_factory=list)
+    sent_size: tuple[int, int] | None = None
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    retries: int = 0
+    error: str | None = None  # the model call failed (after retries): no action
+    replayed: bool = False  # the answer came from the journal, not from the model
+    source: str | None = None  # how the answer was read (action_parse sources)
+    action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
+    executed: bool = False
+    settle_s: float | None = None
+    changed: bool | None = None
+    intended_box: tuple[float, float, float, float] | None = None  # pixels
+    intended_to: tuple[float, float, float, float] | None = None  # drag release box, pixels
+    hit_intended: bool | None = None
+    element: dict[str, Any] | None = None  # ElementInfo of what the action hit
+    achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
+    checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
+    step_s: float | None = None  # wall time of the whole step
+    time: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class FaultRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["fault"] = "fault"
+    task: str
+    env: str
+    attempt: int
+    message: str
+    time: str = ""
+
+
+class TaskRecord(BaseModel):
+    """The end of one attempt."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["task"] = "task"
+    task: str
+    env: str
+    attempt: int
+    outcome: Outcome
+    reason: str = ""
+    steps_used: int = 0
+    oracle_steps: int = 0
+    achieved: int = 0  # oracle steps achieved
+    fired: list[str] = Field(default_factory=list)  # fail_if kinds that fired
+    final_screen: str = ""
+    final_url: str | None = None
+    reset_s: float | None = None
+    duration_s: float | None = None
+    time: str = ""
+
+
+LiveRecord = StepRecord | FaultRecord | TaskRecord
+_ADAPTER: TypeAdapter[LiveRecord] = TypeAdapter(
+    StepRecord | FaultRecord | TaskRecord  # type: ignore[arg-type]
+)
+
+
+def read_live_journal(path: Path) -> Iterator[LiveRecord]:
+    """Every well-formed record in file order; a torn or corrupt line is skipped (a torn last
+    line is the normal trace of a killed run)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield _ADAPTER.validate_json(line)
+        except (ValidationError, ValueError):
+            where = "last line (torn write)" if i >= len(lines) - 1 else f"line {i}"
+            log.warning("%s: ignoring unreadable %s", path, where)
+
+
+@dataclass
+class ResumeState:
+    """What the journal says about each task."""
+
+    finished: dict[str, TaskRecord] = field(default_factory=dict)  # task -> final record
+    last: dict[str, TaskRecord] = field(default_factory=dict)  # task -> latest task record
+    steps: dict[str, dict[int, list[StepRecord]]] = field(default_factory=dict)
+    answers: dict[str, dict[int, StepRecord]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    faults: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(cls, records: list[LiveRecord]) -> ResumeState:
+        st = cls()
+        for r in records:
+            st.add(r)
+        return st
+
+    def add(self, r: LiveRecord) -> None:
+        st = self
+        st.attempts[r.task] = max(st.attempts.get(r.task, 0), r.attempt)
+        if isinstance(r, StepRecord):
+            st.steps.setdefault(r.task, {}).setdefault(r.attempt, []).append(r)
+            if r.ok:  # a paid answer: replay it instead of asking again
+                st.answers.setdefault(r.task, {})[r.n] = r
+        elif isinstance(r, FaultRecord):
+            st.faults[r.task] = st.faults.get(r.task, 0) + 1
+        else:
+            st.last[r.task] = r
+            if r.outcome in FINAL_OUTCOMES:
+                st.finished[r.task] = r
+            else:
+                st.finished.pop(r.task, None)
+
+    def trajectory(self, task: str) -> list[StepRecord]:
+        """The steps of the attempt that produced the task's latest result."""
+        rec = self.last.get(task)
+        by_attempt = self.steps.get(task, {})
+        if rec is not None:
+            return list(by_attempt.get(rec.attempt, []))
+        if not by_attempt:
+            return []
+        return list(by_attempt[max(by_attempt)])

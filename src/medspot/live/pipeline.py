@@ -1,0 +1,205 @@
+"""`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
+
+run.json is checked against an existing one (the same model, prompt style, history, seed and
+task file, or the run is refused), the journal is read back (`ResumeState`), the runner runs
+what is not finished, and the results are written from the whole journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import ConfigError, DataError, Location
+from medspot.live.agents import LiveAgent, create_agent
+from medspot.live.base import env_entry
+from medspot.live.journal import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.metrics import task_results
+from medspot.live.runfolder import (
+    RUN_JSON,
+    DatasetInfo,
+    LineJournal,
+    RunInfo,
+    atomic_write_json,
+    git_revision,
+    now_iso,
+    package_versions,
+)
+from medspot.live.runner import LiveOptions, LiveProgress, LiveStats, run_tasks
+from medspot.live.tasks import LiveTask, LiveTaskFile, load_task_file, parse_task_file
+from medspot.live.writer import PROTOCOL, write_live_results
+
+__all__ = [
+    "LiveOutcome",
+    "LiveRequest",
+    "env_task_file",
+    "run_live",
+    "select_tasks",
+]
+
+
+def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
+    """The task file given, or the environment's packaged one; and its fingerprint."""
+    entry = env_entry(env)
+    if path is not None:
+        tf = load_task_file(path)
+        text = path.read_bytes()
+    else:
+        if not entry.tasks_resource:
+            raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
+        res = resources.files("medspot.live") / "tasklists" / entry.tasks_resource
+        text = res.read_bytes()
+        tf = parse_task_file(json.loads(text), f"medspot/live/tasklists/{entry.tasks_resource}")
+    if tf.env != env:
+        raise DataError(
+            f"the task file is for {tf.env!r}, not {env!r}", Location(str(path), field="env")
+        )
+    return tf, hashlib.sha256(text).hexdigest()[:16]
+
+
+def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
+    if not ids:
+        return list(tf.tasks)
+    known = {t.id: t for t in tf.tasks}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise ConfigError(
+            f"unknown task id(s) for {tf.env}: {', '.join(missing)} "
+            f"(`medspot live tasks --env {tf.env}` lists them)"
+        )
+    return [known[i] for i in dict.fromkeys(ids)]
+
+
+@dataclass(frozen=True)
+class LiveRequest:
+    env: str
+    model: str
+    out: Path
+    task_ids: tuple[str, ...] = ()
+    tasks_file: Path | None = None
+    concurrency: int = 1
+    env_retries: int = 2
+    history: str = "actions"
+    prompt_style: str = "native"
+    seed: int = 0
+    n_boot: int = 2000
+    max_retries: int = 4
+    options: Mapping[str, Any] = field(default_factory=dict)  # adapter options, as eval's
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
+
+
+@dataclass(frozen=True)
+class LiveOutcome:
+    info: RunInfo
+    metrics: dict[str, Any]
+    stats: LiveStats
+
+
+def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
+    info = RunInfo(
+        model=req.model,
+        adapter=agent.describe(),
+        protocol=PROTOCOL,
+        prompt_style=req.prompt_style,
+        history=req.history,
+        seed=req.seed,
+        dataset=DatasetInfo(
+            source=f"live:{req.env}",
+            root=str(req.out.resolve()),
+            fingerprint=fingerprint,
+            apps=[req.env],
+        ),
+        versions=package_versions(),
+        git_revision=git_revision(),
+        started=now_iso(),
+    )
+    extra = {"kind": "live", "env": req.env, "env_options": dict(req.env_options)}
+    for k, v in extra.items():
+        setattr(info, k, v)
+    return info
+
+
+def run_live(
+    req: LiveRequest, on_progress: Callable[[LiveProgress], None] | None = None
+) -> LiveOutcome:
+    tf, fingerprint = env_task_file(req.env, req.tasks_file)
+    tasks = select_tasks(tf, req.task_ids)
+    out = req.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    journal_path = out / JOURNAL_NAME
+    run_json = out / RUN_JSON
+    if not run_json.exists() and any(p.name != ".lock" for p in out.iterdir()):
+        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
+    agent = req.agent or create_agent(
+        req.model, options=req.options, prompt_style=req.prompt_style,
+        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
+    )  # fmt: skip
+    info = _run_info(req, agent, fingerprint)
+    if run_json.exists():
+        previous = RunInfo.load(run_json)
+        problems = previous.mismatches(info)
+        if getattr(previous, "env", None) != req.env:
+            problems.append(f"env: run folder has {getattr(previous, 'env', None)!r}")
+        if problems:
+            raise ConfigError(
+                f"{out} holds a run made with other settings; use another --out, or delete "
+                "the folder to start again:\n  " + "\n  ".join(problems)
+            )
+        info.started = previous.started or info.started
+    state = ResumeState.from_records(list(read_live_journal(journal_path)))
+    atomic_write_json(run_json, info.model_dump())
+    opts = LiveOptions(
+        env=req.env, env_options=req.env_options, concurrency=req.concurrency,
+        env_retries=req.env_retries, history=req.history, seed=req.seed,
+    )  # fmt: skip
+    stats = LiveStats()
+    interrupted = False
+
+    async def main() -> LiveStats:
+        try:
+            return await run_tasks(tasks, agent, journal, out, opts, state, on_progress)
+        finally:
+            await agent.aclose()
+
+    previous_handler = None
+    try:
+        previous_handler = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread
+        previous_handler = None
+    try:
+        with LineJournal(journal_path) as journal:
+            stats = asyncio.run(main())
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+    state = ResumeState.from_records(list(read_live_journal(journal_path)))
+    results = task_results(tasks, state, req.env)
+    metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
+    steps = [s for r in results for s in r.steps]
+    info.calls = sum(1 for s in steps if not s.replayed)
+    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
+    costs = [s.cost_usd for s in steps if s.cost_usd is not None and not s.replayed]
+    info.cost_usd = round(sum(costs), 6) if costs else None
+    info.finished = now_iso()
+    if interrupted:
+        info.status = "interrupted"
+    else:
+        info.status = "complete" if all(r.scored for r in results) else "incomplete"
+    atomic_write_json(run_json, info.model_dump())
+    if interrupted:
+        raise KeyboardInterrupt
+    return LiveOutcome(info=info, metrics=metrics, stats=stats)

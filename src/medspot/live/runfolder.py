@@ -1,0 +1,112 @@
+"""The one place where `medspot.live` meets the static harness's run-folder modules: the journal
+writer, the atomic writers, `run.json`, the static metric formulas and the run-folder file
+names. Everything else in `medspot.live` imports them from here, so that moving those modules
+changes this file only.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from medspot.errors import ConfigError
+from medspot.journal import Journal, JournalRecord
+from medspot.metrics import METRIC_KEYS, SHORT_NAMES, compute_metrics
+from medspot.report.load import (
+    APP_FAILURES,
+    APP_METRICS,
+    OVERALL_FAILURES,
+    OVERALL_METRICS,
+    RUN_JSON,
+    TASK_RESULTS,
+)
+from medspot.results import atomic_write_json, atomic_write_json_lines, atomic_write_text
+from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+
+__all__ = [
+    "APP_FAILURES",
+    "APP_METRICS",
+    "METRIC_KEYS",
+    "OVERALL_FAILURES",
+    "OVERALL_METRICS",
+    "RUN_JSON",
+    "SHORT_NAMES",
+    "TASK_RESULTS",
+    "DatasetInfo",
+    "LineJournal",
+    "RunInfo",
+    "StaticRow",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_json_lines",
+    "atomic_write_text",
+    "git_revision",
+    "now_iso",
+    "package_versions",
+    "static_metrics",
+]
+
+
+class LineJournal(Journal):
+    """The static journal's writer (one `write` per whole line, fsync, torn tail repaired) for
+    any pydantic record. Live steps are slow, so every line is fsynced as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, fsync=True, fsync_interval=0)
+
+    def append(self, record: BaseModel) -> None:
+        super().append(cast(JournalRecord, record))
+
+    def __enter__(self) -> LineJournal:
+        return self
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """`data` to `path` atomically (a temporary file in the same folder, fsynced, renamed)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class StaticRow:
+    """A live task seen through the static metric formulas (protocol.md 2.4): `correct_steps`
+    is the number of the oracle's steps achieved, `steps_evaluated` the actions used."""
+
+    completed: bool
+    step1_hit: bool
+    correct_steps: int
+    num_steps: int
+    steps_evaluated: int
+    weighted_prefix_score: float
+    normalized_weighted_prefix_score: float
+    status: str = "scored"
+    independent_hits: int = 0
+    independent_steps: int = 0
+    num_unannotated_steps: int = 0
+
+
+def static_metrics(
+    rows: Sequence[StaticRow], *, n_boot: int, seed: int
+) -> tuple[dict[str, Any], list[str]]:
+    """The static metric keys (with their bootstrap intervals) of the rows, as the static
+    writer puts them into `overall_dataset_metrics.json`, and the keys present."""
+    ms = compute_metrics(cast(Any, rows), all_steps=False, n_boot=n_boot, seed=seed)
+    return ms.to_json(), [k for k in METRIC_KEYS if k in ms.values]

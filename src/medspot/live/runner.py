@@ -1,0 +1,489 @@
+"""The closed loop: tasks run in real applications, several environments side by side.
+
+Per task: reset -> observe -> the current step is the first step of the task's path not yet
+achieved (a step is achieved when its `done_if` holds, or, without one, when the executed action
+hit its target's box) -> ask the agent -> act -> settle -> checks. The task ends as a success
+when every `success` check holds, a harmful failure when a `fail_if` check fires (checked
+first), a failure when the agent says `done` without success or the budget is spent.
+
+Each environment lives in a worker thread of its own (`_Slot`: environments use synchronous
+Playwright / subprocess / pyatspi); the loop and the model calls are asyncio, so a served
+model's latency overlaps the other environments' work. Every step is journaled as it happens.
+An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
+throws the environment away and retries the task on a fresh one, replaying the answers already
+journaled; it is never the model's failure. A failed model call ends the attempt as an error
+(asked again on resume), never as a click.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from medspot.errors import MedspotError, ModelCallError
+from medspot.live.action_parse import normalise_key
+from medspot.live.actions import (
+    Click,
+    Done,
+    Drag,
+    Key,
+    LiveAction,
+    Scroll,
+    TypeText,
+    action_from_json,
+    action_to_json,
+)
+from medspot.live.agents import AgentAnswer, AgentTurn, LiveAgent, point_of
+from medspot.live.base import (
+    ElementInfo,
+    Environment,
+    EnvironmentFault,
+    Observation,
+    PixelBox,
+    create_environment,
+)
+from medspot.live.journal import FaultRecord, ResumeState, StepRecord, TaskRecord
+from medspot.live.runfolder import LineJournal, atomic_write_bytes, now_iso
+from medspot.live.tasks import CheckSpec, LiveTask, Locator, StepSpec
+
+__all__ = [
+    "HISTORY_MODES",
+    "LiveOptions",
+    "LiveProgress",
+    "LiveStats",
+    "describe_action",
+    "hit_intended",
+    "run_tasks",
+    "screen_rel",
+]
+
+log = logging.getLogger(__name__)
+
+HISTORY_MODES = ("none", "text", "actions")
+SCREENS = "screens"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    env: str
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    concurrency: int = 1  # environments side by side
+    env_retries: int = 2  # fresh environments per task after a fault
+    history: str = "actions"
+    seed: int = 0
+    call_timeout_s: float = 180.0  # an environment call that never returns is a fault
+
+
+@dataclass(frozen=True)
+class LiveProgress:
+    done: int  # tasks finished in this run
+    total: int
+    errors: int
+    cost_usd: float
+
+
+@dataclass
+class LiveStats:
+    calls: int = 0  # model calls made in this run
+    replayed: int = 0  # answers taken from the journal instead
+    errors: int = 0  # model-call errors
+    faults: int = 0  # environment faults
+    cost_usd: float = 0.0
+    envs_started: int = 0
+
+
+def screen_rel(sha: str) -> str:
+    return f"{SCREENS}/{sha}.png"
+
+
+def describe_action(action: LiveAction | None) -> str:
+    """The text form of an action (docs/live.md), for history lines and reports."""
+    match action:
+        case None:
+            return "no action"
+        case Click(x, y, button, double):
+            name = "double_click" if double else ("right_click" if button == "right" else "click")
+            return f"{name}({x:.0f}, {y:.0f})"
+        case Drag(x1, y1, x2, y2):
+            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
+        case Scroll(x, y, dy):
+            return f"scroll({x:.0f}, {y:.0f}, {dy})"
+        case TypeText(text):
+            return f"type({text!r})"
+        case Key(key):
+            return f"key({key!r})"
+        case Done():
+            return "done()"
+    return repr(action)
+
+
+def hit_intended(
+    step: StepSpec,
+    action: LiveAction,
+    box: PixelBox | None,
+    to_box: PixelBox | None,
+) -> bool | None:
+    """Whether `action` does what the step intends on its element (the static benchmark's hit:
+    the point inside the target's box; for a drag also the release inside `to`'s box; for
+    typing and keys the same text / key). None when the step's target was not on screen."""
+    if step.action == "type":
+        return isinstance(action, TypeText) and action.text.strip() == (step.text or "").strip()
+    if step.action == "key":
+        return (
+            isinstance(action, Key)
+            and normalise_key(action.key).lower() == normalise_key(step.key or "").lower()
+        )
+    if box is None:
+        return None
+    if step.action == "drag":
+        if not isinstance(action, Drag):
+            return False
+        end_ok = to_box is None or to_box.contains(action.x2, action.y2)
+        return box.contains(action.x1, action.y1) and end_ok
+    p = point_of(action)
+    if p is None:
+        return False
+    if step.action == "scroll" and not isinstance(action, Scroll):
+        return False
+    return box.contains(p.x, p.y)
+
+
+def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
+    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
+
+
+def _element(e: ElementInfo | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
+
+
+class _Slot:
+    """One environment and the one thread that may touch it."""
+
+    def __init__(self, index: int, opts: LiveOptions, stats: LiveStats) -> None:
+        self.index = index
+        self.opts = opts
+        self.stats = stats
+        self.env: Environment | None = None
+        self.workdir: Path | None = None
+        self._pool = self._new_pool()
+        self._stuck = False
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"live-env-{self.index}")
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        try:
+            return await asyncio.wait_for(fut, self.opts.call_timeout_s)
+        except TimeoutError:
+            self._stuck = True
+            name = getattr(fn, "__name__", "call")
+            raise EnvironmentFault(
+                f"{self.opts.env}: {name} did not return in {self.opts.call_timeout_s:.0f} s"
+            ) from None
+        except (EnvironmentFault, asyncio.CancelledError):
+            raise
+        except MedspotError:
+            raise
+        except Exception as e:  # a crashed browser / dead process surfaces as anything
+            raise EnvironmentFault(f"{self.opts.env}: {type(e).__name__}: {e}") from e
+
+    async def ensure(self) -> Environment:
+        if self.env is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-"))
+            env = await self.call(
+                functools.partial(
+                    create_environment,
+                    self.opts.env,
+                    workdir=self.workdir,
+                    **dict(self.opts.env_options),
+                )
+            )
+            self.env = env
+            self.stats.envs_started += 1
+            await self.call(env.start)
+        return self.env
+
+    async def discard(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            if self._stuck:  # its thread is blocked: leave it, close from a fresh thread
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                self._stuck = False
+            try:
+                await self.call(env.close)
+            except Exception as e:  # closing a broken environment may fail too
+                log.warning("%s: closing a failed environment: %s", self.opts.env, e)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    async def shutdown(self) -> None:
+        await self.discard()
+        self._pool.shutdown(wait=False)
+
+
+class _Run:
+    def __init__(
+        self,
+        tasks: Sequence[LiveTask],
+        agent: LiveAgent,
+        journal: LineJournal,
+        out: Path,
+        opts: LiveOptions,
+        state: ResumeState,
+        on_progress: Callable[[LiveProgress], None] | None,
+    ) -> None:
+        self.tasks = tasks
+        self.agent = agent
+        self.journal = journal
+        self.out = out
+        self.opts = opts
+        self.state = state
+        self.on_progress = on_progress
+        self.stats = LiveStats()
+        self.sem = asyncio.Semaphore(agent.max_concurrency)
+        self.done = 0
+        self.total = 0
+        self.task_errors = 0
+
+    def _append(self, rec: StepRecord | TaskRecord | Any) -> None:
+        self.journal.append(rec)
+        self.state.add(rec)
+
+    async def _save_screen(self, obs: Observation) -> str:
+        sha = hashlib.sha256(obs.png).hexdigest()
+        path = self.out / screen_rel(sha)
+        if not path.exists():
+            await asyncio.to_thread(atomic_write_bytes, path, obs.png)
+        return sha
+
+    def _history_line(self, step: StepSpec, action: LiveAction | None) -> str | None:
+        if self.opts.history == "none":
+            return None
+        if self.opts.history == "text":
+            return step.instruction
+        return f"{step.instruction} -> {describe_action(action)}"
+
+    async def _ask(self, turn: AgentTurn, replay: StepRecord | None) -> AgentAnswer:
+        if replay is not None:
+            self.stats.replayed += 1
+            action = action_from_json(replay.action) if replay.action is not None else None
+            return AgentAnswer(
+                raw_text=replay.raw_text,
+                action=action,
+                source=replay.source or "replay",
+                flags=tuple(replay.flags),
+                point=replay.point,
+                sent_size=replay.sent_size,
+                latency_s=0.0,
+                input_tokens=replay.input_tokens,
+                output_tokens=replay.output_tokens,
+                cost_usd=replay.cost_usd,
+                retries=replay.retries,
+            )
+        async with self.sem:
+            ans = await self.agent.answer(turn)
+        self.stats.calls += 1
+        self.stats.cost_usd += ans.cost_usd or 0.0
+        return ans
+
+    async def _checks(
+        self, slot: _Slot, env: Environment, specs: Sequence[CheckSpec]
+    ) -> list[bool]:
+        return [bool(await slot.call(env.check, c)) for c in specs]
+
+    async def _episode(self, slot: _Slot, task: LiveTask, attempt: int) -> TaskRecord:
+        env = await slot.ensure()
+        t0 = time.perf_counter()
+        obs = await slot.call(env.reset, task)
+        reset_s = time.perf_counter() - t0
+        steps = task.steps
+        achieved = [False] * len(steps)
+        history: list[str] = []
+        replay = dict(self.state.answers.get(task.id, {}))
+        fired: list[str] = []
+        n = 0
+
+        async def locate(loc: Locator) -> PixelBox | None:
+            return await slot.call(env.locate, loc)
+
+        def end(outcome: str, reason: str, screen: str) -> TaskRecord:
+            return TaskRecord(
+                task=task.id, env=self.opts.env, attempt=attempt, outcome=outcome,  # type: ignore[arg-type]
+                reason=reason, steps_used=n, oracle_steps=len(steps), achieved=sum(achieved),
+                fired=fired, final_screen=screen, final_url=obs.url, reset_s=round(reset_s, 4),
+                duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
+            )  # fmt: skip
+
+        sha = await self._save_screen(obs)
+        for n in range(1, task.budget + 1):
+            ts = time.perf_counter()
+            k = next((i for i, a in enumerate(achieved) if not a), len(steps) - 1)
+            step = steps[k]
+            intended = await locate(step.target) if step.target is not None else None
+            intended_to = await locate(step.to) if step.to is not None else None
+            turn = AgentTurn(
+                env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
+                screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
+                history=tuple(history), locate=locate, seed=self.opts.seed,
+            )  # fmt: skip
+            rec = StepRecord(
+                task=task.id, env=self.opts.env, attempt=attempt, n=n, target_step=k + 1,
+                instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
+                url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
+            )  # fmt: skip
+            try:
+                ans = await self._ask(turn, replay.get(n))
+            except ModelCallError as e:
+                self.stats.errors += 1
+                self._append(rec.model_copy(update={"error": str(e), "time": now_iso()}))
+                return end("error", f"model call failed: {e}", sha)
+            action = ans.action
+            upd: dict[str, Any] = {
+                "raw_text": ans.raw_text, "point": ans.point, "flags": list(ans.flags),
+                "sent_size": ans.sent_size, "latency_s": round(ans.latency_s, 6),
+                "input_tokens": ans.input_tokens, "output_tokens": ans.output_tokens,
+                "cost_usd": ans.cost_usd, "retries": ans.retries, "source": ans.source,
+                "replayed": n in replay,
+                "action": action_to_json(action) if action is not None else None,
+            }  # fmt: skip
+            if action is None or isinstance(action, Done):
+                ok = isinstance(action, Done) and all(await self._checks(slot, env, task.success))
+                upd.update(checks={"success": ok} if isinstance(action, Done) else {},
+                           step_s=round(time.perf_counter() - ts, 4), time=now_iso())  # fmt: skip
+                self._append(rec.model_copy(update=upd))
+                if isinstance(action, Done):
+                    return end("success" if ok else "failure",
+                               "done" if ok else "done without success", sha)  # fmt: skip
+                history_line = self._history_line(step, None)
+                if history_line:
+                    history.append(history_line)
+                continue
+            p = point_of(action)
+            element = await slot.call(env.element_at, p.x, p.y) if p is not None else None
+            hit = hit_intended(step, action, intended, intended_to)
+            result = await slot.call(env.act, action)
+            obs = await slot.call(env.observe)
+            sha = await self._save_screen(obs)
+            newly: list[int] = []
+            done_if: bool | None = None
+            j = k
+            while j < len(steps):
+                s = steps[j]
+                if s.done_if is not None:
+                    ok = bool(await slot.call(env.check, s.done_if))
+                    done_if = ok if j == k else done_if
+                elif j == k:
+                    ok = bool(hit)
+                else:
+                    break
+                if not ok:
+                    break
+                achieved[j] = True
+                newly.append(j + 1)
+                j += 1
+            fail = await self._checks(slot, env, task.fail_if)
+            fired = [c.kind for c, f in zip(task.fail_if, fail, strict=True) if f]
+            success = all(await self._checks(slot, env, task.success))
+            upd.update(
+                executed=True, settle_s=round(result.settle_s, 4), changed=result.changed,
+                hit_intended=hit, element=_element(element), achieved=newly,
+                checks={"success": success, "fail_if": fired, "done_if": done_if},
+                step_s=round(time.perf_counter() - ts, 4), time=now_iso(),
+            )  # fmt: skip
+            self._append(rec.model_copy(update=upd))
+            history_line = self._history_line(step, action)
+            if history_line:
+                history.append(history_line)
+            if fired:
+                return end("harmful", "fail_if: " + ", ".join(fired), sha)
+            if success:
+                return end("success", "success checks hold", sha)
+        return end("failure", f"budget of {task.budget} actions spent", sha)
+
+    async def _task(self, slot: _Slot, task: LiveTask) -> None:
+        attempt = self.state.attempts.get(task.id, 0)
+        for _ in range(self.opts.env_retries + 1):
+            attempt += 1
+            try:
+                rec = await self._episode(slot, task, attempt)
+            except EnvironmentFault as e:
+                self.stats.faults += 1
+                log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
+
+                self._append(FaultRecord(task=task.id, env=self.opts.env, attempt=attempt,
+                                         message=str(e), time=now_iso()))  # fmt: skip
+                await slot.discard()
+                continue
+            self._append(rec)
+            if rec.outcome == "error":
+                self.task_errors += 1
+            return
+        self.task_errors += 1
+        self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
+                                outcome="env_error", reason="environment kept failing",
+                                oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
+
+    def _progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(
+                LiveProgress(self.done, self.total, self.task_errors, self.stats.cost_usd)
+            )
+
+    async def run(self) -> LiveStats:
+        todo = [t for t in self.tasks if t.id not in self.state.finished]
+        self.total = len(todo)
+        queue: asyncio.Queue[LiveTask] = asyncio.Queue()
+        for t in todo:
+            queue.put_nowait(t)
+        n_slots = max(1, min(self.opts.concurrency, len(todo)))
+        slots = [_Slot(i, self.opts, self.stats) for i in range(n_slots)]
+
+        async def worker(slot: _Slot) -> None:
+            while True:
+                try:
+                    task = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                await self._task(slot, task)
+                self.done += 1
+                self._progress()
+
+        try:
+            if todo:
+                self._progress()
+                await asyncio.gather(*(worker(s) for s in slots))
+        finally:
+            await asyncio.gather(*(s.shutdown() for s in slots), return_exceptions=True)
+        return self.stats
+
+
+async def run_tasks(
+    tasks: Sequence[LiveTask],
+    agent: LiveAgent,
+    journal: LineJournal,
+    out: Path,
+    opts: LiveOptions,
+    state: ResumeState,
+    on_progress: Callable[[LiveProgress], None] | None = None,
+) -> LiveStats:
+    """Run every task not finished in `state` (the journal read back); journal as it goes."""
+    if opts.history not in HISTORY_MODES:
+        raise MedspotError(f"unknown history mode {opts.history!r}")
+    return await _Run(tasks, agent, journal, out, opts, state, on_progress).run()

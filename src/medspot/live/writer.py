@@ -1,0 +1,226 @@
+"""Writing a live run into the static run-folder layout (docs/results.md, docs/live.md):
+
+    run.json                          "kind": "live", the env, the agent; dataset root = the run
+    live_journal.jsonl                every step as it happened (the runner's)
+    overall_dataset_metrics.json      the static keys + task_success_rate and the live keys
+    overall_failure_statistics.json
+    <env>/task_results.json           one row per task; its actions as step rows
+    <env>/task_failures.json, task_metrics.json, failure_statistics.json
+    trajectories/<task>.json          every step: action, element hit, checks, settle time
+    screens/<sha256>.png              each distinct screenshot once
+
+Step rows carry the screen before the action (`image_path` relative to the run folder, which
+`run.json` names as the dataset root, so the static report finds the pictures), the action's
+point normalised, and the intended element's box normalised.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from medspot.live.journal import StepRecord
+from medspot.live.metrics import LIVE_KEYS, TaskResult, live_metrics
+from medspot.live.runfolder import (
+    APP_FAILURES,
+    APP_METRICS,
+    OVERALL_FAILURES,
+    OVERALL_METRICS,
+    TASK_RESULTS,
+    atomic_write_json,
+    atomic_write_json_lines,
+    static_metrics,
+)
+from medspot.live.runner import screen_rel
+
+__all__ = ["PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
+
+PROTOCOL = "live-v1"
+TRAJECTORIES = "trajectories"
+
+
+def task_uid(env: str, task_id: str) -> str:
+    return f"{env}/{task_id}"
+
+
+def _norm_box(
+    b: tuple[float, float, float, float] | None, size: tuple[int, int] | None
+) -> list[list[float]]:
+    if b is None or not size:
+        return []
+    w, h = size
+    return [[b[0] / w, b[1] / h, b[2] / w, b[3] / h]]
+
+
+def _point(s: StepRecord) -> list[float] | None:
+    a, size = s.action, s.screen_size
+    if a is None or not size:
+        return None
+    if a.get("kind") in ("click", "scroll"):
+        return [a["x"] / size[0], a["y"] / size[1]]
+    if a.get("kind") == "drag":
+        return [a["x1"] / size[0], a["y1"] / size[1]]
+    return None
+
+
+def _step_row(uid: str, s: StepRecord) -> dict[str, Any]:
+    judged = s.hit_intended is not None
+    if s.error is not None:
+        outcome = "error"
+    elif s.action is None:
+        outcome = "miss"  # no readable action: the static no_prediction miss
+    elif judged:
+        outcome = "hit" if s.hit_intended else "miss"
+    else:
+        outcome = "not_evaluable"
+    boxes = _norm_box(s.intended_box, s.screen_size)
+    pt = _point(s)
+    offset = None
+    if pt is not None and boxes:
+        b = boxes[0]
+        bw, bh = b[2] - b[0], b[3] - b[1]
+        if bw > 0 and bh > 0:
+            offset = [(pt[0] - (b[0] + b[2]) / 2) / bw, (pt[1] - (b[1] + b[3]) / 2) / bh]
+    return {
+        "step": f"{uid}/{s.n}",
+        "position": s.n,
+        "step_id": s.target_step,
+        "instruction": s.instruction,
+        "action_types": [s.action["kind"]] if s.action else [],
+        "evaluable": judged,
+        "outcome": outcome,
+        "hit": s.hit_intended,
+        "failure_type": ("no_prediction" if s.action is None and s.error is None else None),
+        "difficulty": None,
+        "target_boxes": boxes,
+        "pred_point": pt,
+        "extra_points": [],
+        "raw_output": s.raw_text,
+        "image_path": screen_rel(s.screen) if s.screen else "",
+        "image_size": list(s.screen_size) if s.screen_size else None,
+        "offset": offset,
+        "live_action": s.action,
+        "element": s.element,
+        "checks": s.checks,
+        "achieved": s.achieved,
+        "settle_s": s.settle_s,
+        "replayed": s.replayed,
+    }
+
+
+def _failure_type(r: TaskResult) -> str | None:
+    if not r.scored or r.outcome == "success":
+        return None
+    if r.outcome == "harmful":
+        return "harmful"
+    return "gave_up" if "done" in r.reason else "budget_spent"
+
+
+def _task_row(r: TaskResult) -> dict[str, Any]:
+    uid = task_uid(r.env, r.task.id)
+    row = r.static_row()
+    status = "scored" if r.scored else ("incomplete" if r.outcome == "missing" else "errored")
+    ended = None
+    if r.outcome == "harmful" and r.steps:
+        ended = r.steps[-1].n
+    return {
+        "task_id": uid,
+        "app": r.env,
+        "task_index": r.index,
+        "task_overview": r.task.instruction,
+        "status": status,
+        "completed": row.completed,
+        "correct_steps": row.correct_steps,
+        "num_steps": row.num_steps,
+        "num_evaluable_steps": row.num_steps,
+        "steps_evaluated": r.steps_used,
+        "weighted_prefix_score": row.weighted_prefix_score,
+        "normalized_weighted_prefix_score": row.normalized_weighted_prefix_score,
+        "failure_type": _failure_type(r),
+        "failed_step": ended,
+        "step1_hit": row.step1_hit,
+        "steps": [_step_row(uid, s) for s in r.steps],
+        "live_outcome": r.outcome,
+        "live_reason": r.reason,
+        "tags": list(r.task.tags),
+        "steps_used": r.steps_used,
+        "oracle_steps": len(r.task.steps),
+        "recovered": r.recovered,
+        "missed_intended": r.missed,
+        "final_screen": (
+            screen_rel(r.record.final_screen) if r.record and r.record.final_screen else None
+        ),
+        "trajectory": f"{TRAJECTORIES}/{r.task.id}.json",
+    }
+
+
+def _failures(results: Sequence[TaskResult]) -> dict[str, Any]:
+    hist = Counter(ft for r in results if (ft := _failure_type(r)) is not None)
+    return {
+        "failure_type_histogram": dict(sorted(hist.items())),
+        "failure_by_difficulty": {},
+        "total_failed_tasks": sum(hist.values()),
+    }
+
+
+def _metrics(results: Sequence[TaskResult], *, n_boot: int, seed: int) -> dict[str, Any]:
+    rows = [r.static_row() for r in results]
+    d, _ = static_metrics(rows, n_boot=n_boot, seed=seed)
+    d.update(live_metrics(results, n_boot=n_boot, seed=seed))
+    cis = d.setdefault("confidence_intervals", {})
+    cis.update(d["live_confidence_intervals"])
+    d["protocol"] = PROTOCOL
+    d["missing_steps"] = []
+    return d
+
+
+def write_live_results(
+    out: Path, env: str, results: Sequence[TaskResult], *, n_boot: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Write every file of the layout but run.json and the journal; returns the overall
+    metrics."""
+    rows = [_task_row(r) for r in results]
+    app = out / env
+    atomic_write_json_lines(app / TASK_RESULTS, rows)
+    atomic_write_json_lines(
+        app / "task_failures.json",
+        [row for row in rows if row["status"] == "scored" and not row["completed"]],
+    )
+    metrics = _metrics(results, n_boot=n_boot, seed=seed)
+    atomic_write_json(app / APP_METRICS, metrics)
+    fails = _failures(results)
+    atomic_write_json(app / APP_FAILURES, fails)
+    overall = dict(metrics)
+    overall.update(
+        complete=all(r.scored for r in results),
+        protocol_label=PROTOCOL,
+        protocol_settings={"name": PROTOCOL, "s1a_step": "first", "kind": "live"},
+        all_steps=False,
+        macro_average={k: metrics.get(k) for k in LIVE_KEYS},
+        per_app={env: {k: v for k, v in metrics.items() if not isinstance(v, dict)}},
+        survival=[],
+        by_action_type={},
+        by_target_size={},
+    )
+    atomic_write_json(out / OVERALL_METRICS, overall)
+    atomic_write_json(out / OVERALL_FAILURES, fails)
+    for r in results:
+        traj = {
+            "task": r.task.id,
+            "env": r.env,
+            "instruction": r.task.instruction,
+            "tags": list(r.task.tags),
+            "outcome": r.outcome,
+            "reason": r.reason,
+            "oracle_steps": [s.instruction for s in r.task.steps],
+            "steps": [s.model_dump() for s in r.steps],
+            "final_screen": (
+                screen_rel(r.record.final_screen) if r.record and r.record.final_screen else None
+            ),
+            "final_url": r.record.final_url if r.record else None,
+            "fired": r.record.fired if r.record else [],
+        }
+        atomic_write_json(out / TRAJECTORIES / f"{r.task.id}.json", traj)
+    return overall
