@@ -20,6 +20,7 @@ from medspot.geometry import Point
 from medspot.live.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
 
 __all__ = [
+    "PAGE_NOTCHES",
     "SCROLL_NOTCHES",
     "Frame",
     "ParsedAction",
@@ -30,6 +31,8 @@ __all__ = [
 
 # Notches of a scroll that names a direction but no amount (UI-TARS's own pyautogui code: 5).
 SCROLL_NOTCHES = 5
+# Aguvis scrolls by a fraction of the page (`pyautogui.scroll(page=-0.1)`): notches per page.
+PAGE_NOTCHES = 8
 
 # Flags a ParsedAction may carry.
 UNSUPPORTED = "unsupported_action"  # hover, wait, horizontal scroll: nothing is executed
@@ -373,6 +376,10 @@ def _pyautogui_action(text: str, frame: Frame) -> ParsedAction | None:
             pos = call.pos()
             if amount is None and pos and isinstance(pos[0], float):
                 amount = pos[0]
+            page = call.kw("page")
+            if amount is None and isinstance(page, float) and page != 0:
+                amount = page * PAGE_NOTCHES
+                amount = amount if abs(amount) >= 1 else (1.0 if amount > 0 else -1.0)
             if not isinstance(amount, float):
                 return ParsedAction(None, src, (BAD_ARGS,))
             sx, sy = call.kw("x"), call.kw("y")
