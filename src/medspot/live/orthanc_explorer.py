@@ -200,8 +200,15 @@ class OrthancExplorerEnv:
             return self._exists("studies", "study", p) == kind.endswith("present")
         if kind in ("orthanc.series_present", "orthanc.series_absent"):
             return self._exists("series", "series", p) == kind.endswith("present")
-        if kind == "orthanc.instance_count":
-            return self._instance_count(p) == int(_param(p, "count", kind))
+        if kind == "orthanc.instance_count":  # `count` (==), `min` and/or `max` (inclusive)
+            if not {"count", "min", "max"} & set(p):
+                raise DataError(f"check {kind!r} needs 'count', 'min' or 'max'")
+            n = self._instance_count(p)
+            return (
+                n == int(p.get("count", n))
+                and n >= int(p.get("min", n))
+                and n <= int(p.get("max", n))
+            )
         if kind == "web.url_matches":
             pattern = self.resolve(str(_param(p, "pattern", kind)), kind)
             return re.search(pattern, self.web.page.url if self.web.page else "") is not None

@@ -1,0 +1,109 @@
+"""Helpers for the orthanc-explorer tests: what a live test needs, and a plain oracle loop.
+
+The loop uses the runner's oracle (`medspot.live.agents.oracle_action`: the step's target on the
+current screen, acted on at its centre) without the runner, to check the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+
+from medspot.live.actions import LiveAction
+from medspot.live.base import Environment, PixelBox
+from medspot.live.tasks import LiveTask, Locator, StepSpec
+
+CHROMIUM = os.environ.get("MEDSPOT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def require_live(ok: bool, what: str) -> None:
+    """Skip when a system part is missing; fail instead under MEDSPOT_REQUIRE_LIVE=1 (CI)."""
+    if ok:
+        return
+    if os.environ.get("MEDSPOT_REQUIRE_LIVE") == "1":
+        pytest.fail(f"MEDSPOT_REQUIRE_LIVE=1 but {what} is missing")
+    pytest.skip(f"{what} is missing")
+
+
+def require_orthanc_stack() -> None:
+    from medspot.live.orthanc_server import PLUGINS, orthanc_binary
+
+    require_live(orthanc_binary() is not None, "Orthanc (apt-get install orthanc)")
+    require_live(
+        os.path.isdir(PLUGINS) and any("WebViewer" in f for f in os.listdir(PLUGINS)),
+        "the Orthanc plugins (apt-get install orthanc-webviewer orthanc-dicomweb)",
+    )
+    require_live(os.access(CHROMIUM, os.X_OK), "chromium (apt-get install chromium)")
+    for mod, pkg in (("playwright.sync_api", "playwright"), ("pydicom", "pydicom")):
+        try:
+            __import__(mod)
+        except ImportError:
+            require_live(False, f"the python package {pkg} (pip install 'medspot[live]')")
+
+
+def step_action(step: StepSpec, box: PixelBox | None, to: PixelBox | None) -> LiveAction | None:
+    """The runner's oracle (`agents.oracle_action`) for `step`, given the boxes located on the
+    current screen (located here, synchronously: Playwright's sync API must not run inside the
+    event loop)."""
+    from medspot.live.agents import oracle_action
+
+    boxes = {id(step.target): box, id(step.to): to}
+
+    async def locate(loc: Locator) -> PixelBox | None:
+        return boxes[id(loc)]
+
+    # Playwright's sync API keeps an event loop in this thread, so no asyncio.run: the
+    # coroutine never really waits (the boxes are known), one send() runs it to the end.
+    coro = oracle_action(SimpleNamespace(step=step, locate=locate))  # type: ignore[arg-type]
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("oracle_action awaited something real")
+
+
+@dataclass
+class Walk:
+    task: LiveTask
+    located: list[bool] = field(default_factory=list)  # per step: its target was found
+    hit: list[bool] = field(default_factory=list)  # per step: element_at(click) inside target
+    done_if: list[bool | None] = field(default_factory=list)  # per step, after acting
+    settle_s: list[float] = field(default_factory=list)
+    success_at_start: bool = False
+    fail_at_start: bool = False
+    fired: list[str] = field(default_factory=list)  # fail_if kinds that fired, any time
+    success: bool = False
+    reset_s: float = 0.0
+
+
+def walk_oracle(env: Environment, task: LiveTask) -> Walk:
+    """Reset, then act each step on its located target; record what happened."""
+    import time
+
+    w = Walk(task)
+    t0 = time.perf_counter()
+    env.reset(task)
+    w.reset_s = time.perf_counter() - t0
+    w.success_at_start = all(env.check(c) for c in task.success)
+    w.fail_at_start = any(env.check(c) for c in task.fail_if)
+    for step in task.steps:
+        box = env.locate(step.target) if step.target is not None else None
+        to = env.locate(step.to) if step.to is not None else None
+        action = step_action(step, box, to)
+        w.located.append(action is not None)
+        if action is None:
+            break
+        if box is not None:
+            x, y = box.center
+            el = env.element_at(x, y)
+            w.hit.append(el is not None and el.box.contains(x, y))
+        w.settle_s.append(env.act(action).settle_s)
+        w.done_if.append(env.check(step.done_if) if step.done_if is not None else None)
+        w.fired += [c.kind for c in task.fail_if if env.check(c)]
+    w.success = all(env.check(c) for c in task.success)
+    return w
