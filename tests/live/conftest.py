@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _orthanc_support import CHROMIUM, require_orthanc_stack  # noqa: E402
+from _orthanc_support import CHROMIUM, require_orthanc_stack
 
 
 @pytest.fixture(scope="session")

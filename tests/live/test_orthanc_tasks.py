@@ -8,8 +8,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
-
 from _orthanc_support import walk_oracle
+
 from medspot.live.tasks import LiveTask, load_task_file
 
 pytestmark = pytest.mark.live
