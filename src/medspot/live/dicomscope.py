@@ -1,0 +1,403 @@
+"""The `dicomscope` live environment: OFFIS DICOMscope 3.6 (one of MedSPOT's ten applications)
+under a private Xvfb, its widgets read through AT-SPI (the Java ATK wrapper).
+
+Start: the seeded studies (`medspot.live.seed`) are copied into a private dcmtk database in the
+workdir and registered with `dcmqridx`; a private `DICOMscope.cfg` (read from the working
+directory) points DICOMscope at it; DICOMscope runs as `java ... dicomscope.DICOMscope` with the
+ATK wrapper on its class path. Reset (no restart): dismiss menus, restore the database index,
+select the Browser tab, Refresh (the study tree collapses), and, when the task starts on an
+image, open it from the tree (a fresh presentation state: zoom, window, invert reset).
+If the screen is not the expected start screen after that, DICOMscope is restarted.
+
+Task start: `{"file": "CT-DOE-JOHN/AXIAL/3"}` (study/series/slice, 1-based) opens that image
+in the Viewer tab; without `file` the task starts on the Browser tab with the tree collapsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from medspot.errors import DataError, Location
+from medspot.live.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.atspi import AtspiClient, AtspiNode, AtspiTree, NodeQuery
+from medspot.live.base import (
+    ActResult,
+    ElementInfo,
+    EnvEntry,
+    EnvironmentFault,
+    Observation,
+    PixelBox,
+    register_env,
+)
+from medspot.live.checks_x11 import X11_CHECK_KINDS, check_x11
+from medspot.live.x11 import X11Session
+
+if TYPE_CHECKING:
+    from medspot.live.tasks import CheckSpec, LiveTask, Locator
+
+__all__ = ["DicomscopeEnv", "create"]
+
+log = logging.getLogger(__name__)
+
+JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
+JARS = ("/usr/share/java/DICOMscope.jar", "/usr/share/java/java-atk-wrapper.jar")
+SYSTEM_CFG = Path("/etc/dcmtk/DICOMscope.cfg")
+LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
+PACKAGES = (
+    "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
+    "python3-pyatspi", "dicomscope", "dcmtk", "libatk-wrapper-java", "libatk-wrapper-java-jni",
+    "default-jre-headless",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRef:
+    study: str
+    series: str  # short name, e.g. "AXIAL"
+    slice: int  # 1-based
+
+
+def parse_file_ref(ref: str, where: Location | None = None) -> ImageRef:
+    m = re.fullmatch(r"([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/([1-9][0-9]*)", ref)
+    if not m:
+        raise DataError(f"start.file {ref!r}: expected STUDY/SERIES/SLICE", where)
+    return ImageRef(m.group(1), m.group(2), int(m.group(3)))
+
+
+class DicomscopeEnv:
+    name = "dicomscope"
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        viewport: tuple[int, int] = (1280, 800),
+        java: str = "java",
+        seed_cache: Path | None = None,
+        settle_quiet_s: float = 0.3,
+        settle_timeout_s: float = 15.0,
+        start_timeout_s: float = 90.0,
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.viewport = (int(viewport[0]), int(viewport[1]))
+        self.java = java
+        self.seed_cache = seed_cache
+        self.settle_quiet_s = settle_quiet_s
+        self.settle_timeout_s = settle_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.x11 = X11Session(self.workdir / "x11", screen=self.viewport)
+        self._app: subprocess.Popen[bytes] | None = None
+        self._wid: str | None = None
+        self._seed: Any = None
+        self._atspi: AtspiClient | None = None
+        self.restarts = 0
+        self.last_reset: dict[str, float] = {}
+
+    # -- processes ---------------------------------------------------------------------------
+    def start(self) -> None:
+        for jar in JARS:
+            if not os.path.exists(jar):
+                raise EnvironmentFault(
+                    f"{jar} missing (apt-get install dicomscope "
+                    "libatk-wrapper-java libatk-wrapper-java-jni)"
+                )
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._prepare_db()
+        self.x11.start()
+        self._launch()
+
+    def _prepare_db(self) -> None:
+        from medspot.live.seed import seed_files
+
+        self._seed = seed_files(self.seed_cache)
+        db = self.workdir / "db"
+        db.mkdir(exist_ok=True)
+        names: list[str] = []
+        for p in self._seed.catalogue.patients:
+            for s in p.studies:
+                for se in s.series:
+                    for k, uid in enumerate(se.instance_uids):
+                        name = f"{s.name}_{se.short}_{k + 1:03d}.dcm"
+                        shutil.copyfile(self._seed.files[uid], db / name)
+                        names.append(str(db / name))  # absolute: DICOMscope's cwd differs
+        out = subprocess.run(
+            ["dcmqridx", str(db), *names], capture_output=True, text=True, check=False
+        )
+        if out.returncode != 0:
+            raise EnvironmentFault(f"dcmqridx failed: {out.stderr.strip()[:300]}")
+        shutil.copyfile(db / "index.dat", self.workdir / "index.dat.orig")
+        cfg = SYSTEM_CFG.read_text(encoding="latin-1") if SYSTEM_CFG.exists() else ""
+        if "[DATABASE]" not in cfg:
+            raise EnvironmentFault(f"{SYSTEM_CFG} missing or unreadable (package dicomscope)")
+        cfg = re.sub(r"(?m)^(\[DATABASE\][^\[]*?^Directory\s*=).*$", rf"\1 {db}", cfg)
+        cfg = re.sub(r"(?m)^MessagePort\s*=.*$", "MessagePort = 0", cfg)
+        (self.workdir / "DICOMscope.cfg").write_text(cfg, encoding="latin-1")
+
+    def _launch(self) -> None:
+        t0 = time.monotonic()
+        argv = [
+            self.java,
+            "-Djavax.accessibility.assistive_technologies=org.GNOME.Accessibility.AtkWrapper",
+            f"-Djava.library.path={JNI_DIR}",
+            "-Xmx512m",
+            "-cp",
+            ":".join(JARS),
+            "dicomscope.DICOMscope",
+        ]
+        self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.workdir)
+        self._wid = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
+        self.x11.place_window(self._wid, self.viewport)
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            tree = self._tree()
+            if tree.find(NodeQuery(role="page tab", text="Browser")):
+                break
+            if time.monotonic() > deadline:
+                raise EnvironmentFault("DICOMscope's widgets never appeared on AT-SPI")
+            time.sleep(0.2)
+        self._settle()
+        self.last_reset["launch_s"] = time.monotonic() - t0
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        if self._app is not None:
+            self.x11.stop(self._app)
+        self._launch()
+
+    def _alive(self) -> subprocess.Popen[bytes]:
+        if self._app is None:
+            raise EnvironmentFault("dicomscope environment not started")
+        if self._app.poll() is not None:
+            raise EnvironmentFault(f"DICOMscope exited (status {self._app.returncode})")
+        if not self.x11.alive():
+            raise EnvironmentFault("the X server died")
+        return self._app
+
+    def close(self) -> None:
+        if self._atspi is not None:
+            self._atspi.close()
+            self._atspi = None
+        if self._app is not None:
+            self.x11.stop(self._app)
+            self._app = None
+        self.x11.close()
+
+    # -- AT-SPI ------------------------------------------------------------------------------
+    def _tree(self, full: bool = False) -> AtspiTree:
+        """The accessible tree; without `full`, only what is showing (about 5x faster)."""
+        t0 = time.monotonic()
+        if self._atspi is None:
+            self._atspi = AtspiClient(self.x11.env)
+        tree = self._atspi.dump("DICOMscope", showing_only=not full)
+        log.debug("AT-SPI dump (%d nodes) %.3f s", len(tree.nodes), time.monotonic() - t0)
+        return tree
+
+    def _settle(self, before: str | None = None) -> tuple[float, bool]:
+        return self.x11.settle(
+            self.viewport,
+            quiet_s=self.settle_quiet_s,
+            timeout_s=self.settle_timeout_s,
+            before=before,
+            alive=self._alive(),
+        )
+
+    def _click_node(self, tree: AtspiTree, q: NodeQuery, double: bool = False) -> None:
+        box = self._box(tree, q)
+        if box is None:
+            raise EnvironmentFault(f"reset: {q} not on screen")
+        x, y = box.center
+        self.x11.click(int(x), int(y), repeat=2 if double else 1)
+
+    def _box(self, tree: AtspiTree, q: NodeQuery) -> PixelBox | None:
+        hits = [b for n in tree.find(q) if (b := tree.hittable_box(n, self.viewport))]
+        return hits[q.nth] if q.nth < len(hits) else None
+
+    # -- reset -------------------------------------------------------------------------------
+    def reset(self, task: LiveTask) -> Observation:
+        ref = (
+            parse_file_ref(task.start.file, Location(task.id, field="start.file"))
+            if task.start.file
+            else None
+        )
+        vp = (int(task.start.viewport[0]), int(task.start.viewport[1]))
+        if vp != self.viewport:
+            raise DataError(
+                f"viewport {vp} differs from the environment's {self.viewport}",
+                Location(task.id, field="start.viewport"),
+            )
+        t0 = time.monotonic()
+        self._alive()
+        try:
+            self._reset_ui(ref)
+        except EnvironmentFault as exc:
+            log.info("dicomscope reset by UI failed (%s): restarting", exc)
+            self._restart()
+            self._reset_ui(ref)
+        self.last_reset["reset_s"] = time.monotonic() - t0
+        return self.observe()
+
+    def _wait(self, pred: Callable[[AtspiTree], bool], what: str) -> AtspiTree:
+        """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""
+        deadline = time.monotonic() + self.settle_timeout_s
+        while True:
+            tree = self._tree()
+            if pred(tree):
+                return tree
+            if time.monotonic() > deadline:
+                raise EnvironmentFault(f"reset: {what} (after {self.settle_timeout_s:.0f} s)")
+            time.sleep(0.15)
+
+    @staticmethod
+    def _has(q: NodeQuery, state: str) -> Callable[[AtspiTree], bool]:
+        return lambda t: any(state in n.states for n in t.find(q))
+
+    def _reset_ui(self, ref: ImageRef | None) -> None:
+        tree = self._tree()
+        if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+            self.x11.key("Escape")
+            self._settle()
+            tree = self._tree()
+            if self._extra_windows(tree):
+                raise EnvironmentFault("a dialog is still open")
+        shutil.copyfile(self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat")
+        browser = NodeQuery(role="page tab", text="Browser")
+        self._click_node(tree, browser)
+        tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
+        self._click_node(tree, NodeQuery(role="push button", description="Refresh"))
+        studies = NodeQuery(role="label", contains="Study ")
+        tree = self._wait(
+            lambda t: bool(t.find(studies)) and not self._has(studies, "expanded")(t),
+            "the study tree did not collapse",
+        )
+        if ref is None:
+            return
+        study, series = self._labels(ref)
+        self._click_node(tree, NodeQuery(text=study), double=True)
+        tree = self._wait(self._has(NodeQuery(text=study), "expanded"), f"{study} did not open")
+        self._click_node(tree, NodeQuery(text=series), double=True)
+        tree = self._wait(
+            lambda t: len(self._images(t, series)) >= ref.slice, f"{series} shows too few images"
+        )
+        box = tree.hittable_box(self._images(tree, series)[ref.slice - 1], self.viewport)
+        if box is None:
+            raise EnvironmentFault("reset: image row not clickable")
+        self.x11.click(int(box.center[0]), int(box.center[1]), repeat=2)
+        viewer = NodeQuery(role="page tab", text="Viewer")
+        self._wait(
+            lambda t: (
+                self._has(viewer, "selected")(t) and bool(t.find(NodeQuery(description="Invert")))
+            ),
+            "the image did not open in the Viewer",
+        )
+        self._settle()
+        tree = self._tree()
+        for toggle in ("Invert", "Flip"):
+            if self._has(NodeQuery(description=toggle), "checked")(tree):
+                raise EnvironmentFault(f"reset: {toggle} still on after opening the image")
+
+    def _images(self, tree: AtspiTree, series: str) -> list[AtspiNode]:
+        return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]
+
+    def _labels(self, ref: ImageRef) -> tuple[str, str]:
+        cat = self._seed.catalogue
+        try:
+            st = cat.study(ref.study)
+            se = cat.series(f"{ref.study}/{ref.series}")
+        except KeyError as exc:
+            raise DataError(str(exc), Location("start.file")) from None
+        p = cat.patient(st.patient)
+        b = p.birth_date
+        return (
+            f"Study {p.name}, {b[4:6]}/{b[6:8]}/{b[:4]} * {st.description}",
+            f"Series {se.modality} * {se.description}",
+        )
+
+    @staticmethod
+    def _in_series(tree: AtspiTree, n: AtspiNode, series_label: str) -> bool:
+        return n.parent >= 0 and tree.nodes[n.parent].name.strip() == series_label
+
+    @staticmethod
+    def _extra_windows(tree: AtspiTree) -> list[AtspiNode]:
+        return [
+            n for n in tree.nodes if n.parent == -1 and n.path[1:] != (0,) and "showing" in n.states
+        ]
+
+    # -- the Environment protocol ------------------------------------------------------------
+    def observe(self) -> Observation:
+        self._alive()
+        shot = self.x11.screenshot(self.viewport)
+        title = self.x11.window_title(self._wid) if self._wid else None
+        return Observation(shot.png, shot.width, shot.height, title=title)
+
+    def act(self, action: LiveAction) -> ActResult:
+        self._alive()
+        before = self.x11.digest(self.viewport)
+        match action:
+            case Click(x, y, button, double):
+                self.x11.click(
+                    round(x), round(y), 3 if button == "right" else 1, 2 if double else 1
+                )
+            case Drag(x1, y1, x2, y2):
+                self.x11.drag(round(x1), round(y1), round(x2), round(y2))
+            case Scroll(x, y, dy):
+                self.x11.scroll(round(x), round(y), dy)
+            case TypeText(text):
+                self.x11.type_text(text)
+            case Key(key):
+                self.x11.key(key)
+            case Done():
+                return ActResult(0.0, False)
+        settle_s, changed = self._settle(before)
+        return ActResult(settle_s, changed)
+
+    def check(self, spec: CheckSpec) -> bool:
+        self._alive()
+        return check_x11(spec, self._tree(full=True), self.x11, self._wid)
+
+    def locate(self, locator: Locator) -> PixelBox | None:
+        self._alive()
+        keys = locator.keys() - {"at"}
+        if not keys and locator.at is not None:
+            x, y = locator.at[0] * self.viewport[0], locator.at[1] * self.viewport[1]
+            return PixelBox(x, y, x + 1, y + 1)
+        q = NodeQuery(
+            locator.role, locator.text, locator.contains, locator.description, locator.nth
+        )
+        box = self._box(self._tree(), q)
+        if box is None or locator.at is None:
+            return box
+        x = box.x1 + locator.at[0] * (box.x2 - box.x1)
+        y = box.y1 + locator.at[1] * (box.y2 - box.y1)
+        return PixelBox(x, y, x + 1, y + 1)
+
+    def element_at(self, x: float, y: float) -> ElementInfo | None:
+        self._alive()
+        tree = self._tree()
+        n = tree.hit(x, y, self.viewport)
+        return None if n is None else tree.element(n)
+
+
+def create(workdir: Path, **options: Any) -> DicomscopeEnv:
+    return DicomscopeEnv(workdir, **options)
+
+
+register_env(
+    EnvEntry(
+        name="dicomscope",
+        target="medspot.live.dicomscope:create",
+        summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
+        check_kinds=X11_CHECK_KINDS,
+        locator_keys=LOCATOR_KEYS,
+        system_packages=PACKAGES,
+        tasks_resource="dicomscope.json",
+    )
+)

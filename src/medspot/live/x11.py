@@ -1,0 +1,446 @@
+"""A private X11 desktop session: Xvfb, a session D-Bus (with its AT-SPI bus), xdotool input,
+screenshots, and "settled" detection.
+
+One `X11Session` per environment instance: its own Xvfb display (chosen by Xvfb itself,
+`-displayfd`), its own D-Bus session bus (`dbus-launch`), its own XDG_RUNTIME_DIR and HOME in
+the instance's workdir (so AT-SPI buses of instances side by side never meet). Applications
+are started with `spawn()` and get the session's environment (`env`). There is no window
+manager: windows open at (0, 0) undecorated; `place_window` moves/resizes a window to the
+viewport. Screenshots are of the screen's top-left viewport (the application's window placed
+there, dialogs included). `close()` stops everything this session started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from medspot.live.base import EnvironmentFault
+
+__all__ = ["Screenshot", "X11Session", "missing_x11_tools", "xdotool_key"]
+
+log = logging.getLogger(__name__)
+
+X11_TOOLS = ("Xvfb", "xdotool", "xwd", "dbus-launch")
+
+# Playwright-style key names (the action format) -> X keysyms.
+_KEYS = {
+    "enter": "Return",
+    "return": "Return",
+    "escape": "Escape",
+    "esc": "Escape",
+    "tab": "Tab",
+    "backspace": "BackSpace",
+    "delete": "Delete",
+    "space": "space",
+    "arrowup": "Up",
+    "arrowdown": "Down",
+    "arrowleft": "Left",
+    "arrowright": "Right",
+    "pageup": "Prior",
+    "pagedown": "Next",
+    "home": "Home",
+    "end": "End",
+    "control": "ctrl",
+    "ctrl": "ctrl",
+    "shift": "shift",
+    "alt": "alt",
+    "meta": "super",
+}
+
+
+def xdotool_key(key: str) -> str:
+    """'Enter' -> 'Return', 'Control+A' / 'ctrl+a' -> 'ctrl+a', 'F5' -> 'F5'."""
+    parts = [p for p in re.split(r"\+", key.strip()) if p]
+    if not parts:
+        raise ValueError(f"empty key {key!r}")
+    out = []
+    for p in parts:
+        low = p.lower()
+        if low in _KEYS:
+            out.append(_KEYS[low])
+        elif len(p) == 1:
+            out.append(p.lower() if len(parts) > 1 else p)
+        else:
+            out.append(p)
+    return "+".join(out)
+
+
+def missing_x11_tools() -> list[str]:
+    return [t for t in X11_TOOLS if shutil.which(t) is None]
+
+
+@dataclass(frozen=True, slots=True)
+class Screenshot:
+    png: bytes
+    width: int
+    height: int
+    digest: str  # hash of the raw pixels (for "did the screen change")
+
+
+def _xwd_rgb(data: bytes, crop: tuple[int, int]) -> tuple[bytes, int, int, str]:
+    """Decode a 24/32-bit TrueColor XWD dump (`xwd -root`) into raw RGB cropped to the top-left
+    `crop` = (width, height). Returns (rgb bytes, width, height, digest of the crop)."""
+    from PIL import Image
+
+    if len(data) < 100:
+        raise EnvironmentFault("xwd: short screenshot")
+    f = struct.unpack(">25I", data[:100])
+    header_size, width, height = f[0], f[4], f[5]
+    byte_order, bpp, bpl, ncolors = f[7], f[11], f[12], f[19]
+    if bpp != 32:
+        raise EnvironmentFault(f"xwd: unsupported {bpp} bits per pixel")
+    start = header_size + 12 * ncolors
+    w, h = min(crop[0], width), min(crop[1], height)
+    pixels = data[start : start + bpl * height]
+    mode = "BGRX" if byte_order == 0 else "XRGB"
+    img = Image.frombuffer("RGB", (width, height), pixels, "raw", mode, bpl, 1)
+    if (w, h) != (width, height):
+        img = img.crop((0, 0, w, h))
+    raw = img.tobytes()
+    return raw, w, h, hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+class X11Session:
+    """Xvfb + D-Bus session + xdotool, all private to `workdir`."""
+
+    def __init__(self, workdir: Path, screen: tuple[int, int] = (1280, 800)) -> None:
+        self.workdir = Path(workdir)
+        self.screen = screen
+        self.display: str | None = None
+        self.env: dict[str, str] = {}
+        self._xvfb: subprocess.Popen[bytes] | None = None
+        self._dbus_pid: int | None = None
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._closed = False
+        # what the finaliser (also run at interpreter exit) must stop; holds no ref to self
+        self._st: dict[str, object] = {"procs": [], "dbus": None}
+        self._finalizer = weakref.finalize(self, X11Session._cleanup, self._st)
+
+    # -- life cycle -------------------------------------------------------------------------
+    @staticmethod
+    def _cleanup(st: dict[str, object]) -> None:
+        procs = st.get("procs")
+        if isinstance(procs, list):
+            for p in reversed(procs):
+                if isinstance(p, subprocess.Popen) and p.poll() is None:
+                    _stop(p)
+        pid = st.get("dbus")
+        if isinstance(pid, int):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+            st["dbus"] = None
+
+    def start(self) -> None:
+        missing = missing_x11_tools()
+        if missing:
+            raise EnvironmentFault(f"X11 tools missing: {', '.join(missing)}")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        runtime = self.workdir / "xdg-runtime"
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        home = self.workdir / "home"
+        home.mkdir(exist_ok=True)
+        r, w = os.pipe()
+        w_, h_ = self.screen
+        xvfb = subprocess.Popen(
+            [
+                "Xvfb",
+                "-displayfd",
+                str(w),
+                "-screen",
+                "0",
+                f"{w_}x{h_}x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ],
+            pass_fds=(w,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.workdir / "xvfb.log", "wb"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        os.close(w)
+        self._xvfb = xvfb
+        self._track(xvfb)
+        number = b""
+        deadline = time.monotonic() + 15
+        while not number.endswith(b"\n"):
+            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.close(r)
+                raise EnvironmentFault("Xvfb did not report its display within 15 s")
+            chunk = os.read(r, 16)
+            if not chunk:
+                os.close(r)
+                raise EnvironmentFault(f"Xvfb exited (status {xvfb.poll()}); see xvfb.log")
+            number += chunk
+        os.close(r)
+        self.display = ":" + number.decode().strip()
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DBUS_", "AT_SPI", "XDG_RUNTIME", "GTK_MODULES"))
+        }
+        base.update(
+            DISPLAY=self.display,
+            XDG_RUNTIME_DIR=str(runtime),
+            HOME=str(home),
+        )
+        out = subprocess.run(
+            ["dbus-launch", "--sh-syntax"],
+            env=base,
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=False,
+        )
+        addr = re.search(r"DBUS_SESSION_BUS_ADDRESS='([^']*)'", out.stdout)
+        pid = re.search(r"DBUS_SESSION_BUS_PID=(\d+)", out.stdout)
+        if out.returncode != 0 or not addr or not pid:
+            raise EnvironmentFault(f"dbus-launch failed: {out.stderr.strip()[:200]}")
+        self._dbus_pid = int(pid.group(1))
+        self._st["dbus"] = self._dbus_pid
+        base["DBUS_SESSION_BUS_ADDRESS"] = addr.group(1)
+        self.env = base
+        log.debug("X11 session %s, bus %s", self.display, addr.group(1))
+
+    def _track(self, proc: subprocess.Popen[bytes]) -> None:
+        procs = self._st["procs"]
+        assert isinstance(procs, list)
+        procs.append(proc)
+        self._children.append(proc)
+
+    def spawn(
+        self,
+        argv: list[str],
+        *,
+        log_name: str,
+        extra_env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start an application in this session (own process group; stopped by close())."""
+        env = dict(self.env)
+        env.update(extra_env or {})
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=str(cwd or self.workdir),
+            stdin=subprocess.DEVNULL,
+            stdout=open(self.workdir / f"{log_name}.log", "ab"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._track(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        _stop(proc)
+
+    def alive(self) -> bool:
+        return self._xvfb is not None and self._xvfb.poll() is None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer()
+
+    # -- windows ----------------------------------------------------------------------------
+    def xdotool(self, *args: str, timeout: float = 10.0) -> str:
+        if not self.alive():
+            raise EnvironmentFault(f"the X server {self.display} is not running")
+        try:
+            out = subprocess.run(
+                ["xdotool", *args],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise EnvironmentFault(f"xdotool {' '.join(args)} hung") from None
+        return out.stdout
+
+    def find_window(self, name_regex: str, timeout: float, proc: subprocess.Popen[bytes]) -> str:
+        """The id of a visible top-level window whose name matches, waiting up to `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ids = self.xdotool("search", "--onlyvisible", "--name", name_regex).split()
+            if ids:
+                return ids[0]
+            if proc.poll() is not None:
+                raise EnvironmentFault(f"the application exited (status {proc.returncode})")
+            if time.monotonic() > deadline:
+                raise EnvironmentFault(f"no window named /{name_regex}/ after {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def place_window(self, wid: str, size: tuple[int, int]) -> None:
+        self.xdotool("windowmove", wid, "0", "0")
+        self.xdotool("windowsize", wid, str(size[0]), str(size[1]))
+
+    def window_title(self, wid: str) -> str:
+        return self.xdotool("getwindowname", wid).strip()
+
+    # -- input ------------------------------------------------------------------------------
+    def click(self, x: int, y: int, button: int = 1, repeat: int = 1) -> None:
+        args = ["mousemove", "--sync", str(x), str(y), "click"]
+        if repeat > 1:
+            args += ["--repeat", str(repeat), "--delay", "80"]
+        self.xdotool(*args, str(button))
+
+    def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 8) -> None:
+        args = ["mousemove", "--sync", str(x1), str(y1), "mousedown", "1", "sleep", "0.05"]
+        for i in range(1, steps + 1):
+            x = round(x1 + (x2 - x1) * i / steps)
+            y = round(y1 + (y2 - y1) * i / steps)
+            args += ["mousemove", "--sync", str(x), str(y), "sleep", "0.03"]
+        self.xdotool(*args, "mouseup", "1")
+
+    def scroll(self, x: int, y: int, dy: int) -> None:
+        button = "5" if dy > 0 else "4"
+        n = max(1, abs(dy))
+        self.xdotool(
+            "mousemove",
+            "--sync",
+            str(x),
+            str(y),
+            "click",
+            "--repeat",
+            str(n),
+            "--delay",
+            "40",
+            button,
+        )
+
+    def type_text(self, text: str) -> None:
+        self.xdotool("type", "--delay", "15", "--", text, timeout=30 + len(text) * 0.1)
+
+    def key(self, key: str) -> None:
+        self.xdotool("key", "--", xdotool_key(key))
+
+    # -- screen -----------------------------------------------------------------------------
+    def _xwd(self) -> bytes:
+        if not self.alive():
+            raise EnvironmentFault(f"the X server {self.display} is not running")
+        try:
+            out = subprocess.run(
+                ["xwd", "-root", "-silent"],
+                env=self.env,
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise EnvironmentFault("xwd hung") from None
+        if out.returncode != 0:
+            raise EnvironmentFault(f"xwd failed: {out.stderr.decode(errors='replace')[:200]}")
+        return out.stdout
+
+    def digest(self, size: tuple[int, int]) -> str:
+        return _xwd_rgb(self._xwd(), size)[3]
+
+    def frame(self, size: tuple[int, int]) -> tuple[bytes, int, int, str]:
+        """Raw RGB of the viewport, its size and digest (no PNG encoding)."""
+        return _xwd_rgb(self._xwd(), size)
+
+    def screenshot(self, size: tuple[int, int]) -> Screenshot:
+        from PIL import Image
+
+        raw, w, h, digest = self.frame(size)
+        buf = io.BytesIO()
+        Image.frombytes("RGB", (w, h), raw).save(buf, format="PNG", compress_level=1)
+        return Screenshot(buf.getvalue(), w, h, digest)
+
+    def settle(
+        self,
+        size: tuple[int, int],
+        *,
+        quiet_s: float = 0.5,
+        timeout_s: float = 15.0,
+        poll_s: float = 0.1,
+        before: str | None = None,
+        alive: subprocess.Popen[bytes] | None = None,
+        cpu_idle: float = 0.15,
+    ) -> tuple[float, bool]:
+        """Wait until the screen has not changed for `quiet_s` (a blinking caret, at most
+        `_CARET_PIXELS` changed pixels, does not count) and, given `alive`, that process used
+        under `cpu_idle` of a core meanwhile. Returns (seconds waited, whether the screen
+        differs from the `before` digest). Timeout or a dead process: EnvironmentFault."""
+        import numpy as np
+
+        t0 = time.monotonic()
+        raw, w, h, digest = self.frame(size)
+        ref = np.frombuffer(raw, np.uint8).reshape(h, w, 3)
+        changed = before is not None and digest != before
+        since, cpu0 = time.monotonic(), _cpu_seconds(alive)
+        while True:
+            if alive is not None and alive.poll() is not None:
+                raise EnvironmentFault(f"the application exited (status {alive.returncode})")
+            now = time.monotonic()
+            if now - since >= quiet_s:
+                cpu1 = _cpu_seconds(alive)
+                if cpu1 - cpu0 <= cpu_idle * (now - since):
+                    return now - t0, changed
+                since, cpu0 = now, cpu1  # the application is still working: wait on
+            if now - t0 > timeout_s:
+                raise EnvironmentFault(f"the screen did not settle within {timeout_s:.0f} s")
+            time.sleep(poll_s)
+            raw, w2, h2, cur = self.frame(size)
+            if (w2, h2) != (w, h):
+                raise EnvironmentFault("the screen size changed")
+            if cur == digest:
+                continue
+            frame = np.frombuffer(raw, np.uint8).reshape(h, w, 3)
+            moved = int(np.count_nonzero((frame != ref).any(axis=2)))
+            digest = cur
+            if before is not None:
+                changed = changed or cur != before
+            if moved > _CARET_PIXELS:
+                ref, since, cpu0 = frame, time.monotonic(), _cpu_seconds(alive)
+
+
+_CARET_PIXELS = 64  # a text caret blinking is 1-2 px x the line height
+
+
+def _cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
+    """User + system CPU seconds of `proc` (0 when unknown)."""
+    if proc is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
+    """SIGTERM the process group, then SIGKILL after `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except OSError:
+        proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.wait(5)
