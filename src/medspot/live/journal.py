@@ -1,6 +1,7 @@
-"""The live journal, `live_journal.jsonl`: one line per step as it happens, one per
-environment fault, one per finished task attempt; appended and fsynced, torn last line
-tolerated (`LineJournal`).
+"""The live journal, `live_journal.jsonl`: per step a line with the model's answer as soon as
+it arrives and a second with the action's effect (same task, attempt and `n`; the later
+wins), one line per environment fault, one per finished task attempt; appended and fsynced,
+torn last line tolerated (`LineJournal`).
 
 Resume works at the task level (`ResumeState`): a task whose last attempt ended as success,
 harmful failure or failure is done; any other task is run again from its start state, and the
@@ -76,6 +77,7 @@ class StepRecord(BaseModel):
     achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
     checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
     step_s: float | None = None  # wall time of the whole step
+    env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
 
     @property
@@ -164,7 +166,11 @@ class ResumeState:
         st = self
         st.attempts[r.task] = max(st.attempts.get(r.task, 0), r.attempt)
         if isinstance(r, StepRecord):
-            st.steps.setdefault(r.task, {}).setdefault(r.attempt, []).append(r)
+            steps = st.steps.setdefault(r.task, {}).setdefault(r.attempt, [])
+            if steps and steps[-1].n == r.n:  # the answer first, then its effect
+                steps[-1] = r
+            else:
+                steps.append(r)
             if r.ok:  # a paid answer: replay it instead of asking again
                 st.answers.setdefault(r.task, {})[r.n] = r
         elif isinstance(r, FaultRecord):

@@ -94,6 +94,7 @@ class LiveRequest:
     options: Mapping[str, Any] = field(default_factory=dict)  # adapter options, as eval's
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
+    workroot: Path | None = None  # parent of the environments' private folders
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,11 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
         git_revision=git_revision(),
         started=now_iso(),
     )
-    extra = {"kind": "live", "env": req.env, "env_options": dict(req.env_options)}
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in req.env_options.items()
+    }
+    extra = {"kind": "live", "env": req.env, "env_options": env_opts}
     for k, v in extra.items():
         setattr(info, k, v)
     return info
@@ -161,7 +166,7 @@ def run_live(
     atomic_write_json(run_json, info.model_dump())
     opts = LiveOptions(
         env=req.env, env_options=req.env_options, concurrency=req.concurrency,
-        env_retries=req.env_retries, history=req.history, seed=req.seed,
+        env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
     )  # fmt: skip
     stats = LiveStats()
     interrupted = False
@@ -189,10 +194,16 @@ def run_live(
     state = ResumeState.from_records(list(read_live_journal(journal_path)))
     results = task_results(tasks, state, req.env)
     metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    steps = [s for r in results for s in r.steps]
-    info.calls = sum(1 for s in steps if not s.replayed)
+    asked = [
+        s
+        for t in tasks
+        for steps in state.steps.get(t.id, {}).values()
+        for s in steps
+        if not s.replayed
+    ]
+    info.calls = len(asked)
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
-    costs = [s.cost_usd for s in steps if s.cost_usd is not None and not s.replayed]
+    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
     info.finished = now_iso()
     if interrupted:

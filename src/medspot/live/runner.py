@@ -83,6 +83,7 @@ class LiveOptions:
     history: str = "actions"
     seed: int = 0
     call_timeout_s: float = 180.0  # an environment call that never returns is a fault
+    workroot: Path | None = None  # where environments' private folders go (default: temp)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,7 @@ class _Slot:
         self.workdir: Path | None = None
         self._pool = self._new_pool()
         self._stuck = False
+        self.busy_s = 0.0  # time spent inside environment calls
 
     def _new_pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"live-env-{self.index}")
@@ -187,6 +189,7 @@ class _Slot:
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         fut = loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        t0 = time.perf_counter()
         try:
             return await asyncio.wait_for(fut, self.opts.call_timeout_s)
         except TimeoutError:
@@ -201,10 +204,15 @@ class _Slot:
             raise
         except Exception as e:  # a crashed browser / dead process surfaces as anything
             raise EnvironmentFault(f"{self.opts.env}: {type(e).__name__}: {e}") from e
+        finally:
+            self.busy_s += time.perf_counter() - t0
 
     async def ensure(self) -> Environment:
         if self.env is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-"))
+            root = self.opts.workroot
+            if root is not None:
+                root.mkdir(parents=True, exist_ok=True)
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-", dir=root))
             env = await self.call(
                 functools.partial(
                     create_environment,
@@ -333,7 +341,7 @@ class _Run:
 
         sha = await self._save_screen(obs)
         for n in range(1, task.budget + 1):
-            ts = time.perf_counter()
+            ts, busy0 = time.perf_counter(), slot.busy_s
             k = next((i for i, a in enumerate(achieved) if not a), len(steps) - 1)
             step = steps[k]
             intended = await locate(step.target) if step.target is not None else None
@@ -366,7 +374,8 @@ class _Run:
             if action is None or isinstance(action, Done):
                 ok = isinstance(action, Done) and all(await self._checks(slot, env, task.success))
                 upd.update(checks={"success": ok} if isinstance(action, Done) else {},
-                           step_s=round(time.perf_counter() - ts, 4), time=now_iso())  # fmt: skip
+                           step_s=round(time.perf_counter() - ts, 4),
+                           env_s=round(slot.busy_s - busy0, 4), time=now_iso())  # fmt: skip
                 self._append(rec.model_copy(update=upd))
                 if isinstance(action, Done):
                     return end("success" if ok else "failure",
@@ -375,6 +384,8 @@ class _Run:
                 if history_line:
                     history.append(history_line)
                 continue
+            if n not in replay:  # the paid answer is on disk before the action is tried
+                self._append(rec.model_copy(update={**upd, "time": now_iso()}))
             p = point_of(action)
             element = await slot.call(env.element_at, p.x, p.y) if p is not None else None
             hit = hit_intended(step, action, intended, intended_to)
@@ -405,7 +416,8 @@ class _Run:
                 executed=True, settle_s=round(result.settle_s, 4), changed=result.changed,
                 hit_intended=hit, element=_element(element), achieved=newly,
                 checks={"success": success, "fail_if": fired, "done_if": done_if},
-                step_s=round(time.perf_counter() - ts, 4), time=now_iso(),
+                step_s=round(time.perf_counter() - ts, 4), env_s=round(slot.busy_s - busy0, 4),
+                time=now_iso(),
             )  # fmt: skip
             self._append(rec.model_copy(update=upd))
             history_line = self._history_line(step, action)

@@ -1,0 +1,88 @@
+"""Helpers of the runner tests: task subsets as files, the env options of the tests, and the
+processes a test started (found by their parent or their private folder, never by name)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from _orthanc_support import CHROMIUM
+
+ENV = "orthanc-explorer"
+
+
+def packaged_tasks(env: str = ENV) -> dict[str, Any]:
+    from medspot.live.base import env_entry
+
+    res = resources.files("medspot.live") / "tasklists" / str(env_entry(env).tasks_resource)
+    data: dict[str, Any] = json.loads(res.read_text(encoding="utf-8"))
+    return data
+
+
+def subset_file(
+    path: Path, ids: list[str], *, max_steps: int | None = None, env: str = ENV
+) -> Path:
+    """A task file with only `ids` (in that order), optionally with a smaller budget."""
+    data = packaged_tasks(env)
+    by_id = {t["id"]: t for t in data["tasks"]}
+    tasks = []
+    for i in ids:
+        t = dict(by_id[i])
+        if max_steps is not None:
+            t["max_steps"] = max_steps
+        tasks.append(t)
+    path.write_text(json.dumps({**data, "tasks": tasks}), encoding="utf-8")
+    return path
+
+
+def env_options(seed_cache: Path) -> dict[str, Any]:
+    return {"chromium": CHROMIUM, "seed_cache": seed_cache}
+
+
+def _proc_info(pid: int) -> tuple[int, str] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+    return ppid, cmd
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Processes whose command line names `text` (a test's own private folder)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            info = _proc_info(int(d))
+            if info is not None and text in info[1]:
+                out.append(int(d))
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (by parent links), e.g. what a killed CLI run left."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            info = _proc_info(int(d))
+            if info is not None:
+                children.setdefault(info[0], []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill(pids: list[int], sig: int = signal.SIGKILL) -> None:
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, sig)
