@@ -81,8 +81,11 @@ class Walk:
     reset_s: float = 0.0
 
 
-def walk_oracle(env: Environment, task: LiveTask) -> Walk:
-    """Reset, then act each step on its located target; record what happened."""
+def walk_oracle(
+    env: Environment, task: LiveTask, replace: dict[int, Locator] | None = None
+) -> Walk:
+    """Reset, then act each step on its located target; record what happened. `replace`
+    (1-based step -> locator) scripts a wrong click: that step acts on another element."""
     import time
 
     w = Walk(task)
@@ -91,7 +94,9 @@ def walk_oracle(env: Environment, task: LiveTask) -> Walk:
     w.reset_s = time.perf_counter() - t0
     w.success_at_start = all(env.check(c) for c in task.success)
     w.fail_at_start = any(env.check(c) for c in task.fail_if)
-    for step in task.steps:
+    for k, step in enumerate(task.steps, 1):
+        if replace and k in replace:
+            step = step.model_copy(update={"target": replace[k]})
         box = env.locate(step.target) if step.target is not None else None
         to = env.locate(step.to) if step.to is not None else None
         action = step_action(step, box, to)
