@@ -149,7 +149,11 @@ class EnvEntry:
 _ENVS: dict[str, EnvEntry] = {}
 
 # Modules that call `register_env` on import; none imports playwright/pyatspi at the top.
-_BUILTIN: list[str] = ["medspot.live.orthanc_explorer", "medspot.live.dicomscope"]
+_BUILTIN: list[str] = [
+    "medspot.live.orthanc_explorer",
+    "medspot.live.dicomscope",
+    "medspot.live.ohif",
+]
 
 
 def register_env(entry: EnvEntry) -> None:

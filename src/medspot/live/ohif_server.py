@@ -18,11 +18,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from medspot.errors import MedspotError
 
-__all__ = ["OhifServer", "app_config_js"]
+__all__ = ["OhifServer", "app_config_js", "upstream_path"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,23 @@ def app_config_js(origin: str, *, workers: int = 2) -> str:
         ],
     }
     return "window.config = " + json.dumps(config, indent=1) + ";\n"
+
+
+def upstream_path(path: str) -> str:
+    """The request path for Orthanc: a comma-separated `includefield=a,b` (what the viewer
+    sends) becomes repeated `includefield=a&includefield=b` (what Orthanc's DICOMweb plugin
+    reads; with the comma form it drops the fields, and the study list shows no
+    descriptions)."""
+    parts = urlsplit(path)
+    if "includefield" not in parts.query:
+        return path
+    query: list[tuple[str, str]] = []
+    for k, v in parse_qsl(parts.query, keep_blank_values=True):
+        if k == "includefield":
+            query += [(k, f) for f in v.split(",") if f]
+        else:
+            query.append((k, v))
+    return parts.path + "?" + urlencode(query)
 
 
 class OhifServer:
@@ -189,7 +206,7 @@ class OhifServer:
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _HOP}
         conn = http.client.HTTPConnection(*self._upstream, timeout=60)
         try:
-            conn.request(h.command, h.path, body=body, headers=headers)
+            conn.request(h.command, upstream_path(h.path), body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
         except (OSError, http.client.HTTPException) as exc:

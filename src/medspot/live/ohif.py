@@ -1,0 +1,307 @@
+"""The `ohif` environment: the OHIF Viewer 3 (prebuilt, pinned) over a private Orthanc's DICOMweb.
+
+Each instance owns one Orthanc (`OrthancServer`, seeded with `medspot.live.seed`: the phantoms
+carry bright marker landmarks A, B, C at known pixels), one `OhifServer` (the viewer's static
+files plus DICOMweb forwarded to that Orthanc, same origin) and one chromium (`WebSession`)
+with software WebGL (SwiftShader). The onboarding tour is disabled before any page script
+runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
+clicked during reset.
+
+`reset(task)` brings the database back to the seed through REST, clears the page's storage
+and loads the start route (the browser context, and so its HTTP cache, is kept: the viewer's
+20 MB of scripts load once). Routes name seeded things by catalogue names:
+`/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
+UIDs; the default route is the study list `/`.
+
+Locators: `data_cy`, `css`, `text`, `contains`, `role`, `nth`, `at` (with no element key: a
+point of the active viewport, as fractions of its box) and `landmark` (a phantom landmark's
+page pixel on the active viewport's current image, through cornerstone's own projection).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import DataError
+from medspot.live.actions import Click, Drag, LiveAction
+from medspot.live.base import (
+    ActResult,
+    ElementInfo,
+    EnvEntry,
+    EnvironmentFault,
+    Observation,
+    PixelBox,
+    register_env,
+)
+from medspot.live.ohif_package import installed_dist
+from medspot.live.ohif_server import OhifServer
+from medspot.live.ohif_state import CHECK_KINDS, LANDMARK_JS, READY_JS, STATE_JS, evaluate_check
+from medspot.live.orthanc_server import OrthancServer
+from medspot.live.seed import LANDMARKS, SeedSet, seed_files
+from medspot.live.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.web import WebSession
+
+__all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create"]
+
+log = logging.getLogger(__name__)
+NAME = "ohif"
+LOCATOR_KEYS = ("data_cy", "css", "text", "contains", "role", "nth", "at", "landmark")
+SOFTWARE_GL_ARGS = (
+    "--use-gl=angle",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--ignore-gpu-blocklist",
+)
+TOUR_IDS = ("basicViewerTour",)
+_NO_TOUR_JS = (
+    "try { localStorage.setItem('shownTours', " + json.dumps(json.dumps(list(TOUR_IDS))) + "); }"
+    " catch (e) {}"
+)
+_CLEAR_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
+_TOUR_VISIBLE_JS = "() => !!document.querySelector('.shepherd-element')"
+_LIST_READY_JS = "() => document.querySelectorAll('tbody tr td').length > 0"
+_VIEWPORT_CSS = ".cornerstone-viewport-element"
+_ACTIVE_VIEWPORT_JS = """() => {
+  const s = window.services; if (!s || !s.viewportGridService) return null;
+  const vp = s.cornerstoneViewportService.getCornerstoneViewport(
+    s.viewportGridService.getState().activeViewportId);
+  if (!vp || !vp.element) return null;
+  const r = vp.element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];
+}"""
+_TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
+
+
+class OhifEnv:
+    """One Orthanc + one same-origin viewer server + one chromium."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        workdir: Path,
+        headless: bool = True,
+        chromium: str = "/usr/bin/chromium",
+        seed: int = 0,
+        seed_cache: Path | None = None,
+        ohif_dist: Path | None = None,
+        extra_args: tuple[str, ...] = (),
+        quiet_s: float = 0.3,
+        settle_timeout_s: float = 30.0,
+        load_timeout_s: float = 90.0,
+        orthanc_binary: str | None = None,
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.viewport: tuple[int, int] = (1280, 800)
+        self.seed_n, self.seed_cache = seed, seed_cache
+        self.seed: SeedSet | None = None
+        self.dist = ohif_dist
+        self.load_timeout_s = load_timeout_s
+        self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
+        self.server: OhifServer | None = None
+        self.web = WebSession(
+            self.workdir / "browser",
+            chromium=chromium,
+            headless=headless,
+            extra_args=(*SOFTWARE_GL_ARGS, *extra_args),
+            quiet_s=quiet_s,
+            settle_timeout_s=settle_timeout_s,
+        )
+        self.last_reset_s = 0.0
+        self._started = False
+        self._context_ready = False
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        try:
+            dist = self.dist or installed_dist()
+            if dist is None:
+                raise EnvironmentFault(
+                    "the OHIF viewer is not installed: run `medspot live setup --env ohif`"
+                )
+            self.seed = seed_files(self.seed_cache, self.seed_n)
+            self.orthanc.start()
+            self.orthanc.seed(self.seed)
+            self.server = OhifServer(dist, self.orthanc.url).start()
+            self.web.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.web.close()
+        finally:
+            try:
+                if self.server is not None:
+                    self.server.close()
+                    self.server = None
+            finally:
+                self.orthanc.stop()
+
+    @property
+    def url(self) -> str:
+        if self.server is None:
+            raise EnvironmentFault("ohif: not started")
+        return self.server.url
+
+    def url_for(self, route: str, task_id: str = "") -> str:
+        """`route` with `{study:NAME}` / `{series:NAME}` replaced by DICOM UIDs, on the server."""
+        assert self.seed is not None
+        cat = self.seed.catalogue
+
+        def one(m: re.Match[str]) -> str:
+            level, name = m.group(1), m.group(2)
+            try:
+                return cat.study(name).uid if level == "study" else cat.series(name).uid
+            except KeyError:
+                raise DataError(
+                    f"task {task_id}: start.route: no seeded {level} {name!r}"
+                ) from None
+
+        if not route.startswith("/"):
+            raise DataError(f"task {task_id}: start.route must start with '/': {route!r}")
+        return self.url + _TEMPLATE.sub(one, route)
+
+    def reset(self, task: LiveTask) -> Observation:
+        self.start()
+        assert self.seed is not None
+        t0 = time.perf_counter()
+        self.orthanc.health()
+        self.orthanc.reset_to(self.seed)
+        size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
+        if not self._context_ready:
+            self.web.viewport = size
+            self.web.new_context()
+            self.web.context.add_init_script(_NO_TOUR_JS)
+            self._context_ready = True
+        elif self.web.page is not None and self.web.page.url.startswith(self.url):
+            self.web.eval(_CLEAR_JS)
+        if size != self.viewport or size != self.web.viewport:
+            self.web.set_viewport(size)
+        self.viewport = size
+        self.load(self.url_for(task.start.route or "/", task.id))
+        self._predraw(task)
+        self.last_reset_s = time.perf_counter() - t0
+        return self.observe()
+
+    def load(self, url: str) -> None:
+        """Open `url` and wait until the viewer shows an image (or the list shows rows)."""
+        page = self.web.page
+        if page is None:
+            raise EnvironmentFault("ohif: no page is open")
+        self.web._guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
+        ready = READY_JS if "/viewer" in url else _LIST_READY_JS
+        self.web._guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
+        self.web.settle(self.load_timeout_s)
+        if self.web.eval(_TOUR_VISIBLE_JS):
+            log.info("ohif: the onboarding tour showed; skipping it")
+            box = self.web.locate(Locator(text="Skip all"))
+            if box is not None:
+                self.web._guard(page.mouse.click, *box.center)
+                self.web.settle()
+
+    def _predraw(self, task: LiveTask) -> None:
+        """`start.measure: [["A", "C"], ...]`: Length measurements drawn through the UI (tool
+        button, drags between landmarks) before the task starts; the default tool is then
+        selected again. A pair must not start on an earlier pair's end point (the drag would
+        move that handle instead of drawing)."""
+        pairs = task.start.params.get("measure") or []
+        if not pairs:
+            return
+        where = f"task {task.id}: start.measure"
+        if not isinstance(pairs, list) or not all(
+            isinstance(pq, list) and len(pq) == 2 and all(x in LANDMARKS for x in pq)
+            for pq in pairs
+        ):
+            raise DataError(f"{where}: a list of [landmark, landmark] pairs of {sorted(LANDMARKS)}")
+        self._click(Locator(data_cy="Length-btn"), where)
+        for a, b in pairs:
+            pa, pb = self.locate(Locator(landmark=a)), self.locate(Locator(landmark=b))
+            if pa is None or pb is None:
+                raise EnvironmentFault(f"{where}: landmarks not on screen")
+            self.web.act(Drag(pa.x1, pa.y1, pb.x1, pb.y1))
+        self._click(Locator(data_cy="WindowLevel-btn"), where)
+
+    def _click(self, loc: Locator, where: str) -> None:
+        box = self.web.locate(loc)
+        if box is None:
+            raise EnvironmentFault(f"{where}: {loc.keys()} not on screen")
+        self.web.act(Click(*box.center))
+
+    # -- the contract -------------------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        return self.web.observe()
+
+    def act(self, action: LiveAction) -> ActResult:
+        if not self.orthanc.alive():
+            raise EnvironmentFault("Orthanc is not running (the process died)")
+        result = self.web.act(action)
+        if not self.orthanc.alive():
+            raise EnvironmentFault("Orthanc died during the action")
+        return result
+
+    def state(self) -> dict[str, Any]:
+        """The viewer's state as the checks read it (see `medspot.live.ohif_state`)."""
+        got = self.web.eval(STATE_JS)
+        return got if isinstance(got, dict) else {}
+
+    def check(self, spec: CheckSpec) -> bool:
+        if spec.kind not in CHECK_KINDS:
+            raise DataError(f"check kind {spec.kind!r} is not understood by {NAME}")
+        assert self.seed is not None
+        return evaluate_check(spec.kind, spec.params, self.state(), self.seed.catalogue)
+
+    def locate(self, locator: Locator) -> PixelBox | None:
+        if locator.landmark is not None:
+            if locator.landmark not in LANDMARKS:
+                raise DataError(
+                    f"unknown landmark {locator.landmark!r} (known: {sorted(LANDMARKS)})"
+                )
+            col, row = LANDMARKS[locator.landmark]
+            pt = self.web.eval(LANDMARK_JS, [col + 0.5, row + 0.5])
+            return None if pt is None else PixelBox(pt[0], pt[1], pt[0] + 1, pt[1] + 1)
+        if locator.keys() <= {"at", "nth"} and locator.at is not None:
+            box = self.web.eval(_ACTIVE_VIEWPORT_JS)
+            if box is None:
+                return None
+            fx, fy = locator.at
+            x, y = box[0] + fx * (box[2] - box[0]), box[1] + fy * (box[3] - box[1])
+            return PixelBox(x, y, x + 1, y + 1)
+        return self.web.locate(locator)
+
+    def element_at(self, x: float, y: float) -> ElementInfo | None:
+        return self.web.element_at(x, y)
+
+
+def create(workdir: Path, **options: Any) -> OhifEnv:
+    """The registry factory: `create_environment("ohif", workdir=..., ...)`."""
+    return OhifEnv(workdir, **options)
+
+
+register_env(
+    EnvEntry(
+        name=NAME,
+        target="medspot.live.ohif:create",
+        summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
+        check_kinds=CHECK_KINDS,
+        locator_keys=LOCATOR_KEYS,
+        system_packages=(
+            "orthanc",
+            "orthanc-dicomweb",
+            "chromium",
+            "fonts-dejavu-core",
+            "npm",
+        ),
+        tasks_resource="ohif.json",
+    )
+)
