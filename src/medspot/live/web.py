@@ -263,7 +263,8 @@ class WebSession:
             idle = self._idle_ms()
             now = time.monotonic()
             net_quiet = not self._inflight and (now - self._last_net) * 1000 >= quiet_ms
-            if net_quiet and idle >= quiet_ms:
+            # quiet for `quiet_s` counted from the action too: effects may start late (timers)
+            if net_quiet and idle >= quiet_ms and (now - t0) * 1000 >= quiet_ms:
                 break
             if now > limit:
                 raise EnvironmentFault(
@@ -303,6 +304,8 @@ class WebSession:
     # -- observation ----------------------------------------------------------------------------
 
     def observe(self) -> Observation:
+        if self.page is None or self._fault:
+            raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         png = self._guard(self.page.screenshot, type="png", timeout=15000)
         title = self._guard(self.page.title)
         w, h = self.viewport
@@ -335,7 +338,7 @@ class WebSession:
     def act(self, action: LiveAction) -> ActResult:
         if isinstance(action, Done):
             return ActResult(settle_s=0.0, changed=False)
-        before = self._signature()
+        before = self._signature()  # faults first when the browser or page is gone
         m, kb = self.page.mouse, self.page.keyboard
         match action:
             case Click(x, y, button, double):
@@ -365,5 +368,7 @@ class WebSession:
 
     def _signature(self) -> tuple[Any, ...]:
         """DOM mutation count, URL, page count, downloads: what `changed` compares."""
+        if self.page is None or self._fault:
+            raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         n = self._guard(self.page.evaluate, "window.__medspot ? __medspot.mutations : 0")
         return (n, self.page.url, len(self.context.pages), len(self.downloads))

@@ -1,8 +1,9 @@
 // medspot live: the box of the nth visible, hit-testable element matching a locator.
 (loc) => {
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
-  const nameOf = (el) => norm(el.innerText) || norm(el.getAttribute('aria-label')) ||
-    norm(el.getAttribute('title')) || norm(el.value) || norm(el.getAttribute('alt'));
+  // an element's names: its visible text, then aria-label, title, value, alt (icon buttons)
+  const namesOf = (el) => [el.innerText, el.getAttribute('aria-label'), el.getAttribute('title'),
+    typeof el.value === 'string' ? el.value : '', el.getAttribute('alt')].map(norm).filter((n) => n);
   let els;
   if (loc.css) els = Array.from(document.querySelectorAll(loc.css));
   else if (loc.data_cy) els = Array.from(document.querySelectorAll('[data-cy]'));
@@ -16,9 +17,10 @@
     const raw = el.textContent || '';
     const needle = loc.text !== undefined ? loc.text : loc.contains;
     if (!raw.includes(needle) && !el.getAttribute('aria-label') && !el.getAttribute('title') &&
-        el.value === undefined) return false;
-    const name = nameOf(el);
-    return loc.text !== undefined ? name === norm(loc.text) : name.includes(norm(loc.contains));
+        typeof el.value !== 'string' && !el.getAttribute('alt')) return false;
+    const names = namesOf(el);
+    return loc.text !== undefined ? names.includes(norm(loc.text))
+      : names.some((n) => n.includes(norm(loc.contains)));
   };
   els = els.filter(textOk);
   if (!structural && (loc.text !== undefined || loc.contains !== undefined)) {
