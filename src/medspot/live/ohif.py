@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from medspot.live.base import (
     PixelBox,
     register_env,
 )
-from medspot.live.ohif_package import installed_dist
+from medspot.live.ohif_package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
 from medspot.live.ohif_server import OhifServer
 from medspot.live.ohif_state import CHECK_KINDS, LANDMARK_JS, READY_JS, STATE_JS, evaluate_check
 from medspot.live.orthanc_server import OrthancServer
@@ -46,7 +47,7 @@ from medspot.live.seed import LANDMARKS, SeedSet, seed_files
 from medspot.live.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.web import WebSession
 
-__all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create"]
+__all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create", "doctor", "setup"]
 
 log = logging.getLogger(__name__)
 NAME = "ohif"
@@ -283,6 +284,22 @@ class OhifEnv:
         return self.web.element_at(x, y)
 
 
+def setup() -> str:
+    """`medspot live setup --env ohif`: fetch, check and unpack the pinned viewer (npm)."""
+    dist = ensure_ohif()
+    return f"{OHIF_PACKAGE}@{OHIF_VERSION} (integrity checked) in {dist}"
+
+
+def doctor() -> list[str]:
+    """What `medspot live doctor --env ohif` reports beyond the Debian packages."""
+    if installed_dist() is not None:
+        return []
+    problem = f"{OHIF_PACKAGE}@{OHIF_VERSION} is not in the cache: medspot live setup --env ohif"
+    if shutil.which("npm") is None:
+        problem += " (needs npm: apt-get install npm)"
+    return [problem]
+
+
 def create(workdir: Path, **options: Any) -> OhifEnv:
     """The registry factory: `create_environment("ohif", workdir=..., ...)`."""
     return OhifEnv(workdir, **options)
@@ -300,7 +317,6 @@ register_env(
             "orthanc-dicomweb",
             "chromium",
             "fonts-dejavu-core",
-            "npm",
         ),
         tasks_resource="ohif.json",
     )
