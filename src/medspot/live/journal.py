@@ -54,6 +54,7 @@ class StepRecord(BaseModel):
     screen: str = ""  # sha256 of the screenshot shown (screens/<sha>.png)
     screen_size: tuple[int, int] | None = None
     url: str | None = None
+    url_after: str | None = None  # the URL after the action (web environments)
     raw_text: str | None = None
     point: tuple[float, float] | None = None  # the card's point, normalised
     flags: list[str] = Field(default_factory=list)

@@ -414,6 +414,7 @@ class _Run:
             success = all(await self._checks(slot, env, task.success))
             upd.update(
                 executed=True, settle_s=round(result.settle_s, 4), changed=result.changed,
+                url_after=obs.url,
                 hit_intended=hit, element=_element(element), achieved=newly,
                 checks={"success": success, "fail_if": fired, "done_if": done_if},
                 step_s=round(time.perf_counter() - ts, 4), env_s=round(slot.busy_s - busy0, 4),

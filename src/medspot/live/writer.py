@@ -106,6 +106,9 @@ def _step_row(uid: str, s: StepRecord) -> dict[str, Any]:
         "checks": s.checks,
         "achieved": s.achieved,
         "settle_s": s.settle_s,
+        "changed": s.changed,
+        "url": s.url,
+        "url_after": s.url_after,
         "replayed": s.replayed,
     }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from medspot.errors import AdapterUnavailable, ConfigError
 from medspot.report.html import write_site
+from medspot.report.live import live_images
 from medspot.report.load import Run, load_runs
 from medspot.report.plots import PLOT_DIR, write_plots
 from medspot.report.thumbs import Thumb, make_thumbnails
@@ -61,7 +62,7 @@ def build_report(
     thumbs: list[dict[str, Thumb]] = []
     for r in runs:
         root = _data_root(r, data)
-        paths = [s.image_path for t in r.tasks for s in t.steps]
+        paths = [s.image_path for t in r.tasks for s in t.steps] + live_images(r)
         made = make_thumbnails(root, paths, out_dir, max_width=thumb_width)
         if not made:
             notes.append(

@@ -79,11 +79,14 @@ class PageSet:
     runs: tuple[Run, ...]
     task_pages: tuple[str, ...]
     pairs: tuple[tuple[int, int, str], ...]  # (i, j, file) comparing run i and run j
+    live_pages: tuple[tuple[int, str], ...] = ()  # (i, file): run i's live filmstrips
 
     def nav(self) -> str:
         links = ['<a href="index.html">Summary</a>']
         for r, page in zip(self.runs, self.task_pages, strict=True):
             links.append(f'<a href="{e(page)}">Tasks: {e(r.name)}</a>')
+        for i, page in self.live_pages:
+            links.append(f'<a href="{e(page)}">Live: {e(self.runs[i].name)}</a>')
         for i, j, page in self.pairs:
             links.append(
                 f'<a href="{e(page)}">{e(self.runs[i].name)} vs {e(self.runs[j].name)}</a>'
@@ -493,12 +496,21 @@ def write_site(
             log.warning("no comparison of %s and %s: %s", runs[0].name, runs[j].name, ex)
             continue
         pairs.append((0, j, f"compare-1-{j + 1}.html"))
-    pages = PageSet(runs=tuple(runs), task_pages=task_pages, pairs=tuple(pairs))
+    from medspot.report.live import is_live, live_page, live_page_name
+
+    live = tuple((i, live_page_name(i)) for i, r in enumerate(runs) if is_live(r))
+    pages = PageSet(runs=tuple(runs), task_pages=task_pages, pairs=tuple(pairs), live_pages=live)
     _copy_assets(out_dir)
     written = [out_dir / "index.html"]
     written[0].write_text(summary_page(pages, plot_files, title), encoding="utf-8")
     for i, name in enumerate(task_pages):
         (out_dir / name).write_text(task_page(pages, i, thumbs[i]), encoding="utf-8")
+        written.append(out_dir / name)
+    for i, name in live:
+        html_text = live_page(
+            runs[i], thumbs[i], page=lambda title, body: _page(title, body, pages.nav()), e=e
+        )
+        (out_dir / name).write_text(html_text, encoding="utf-8")
         written.append(out_dir / name)
     for i, j, name in pairs:
         (out_dir / name).write_text(

@@ -1,0 +1,209 @@
+"""A live run folder read by report / leaderboard / compare, and the filmstrip page in headless
+Chromium (Debian's, through Playwright's client): every action a frame, a drag drawn as an
+arrow, typed text and keys in the captions, checks shown, model text kept as text, nothing
+requested outside the report folder.
+
+The run folder is written by the live writer from journal records made here (the report is
+under test, not an application), with real PNG screens."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from medspot.cli import main
+from medspot.live.journal import ResumeState, StepRecord, TaskRecord
+from medspot.live.metrics import task_results
+from medspot.live.runfolder import RUN_JSON, DatasetInfo, RunInfo, atomic_write_json
+from medspot.live.runner import screen_rel
+from medspot.live.tasks import LiveTask
+from medspot.live.writer import PROTOCOL, write_live_results
+from medspot.report.build import build_report
+from medspot.report.load import load_run
+from test_report_browser import CHROMIUM, FLAGS, Page
+
+ENV = "ohif"
+EVIL = "</pre><script>window.__pwned = 1</script>"
+
+
+def _png(color: tuple[int, int, int]) -> tuple[str, bytes]:
+    import hashlib
+
+    buf = io.BytesIO()
+    Image.new("RGB", (1280, 800), color).save(buf, "PNG")
+    data = buf.getvalue()
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def _task(tid: str, steps: list[dict[str, Any]]) -> LiveTask:
+    return LiveTask.model_validate(
+        {
+            "id": tid,
+            "instruction": f"goal of {tid}",
+            "tags": ["measure"],
+            "steps": steps,
+            "success": [{"kind": "ohif.measurement"}],
+        }
+    )
+
+
+def make_live_run(folder: Path, model: str, *, good: bool) -> Path:
+    """Two tasks: a drag measurement (a miss first when not `good`, then the drag) and a
+    type-then-key task."""
+    screens = [_png(c) for c in ((20, 20, 20), (40, 60, 80), (90, 30, 30), (10, 90, 10))]
+    for sha, data in screens:
+        (folder / "screens").mkdir(parents=True, exist_ok=True)
+        (folder / screen_rel(sha)).write_bytes(data)
+    t1 = _task("measure-length", [
+        {"instruction": "Click the Length tool", "target": {"data_cy": "Length-btn"}},
+        {"instruction": "Drag from A to B", "action": "drag", "target": {"landmark": "A"},
+         "to": {"landmark": "B"}},
+    ])  # fmt: skip
+    t2 = _task("type-name", [
+        {"instruction": "Type the name", "action": "type", "text": "DOE"},
+        {"instruction": "Press Enter", "action": "key", "key": "Enter"},
+    ])  # fmt: skip
+    base = {"env": ENV, "attempt": 1, "screen_size": (1280, 800), "executed": True,
+            "settle_s": 0.2, "changed": True}  # fmt: skip
+    recs: list[Any] = []
+    n = 0
+
+    def step(task: str, **kw: Any) -> None:
+        nonlocal n
+        n = kw.pop("n")
+        recs.append(StepRecord(task=task, n=n, **{**base, **kw}))
+
+    box = (100.0, 20.0, 140.0, 50.0)
+    if not good:
+        step("measure-length", n=1, target_step=1, instruction="Click the Length tool",
+             screen=screens[0][0], raw_text=EVIL, intended_box=box, hit_intended=False,
+             action={"kind": "click", "x": 600.0, "y": 400.0, "button": "left",
+                     "double": False}, checks={"success": False, "fail_if": []})  # fmt: skip
+    k = 0 if good else 1
+    step("measure-length", n=1 + k, target_step=1, instruction="Click the Length tool",
+         screen=screens[0][0], raw_text="Action: click(start_box='(120,35)')",
+         intended_box=box, hit_intended=True, achieved=[1], element={"name": "Length"},
+         action={"kind": "click", "x": 120.0, "y": 35.0, "button": "left", "double": False},
+         checks={"success": False, "fail_if": []})  # fmt: skip
+    step("measure-length", n=2 + k, target_step=2, instruction="Drag from A to B",
+         screen=screens[1][0], intended_box=(300.0, 300.0, 301.0, 301.0),
+         intended_to=(700.0, 500.0, 701.0, 501.0), hit_intended=True, achieved=[2],
+         action={"kind": "drag", "x1": 300.0, "y1": 300.0, "x2": 700.0, "y2": 500.0},
+         raw_text="Action: drag(start_box='(300,300)', end_box='(700,500)')",
+         checks={"success": True, "fail_if": []})  # fmt: skip
+    recs.append(TaskRecord(task="measure-length", env=ENV, attempt=1, outcome="success",
+                           steps_used=2 + k, oracle_steps=2, achieved=2,
+                           final_screen=screens[2][0]))  # fmt: skip
+    step("type-name", n=1, target_step=1, instruction="Type the name", screen=screens[2][0],
+         hit_intended=True, achieved=[1], action={"kind": "type", "text": "DOE"},
+         checks={"success": False, "fail_if": []})  # fmt: skip
+    step("type-name", n=2, target_step=2, instruction="Press Enter", screen=screens[3][0],
+         hit_intended=good, action={"kind": "key", "key": "Enter" if good else "Escape"},
+         checks={"success": good, "fail_if": [] if good else ["ohif.study_closed"]})  # fmt: skip
+    recs.append(TaskRecord(task="type-name", env=ENV, attempt=1,
+                           outcome="success" if good else "harmful", steps_used=2,
+                           oracle_steps=2, achieved=2 if good else 1,
+                           fired=[] if good else ["ohif.study_closed"],
+                           final_screen=screens[3][0]))  # fmt: skip
+    state = ResumeState.from_records(recs)
+    results = task_results([t1, t2], state, ENV)
+    write_live_results(folder, ENV, results, n_boot=100)
+    info = RunInfo(model=model, protocol=PROTOCOL, adapter={"name": model, "kind": "model"},
+                   dataset=DatasetInfo(source=f"live:{ENV}", root=str(folder.resolve()),
+                                       apps=[ENV]), status="complete")  # fmt: skip
+    setattr(info, "kind", "live")  # noqa: B010
+    atomic_write_json(folder / RUN_JSON, info.model_dump())
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("liveruns")
+    return make_live_run(d / "a", "model-a", good=False), make_live_run(d / "b", "model-b",
+                                                                         good=True)  # fmt: skip
+
+
+def test_live_run_folder_reads_like_a_static_one(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = runs
+    run = load_run(a)
+    assert run.apps == (ENV,) and len(run.tasks) == 2
+    assert run.metric("task_completion_accuracy") == 0.5  # = task success
+    assert run.overall["task_success_rate"] == 0.5 and run.overall["harmful_failure_rate"] == 0.5
+    # two tasks had a miss; the measurement still succeeded, the wrong key was harmful
+    assert run.overall["num_missed"] == 2 and run.overall["num_recovered"] == 1
+    assert run.overall["recovery_rate"] == 0.5
+    assert run.overall["intended_hit_rate"] == pytest.approx(3 / 5)
+    row = run.task(f"{ENV}/measure-length")
+    assert row is not None and [s.outcome for s in row.steps] == ["miss", "hit", "hit"]
+    assert main(["leaderboard", str(a), str(b)]) == 0
+    board = capsys.readouterr().out
+    assert "model-a" in board and "model-b" in board and "live-v1" in board
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "type-name" in capsys.readouterr().out  # completed by B only
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None:
+        if os.environ.get("MEDSPOT_REQUIRE_BROWSER"):
+            pytest.fail("MEDSPOT_REQUIRE_BROWSER is set but chromium is not installed")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.browser
+def test_filmstrip_in_chromium(browser: Any, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = runs
+    site = tmp_path / "site"
+    res = build_report([a, b], site, n_boot=100, plots=False)
+    assert (site / "live-1.html").exists() and (site / "live-2.html").exists()
+    assert res.thumbnails >= 4
+    p = Page(browser, site)
+    page = p.open("live-1.html")
+    assert "Live: model-a" in page.inner_text("header.top")
+    sections = page.locator("section.task.live")
+    assert sections.count() == 2
+    strip = page.locator("section.task.live").first
+    assert strip.locator("figure.step.live").count() == 4  # 3 actions + the final screen
+    # the drag is an arrow: a line from (300,300) to (700,500) in screen pixels and a head
+    line = strip.locator("svg line.drag")
+    assert line.count() == 1
+    assert [line.get_attribute(k) for k in ("x1", "y1", "x2", "y2")] == [
+        "300.0", "300.0", "700.0", "500.0"]  # fmt: skip
+    assert strip.locator("svg polygon.drag.head").count() == 1
+    # the miss is red, the hit green; the intended box drawn
+    assert strip.locator("svg circle.click.miss").count() == 1
+    assert strip.locator("svg circle.click.hit").count() >= 1
+    assert strip.locator("svg rect.box").count() >= 2
+    text = page.inner_text("main")
+    assert "drag (300, 300) → (700, 500)" in text
+    assert "type “DOE”" in text and "key Escape" in text
+    assert "fail_if ohif.study_closed" in text and "recovered after a miss" in text
+    assert "achieved step 1" in text
+    # thumbnails decoded
+    widths = page.eval_on_selector_all("figure.live img", "els => els.map(e => e.naturalWidth)")
+    assert widths and all(w > 0 for w in widths)
+    # the raw answer is text, not markup
+    page.locator("details summary").first.click()
+    assert EVIL in page.inner_text("main")
+    assert page.evaluate("window.__pwned") is None
+    p.check_clean()
+    tasks = p.open("tasks-1.html")  # the static task page shows the same steps with pictures
+    assert tasks.locator("figure.step").count() == 5
+    p.check_clean()
+    assert json.loads((a / "trajectories" / "measure-length.json").read_text())["outcome"] == (
+        "success"
+    )
