@@ -34,3 +34,19 @@ def orthanc_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> I
     env.start()
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module")
+def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
+    """A started dicomscope environment (its own Xvfb, D-Bus and DICOMscope), per module."""
+    from _desktop_support import require_dicomscope
+
+    require_dicomscope()
+    from medspot.live.base import create_environment
+
+    env = create_environment(
+        "dicomscope", workdir=tmp_path_factory.mktemp("dicomscope-env"), seed_cache=seed_cache
+    )
+    env.start()
+    yield env
+    env.close()

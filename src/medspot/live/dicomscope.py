@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
 JARS = ("/usr/share/java/DICOMscope.jar", "/usr/share/java/java-atk-wrapper.jar")
 SYSTEM_CFG = Path("/etc/dcmtk/DICOMscope.cfg")
+START_OFF = ("Invert", "Flip")  # processing toggles that are off in every start state
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
 PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
@@ -263,6 +264,11 @@ class DicomscopeEnv:
     def _reset_ui(self, ref: ImageRef | None) -> None:
         tree = self._tree()
         if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+            cancel = NodeQuery(role="push button", text="Cancel")
+            if self._box(tree, cancel) is not None:
+                self._click_node(tree, cancel)
+                self._settle()
+                tree = self._tree()
             self.x11.key("Escape")
             self._settle()
             tree = self._tree()
@@ -299,10 +305,23 @@ class DicomscopeEnv:
             "the image did not open in the Viewer",
         )
         self._settle()
+        # a new image gets a fresh presentation state, but the viewer's own modes persist
         tree = self._tree()
-        for toggle in ("Invert", "Flip"):
-            if self._has(NodeQuery(description=toggle), "checked")(tree):
-                raise EnvironmentFault(f"reset: {toggle} still on after opening the image")
+        fixes = [
+            NodeQuery(description=t)
+            for t in START_OFF
+            if self._has(NodeQuery(description=t), "checked")(tree)
+        ]
+        scale = NodeQuery(role="radio button", text="Scale")
+        if not self._has(scale, "checked")(tree):
+            fixes.append(scale)
+        for q in fixes:
+            self._click_node(tree, q)
+        if fixes:
+            self._settle()
+            tree = self._tree()
+            if any(self._has(NodeQuery(description=t), "checked")(tree) for t in START_OFF):
+                raise EnvironmentFault("reset: a processing toggle stays on")
 
     def _images(self, tree: AtspiTree, series: str) -> list[AtspiNode]:
         return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]

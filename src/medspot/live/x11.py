@@ -140,8 +140,7 @@ class X11Session:
                     _stop(p)
         pid = st.get("dbus")
         if isinstance(pid, int):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
+            _kill_pid(pid)
             st["dbus"] = None
 
     def start(self) -> None:
@@ -426,6 +425,30 @@ def _cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return True
+    try:  # a zombie (not our child: init reaps it) is gone too
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _kill_pid(pid: int, grace: float = 2.0) -> None:
+    """SIGTERM a process that is not our child (dbus-launch's daemon), SIGKILL after `grace`."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
 
 
 def _stop(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
