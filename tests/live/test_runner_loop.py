@@ -182,3 +182,24 @@ def test_served_ui_tars_card_on_live_screens(tmp_path: Path, seed_cache: Path) -
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     assert steps and all(r.source == "ui-tars" for r in steps)
     assert all(r.raw_text and r.raw_text.startswith("Thought:") for r in steps)
+
+
+@pytest.mark.ocr
+def test_ocr_baseline_reads_live_screens(tmp_path: Path, seed_cache: Path) -> None:
+    """The static `ocr` baseline on live screenshots: whatever word it matched is under the
+    element its click hit (its normalised point lands on the live screen where it read it)."""
+    pytest.importorskip("rapidocr", reason="pip install 'medspot[ocr]'")
+    ids = ["open-study-ct-doe-john"]
+    f = subset_file(tmp_path / "tasks.json", ids, max_steps=2)
+    out = _run(tmp_path, seed_cache, "ocr", ids, tasks_file=f)
+    assert out.stats.calls == 2
+    steps = [
+        r
+        for r in read(tmp_path / "run-ocr" / JOURNAL_NAME)
+        if isinstance(r, StepRecord) and r.executed
+    ]
+    assert len(steps) == 2
+    for s in steps:
+        assert s.source == "point" and s.raw_text and " matches " in s.raw_text
+        word = s.raw_text.split("'")[1].lower()
+        assert s.element is not None and word in s.element["name"].lower()
