@@ -266,7 +266,7 @@ def test_replay_file_errors_are_located(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="line 2"):
         ReplayAgent(f)
     f.write_text('{"task": "a", "action": {"kind": "warp"}}\n')
-    with pytest.raises(ConfigError, match="line 1.*unknown kind"):
+    with pytest.raises(ConfigError, match=r"line 1.*unknown kind"):
         ReplayAgent(f)
     f.write_text('{"task": "a", "action": {"kind": "click", "x": 1, "y": 2}}\n\n')
     agent = ReplayAgent(f)
