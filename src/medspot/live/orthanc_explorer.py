@@ -80,6 +80,7 @@ class OrthancExplorerEnv:
         quiet_s: float = 0.25,
         settle_timeout_s: float = 15.0,
         orthanc_binary: str | None = None,
+        fresh_context: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
         self.viewport: tuple[int, int] = (1280, 800)
@@ -95,6 +96,7 @@ class OrthancExplorerEnv:
             settle_timeout_s=settle_timeout_s,
         )
         self.last_reset_s = 0.0
+        self.fresh_context = fresh_context  # a new browser context per task (slower)
         self._started = False
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -125,8 +127,12 @@ class OrthancExplorerEnv:
         self.last_reset_s = self.orthanc.reset_to(self.seed)
         self.viewport = (int(task.start.viewport[0]), int(task.start.viewport[1]))
         self.web.viewport = self.viewport
-        self.web.new_context()
-        self.web.goto(self.url_for(task.start.route or "#find-patients", task.id))
+        url = self.url_for(task.start.route or "#find-patients", task.id)
+        if self.fresh_context:
+            self.web.new_context()
+            self.web.goto(url)
+        else:
+            self.web.fresh_page(url)
         return self.observe()
 
     def close(self) -> None:
