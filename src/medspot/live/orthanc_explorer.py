@@ -33,7 +33,7 @@ from medspot.live.seed import SeedSet, seed_files
 from medspot.live.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.web import WebSession
 
-__all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create"]
+__all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
 log = logging.getLogger(__name__)
 NAME = "orthanc-explorer"
@@ -281,6 +281,24 @@ def _param(p: dict[str, Any], name: str, kind: str) -> Any:
     if name not in p:
         raise DataError(f"check {kind!r} needs the parameter {name!r}")
     return p[name]
+
+
+def doctor() -> list[str]:
+    """What `medspot live doctor --env orthanc-explorer` reports beyond the Debian packages."""
+    import os
+
+    from medspot.live.orthanc_server import PLUGINS, orthanc_binary
+
+    problems = []
+    if orthanc_binary() is None:
+        problems.append("the Orthanc executable is not on PATH (apt-get install orthanc)")
+    plugins = os.listdir(PLUGINS) if os.path.isdir(PLUGINS) else []
+    for lib, pkg in (("WebViewer", "orthanc-webviewer"), ("DicomWeb", "orthanc-dicomweb")):
+        if not any(lib in f for f in plugins):
+            problems.append(f"no {lib} plugin in {PLUGINS} (apt-get install {pkg})")
+    if not os.access("/usr/bin/chromium", os.X_OK):
+        problems.append("/usr/bin/chromium is missing (apt-get install chromium)")
+    return problems
 
 
 def create(workdir: Path, **options: Any) -> OrthancExplorerEnv:
