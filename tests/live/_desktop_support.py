@@ -20,8 +20,8 @@ def require_x11() -> None:
         not missing, f"{', '.join(missing)} (apt-get install xvfb xdotool x11-apps dbus-x11)"
     )
     try:
-        import PIL  # noqa: F401
         import numpy  # noqa: F401
+        import PIL  # noqa: F401
     except ImportError:
         require_live(False, "pillow/numpy")
 

@@ -54,6 +54,7 @@ def test_session_starts_screenshots_and_stops(tmp_path: Path) -> None:
         assert (small.width, small.height) == (320, 200)
         # an idle screen settles; a window drawn by a client changes the digest
         settle_s, changed = s.settle((640, 400), quiet_s=0.2, before=shot.digest)
+        assert settle_s >= 0.2
         assert changed is False
         app = s.spawn(["xlogo", "-geometry", "200x200+0+0", "-bg", "red"], log_name="xlogo")
         s.find_window("xlogo", 20, app)

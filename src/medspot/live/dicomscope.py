@@ -84,7 +84,7 @@ class DicomscopeEnv:
         viewport: tuple[int, int] = (1280, 800),
         java: str = "java",
         seed_cache: Path | None = None,
-        settle_quiet_s: float = 0.3,
+        settle_quiet_s: float = 0.5,
         settle_timeout_s: float = 15.0,
         start_timeout_s: float = 90.0,
     ) -> None:
@@ -100,6 +100,7 @@ class DicomscopeEnv:
         self._wid: str | None = None
         self._seed: Any = None
         self._atspi: AtspiClient | None = None
+        self._cache: dict[bool, AtspiTree] = {}  # full? -> tree, until the next act/reset
         self.restarts = 0
         self.last_reset: dict[str, float] = {}
 
@@ -202,6 +203,14 @@ class DicomscopeEnv:
         log.debug("AT-SPI dump (%d nodes) %.3f s", len(tree.nodes), time.monotonic() - t0)
         return tree
 
+    def _cached_tree(self, full: bool) -> AtspiTree:
+        """The tree for locate/element_at/check: read once per screen (the state only changes
+        through actions, and every action waits until settled)."""
+        tree = self._cache.get(full) or self._cache.get(True)
+        if tree is None:
+            tree = self._cache[full] = self._tree(full)
+        return tree
+
     def _settle(self, before: str | None = None) -> tuple[float, bool]:
         return self.x11.settle(
             self.viewport,
@@ -237,6 +246,7 @@ class DicomscopeEnv:
             )
         t0 = time.monotonic()
         self._alive()
+        self._cache.clear()
         try:
             self._reset_ui(ref)
         except EnvironmentFault as exc:
@@ -359,6 +369,7 @@ class DicomscopeEnv:
 
     def act(self, action: LiveAction) -> ActResult:
         self._alive()
+        self._cache.clear()
         before = self.x11.digest(self.viewport)
         match action:
             case Click(x, y, button, double):
@@ -380,7 +391,7 @@ class DicomscopeEnv:
 
     def check(self, spec: CheckSpec) -> bool:
         self._alive()
-        return check_x11(spec, self._tree(full=True), self.x11, self._wid)
+        return check_x11(spec, self._cached_tree(True), self.x11, self._wid)
 
     def locate(self, locator: Locator) -> PixelBox | None:
         self._alive()
@@ -391,7 +402,7 @@ class DicomscopeEnv:
         q = NodeQuery(
             locator.role, locator.text, locator.contains, locator.description, locator.nth
         )
-        box = self._box(self._tree(), q)
+        box = self._box(self._cached_tree(False), q)
         if box is None or locator.at is None:
             return box
         x = box.x1 + locator.at[0] * (box.x2 - box.x1)
@@ -400,7 +411,7 @@ class DicomscopeEnv:
 
     def element_at(self, x: float, y: float) -> ElementInfo | None:
         self._alive()
-        tree = self._tree()
+        tree = self._cached_tree(False)
         n = tree.hit(x, y, self.viewport)
         return None if n is None else tree.element(n)
 
