@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -27,22 +25,10 @@ def require_x11() -> None:
 
 
 def require_dicomscope() -> None:
-    from medspot.live.atspi import atspi_available
-    from medspot.live.dicomscope import JARS, SYSTEM_CFG
+    from medspot.live.dicomscope import doctor
 
-    require_x11()
-    for jar in JARS:
-        require_live(os.path.exists(jar), f"{jar} (apt-get install dicomscope libatk-wrapper-java)")
-    require_live(SYSTEM_CFG.exists(), f"{SYSTEM_CFG} (apt-get install dicomscope)")
-    require_live(shutil.which("java") is not None, "java (apt-get install default-jre-headless)")
-    require_live(shutil.which("dcmqridx") is not None, "dcmqridx (apt-get install dcmtk)")
-    require_live(
-        atspi_available(), "pyatspi for /usr/bin/python3 (apt-get install python3-pyatspi)"
-    )
-    try:
-        import pydicom  # noqa: F401
-    except ImportError:
-        require_live(False, "the python package pydicom (pip install 'medspot[live]')")
+    problems = doctor()
+    require_live(not problems, "; ".join(problems))
 
 
 def dicomscope_tasks() -> list[LiveTask]:

@@ -44,7 +44,7 @@ from medspot.live.x11 import X11Session
 if TYPE_CHECKING:
     from medspot.live.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["DicomscopeEnv", "create"]
+__all__ = ["DicomscopeEnv", "create", "doctor"]
 
 log = logging.getLogger(__name__)
 
@@ -414,6 +414,34 @@ class DicomscopeEnv:
         tree = self._cached_tree(False)
         n = tree.hit(x, y, self.viewport)
         return None if n is None else tree.element(n)
+
+
+def doctor() -> list[str]:
+    """What `medspot live doctor --env dicomscope` reports beyond the Debian packages (and what
+    the desktop tests require)."""
+    from medspot.live.atspi import SYSTEM_PYTHON, atspi_available
+    from medspot.live.x11 import missing_x11_tools
+
+    problems = [f"{t} is not on PATH (apt-get install xvfb xdotool x11-apps dbus-x11)"
+                for t in missing_x11_tools()]  # fmt: skip
+    problems += [f"{jar} is missing (apt-get install dicomscope libatk-wrapper-java)"
+                 for jar in JARS if not os.path.exists(jar)]  # fmt: skip
+    if not os.path.isdir(JNI_DIR) or not any("atk" in f for f in os.listdir(JNI_DIR)):
+        problems.append(f"no ATK wrapper JNI library in {JNI_DIR} "
+                        "(apt-get install libatk-wrapper-java-jni)")  # fmt: skip
+    if not SYSTEM_CFG.exists():
+        problems.append(f"{SYSTEM_CFG} is missing (apt-get install dicomscope)")
+    for exe, pkg in (("java", "default-jre-headless"), ("dcmqridx", "dcmtk")):
+        if shutil.which(exe) is None:
+            problems.append(f"{exe} is not on PATH (apt-get install {pkg})")
+    if not atspi_available():
+        problems.append(f"{SYSTEM_PYTHON} cannot import pyatspi (apt-get install python3-pyatspi)")
+    for mod in ("PIL", "numpy", "pydicom"):
+        try:
+            __import__(mod)
+        except ImportError:
+            problems.append(f"Python package {mod} is missing (pip install 'medspot[live]')")
+    return problems
 
 
 def create(workdir: Path, **options: Any) -> DicomscopeEnv:
