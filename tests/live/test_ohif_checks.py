@@ -1,0 +1,99 @@
+"""The `ohif.*` check rules on viewer states shaped like the page's (values as measured in the
+real viewer: cornerstone's VOI ranges of the presets, image coordinates of drawn Lengths)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from medspot.errors import DataError
+from medspot.live.ohif_state import evaluate_check, voi_center_width
+from medspot.live.seed import CATALOGUE
+
+CT = CATALOGUE.series("CT-DOE-JOHN/AXIAL")
+SCOUT = CATALOGUE.series("CT-DOE-JOHN/SCOUT")
+
+
+def _state(**kw: Any) -> dict[str, Any]:
+    vp = {"id": "default", "ready": True, "series": CT.uid, "instance": 8, "index": 0, "n": 8,
+          "voi": [-160, 239], "zoom": 1.0}  # fmt: skip
+    base: dict[str, Any] = {
+        "route": f"/viewer?StudyInstanceUIDs={CATALOGUE.study('CT-DOE-JOHN').uid}",
+        "viewer": True, "layout": [1, 1], "active": "default", "viewports": [vp],
+        "measurements": [],
+    }  # fmt: skip
+    base.update(kw)
+    return base
+
+
+def _length(p: tuple[float, float], q: tuple[float, float], spacing: float = 1.0) -> dict[str, Any]:
+    return {"tool": "Length", "series": CT.uid, "points": [list(p), list(q)],
+            "spacing": [spacing, spacing], "text": ""}  # fmt: skip
+
+
+def check(kind: str, state: dict[str, Any], **p: Any) -> bool:
+    return evaluate_check(kind, p, state, CATALOGUE)
+
+
+def test_measurement_between_landmarks() -> None:
+    # as drawn by the oracle: pixel centres (64.5, 128.5) and (192.5, 128.5), within a pixel
+    drawn = _state(measurements=[_length((64.35, 128.35), (192.35, 128.35))])
+    assert check("ohif.measurement", drawn, **{"from": "A", "to": "B"})
+    assert check("ohif.measurement", drawn, **{"from": "B", "to": "A"})  # either direction
+    assert check("ohif.measurement", drawn, **{"from": "A", "to": "B", "series": CT.name})
+    assert not check("ohif.measurement", drawn, **{"from": "A", "to": "B", "series": SCOUT.name})
+    assert not check("ohif.measurement", drawn, **{"from": "A", "to": "C"})
+    assert check("ohif.measurement", drawn, **{"from": "A", "to": "C", "present": False})
+    # an end 6 px (6 mm) past B fails the default 4 mm tolerance, passes a 7 mm one
+    off = _state(measurements=[_length((64.5, 128.5), (198.5, 128.5))])
+    assert not check("ohif.measurement", off, **{"from": "A", "to": "B"})
+    assert check("ohif.measurement", off, **{"from": "A", "to": "B", "tolerance_mm": 7})
+    # the tolerance is in mm: 4 px at 0.9 mm/px is 3.6 mm
+    mr = _state(measurements=[_length((64.5, 128.5), (196.5, 128.5), spacing=0.9)])
+    assert check("ohif.measurement", mr, **{"from": "A", "to": "B"})
+    assert not check("ohif.measurement", _state(), **{"from": "A", "to": "B"})
+    with pytest.raises(DataError, match="unknown landmark"):
+        check("ohif.measurement", drawn, **{"from": "A", "to": "Z"})
+
+
+def test_measurement_count_and_other_tools() -> None:
+    s = _state(
+        measurements=[_length((0, 0), (1, 1)), {**_length((0, 0), (2, 2)), "tool": "Bidirectional"}]
+    )
+    assert check("ohif.measurement_count", s, count=2)
+    assert check("ohif.measurement_count", s, count=1, tool="Length")
+    assert not check("ohif.measurement_count", s, count=0)
+    assert check("ohif.measurement_count", s, min=1, max=3)
+
+
+def test_voi() -> None:
+    assert voi_center_width(-160, 239) == (40, 400)  # the CT default, as cornerstone holds it
+    assert voi_center_width(-1350, 149) == (-600, 1500)  # the Lung preset
+    lung = _state(viewports=[{**_state()["viewports"][0], "voi": [-1350, 149]}])
+    assert check("ohif.voi", lung, preset="Lung")
+    assert not check("ohif.voi", lung, preset="Bone")
+    assert check("ohif.voi", lung, changed=True)
+    assert not check("ohif.voi", _state(), changed=True)
+    assert check("ohif.voi", _state(), center=40, width=400)
+    assert not check("ohif.voi", _state(), center=40, width=800)
+    with pytest.raises(DataError, match="unknown preset"):
+        check("ohif.voi", lung, preset="Sparkle")
+
+
+def test_view_state() -> None:
+    first = _state()["viewports"][0]
+    second = {**first, "id": "vp2", "series": SCOUT.uid, "zoom": 2.5}
+    two = _state(layout=[1, 2], viewports=[first, second])
+    assert check("ohif.layout", two, rows=1, cols=2)
+    assert not check("ohif.layout", two, rows=2, cols=2)
+    assert check("ohif.active_series", two, series=CT.name)
+    assert check("ohif.active_series", two, series=SCOUT.name, viewport=1)
+    assert check("ohif.zoom", two, min=2.0, viewport=1)
+    assert not check("ohif.zoom", two, min=1.5)
+    assert check("ohif.slice_index", two, position=1) and check("ohif.slice_index", two, instance=8)
+    assert not check("ohif.slice_index", two, position=2)
+    assert check("ohif.route", two, path="^/viewer", study="CT-DOE-JOHN")
+    assert not check("ohif.route", two, study="CT-DOE-JOAN")
+    assert not check("ohif.route", {"route": "/", "viewer": False}, path="^/viewer")
+    assert not check("ohif.layout", {"route": "/", "viewer": False}, rows=1, cols=1)

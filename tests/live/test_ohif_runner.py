@@ -1,0 +1,36 @@
+"""`medspot live run --env ohif` through the pipeline (the real runner, its own environment,
+in its own module: Playwright's sync API must not share a thread with the runner's loop)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_ohif_env import require_ohif_stack
+
+pytestmark = pytest.mark.live
+
+
+def test_the_runner_drives_ohif(tmp_path: Path, seed_cache: Path) -> None:
+    """`medspot live run --env ohif` (the pipeline): the oracle through three tasks, drags
+    journaled, the run folder's metrics."""
+    require_ohif_stack()
+    from _runner_support import env_options
+
+    from medspot.live.journal import JOURNAL_NAME, StepRecord, read_live_journal
+    from medspot.live.pipeline import LiveRequest, run_live
+
+    ids = ("measure-ab-ct-doe-john", "preset-lung-ct-doe-john", "open-ct-doe-joan")
+    req = LiveRequest(
+        env="ohif", model="oracle", out=tmp_path / "run", task_ids=ids,
+        env_options=env_options(seed_cache), n_boot=100,
+    )  # fmt: skip
+    out = run_live(req)
+    assert out.metrics["num_tasks"] == 3
+    assert out.metrics["task_success_rate"] == 1.0
+    steps = [
+        r for r in read_live_journal(tmp_path / "run" / JOURNAL_NAME)
+        if isinstance(r, StepRecord) and r.executed
+    ]  # fmt: skip
+    drags = [r for r in steps if r.action and r.action["kind"] == "drag"]
+    assert len(drags) == 1 and drags[0].task == "measure-ab-ct-doe-john"
