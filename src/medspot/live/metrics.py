@@ -82,7 +82,7 @@ class TaskResult:
     def missed(self) -> bool:
         """Some action missed the intended element (the static protocol would stop here)."""
         return any(s.hit_intended is False for s in self.steps if s.executed) or any(
-            s.action is None and s.ok for s in self.steps
+            s.action is None and s.ok and not s.executed for s in self.steps
         )
 
     @property

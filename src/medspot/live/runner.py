@@ -58,6 +58,7 @@ from medspot.live.tasks import CheckSpec, LiveTask, Locator, StepSpec
 
 __all__ = [
     "HISTORY_MODES",
+    "POINT_TOLERANCE_PX",
     "LiveOptions",
     "LiveProgress",
     "LiveStats",
@@ -129,6 +130,19 @@ def describe_action(action: LiveAction | None) -> str:
     return repr(action)
 
 
+# A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
+# pixels of it counts as hitting it.
+POINT_TOLERANCE_PX = 8.0
+
+
+def _widen(box: PixelBox | None) -> PixelBox | None:
+    if box is None or (box.x2 - box.x1 > 2 and box.y2 - box.y1 > 2):
+        return box
+    cx, cy = box.center
+    r = POINT_TOLERANCE_PX
+    return PixelBox(cx - r, cy - r, cx + r, cy + r)
+
+
 def hit_intended(
     step: StepSpec,
     action: LiveAction,
@@ -137,7 +151,9 @@ def hit_intended(
 ) -> bool | None:
     """Whether `action` does what the step intends on its element (the static benchmark's hit:
     the point inside the target's box; for a drag also the release inside `to`'s box; for
-    typing and keys the same text / key). None when the step's target was not on screen."""
+    typing and keys the same text / key). None when the step's target was not on screen.
+    A point-like target (1x1 box) is hit within `POINT_TOLERANCE_PX`."""
+    box, to_box = _widen(box), _widen(to_box)
     if step.action == "type":
         return isinstance(action, TypeText) and action.text.strip() == (step.text or "").strip()
     if step.action == "key":
