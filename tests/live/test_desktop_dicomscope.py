@@ -128,3 +128,24 @@ def test_two_environments_side_by_side(
         assert not dicomscope_env.check(inverted)  # the click went to its own display only
     finally:
         other.close()
+
+
+def test_drag_pans_only_on_the_scroll_bar(dicomscope_env: Any) -> None:
+    """The drag action is a real press-move-release: on the knob it pans, on the image (no tool
+    selected) it leaves the scroll position alone."""
+    from medspot.live.actions import Drag, Key, TypeText
+
+    env = dicomscope_env
+    task = BY_ID["zoom4-pan-right-drag"]
+    panned = task.success[1]
+    env.reset(task)
+    field = env.locate(task.steps[0].target)
+    assert field is not None
+    for action in (Click(*field.center), Key("ctrl+a"), TypeText("4"), Key("Enter")):
+        env.act(action)
+    env.act(Drag(300, 300, 600, 300))  # on the image
+    assert not env.check(panned)
+    knob, to = env.locate(task.steps[-1].target), env.locate(task.steps[-1].to)
+    assert knob is not None and to is not None
+    env.act(Drag(*knob.center, *to.center))
+    assert env.check(panned)

@@ -9,11 +9,13 @@ with that name, e.g. "c:"), matched over the WHOLE tree (hidden tabs included) u
     {"kind": "atspi.text", "contains": "c/w:", "equals": "c/w: 40.0/400.0"}
     {"kind": "atspi.state", "description": "Invert", "state": "checked"}      (value: true)
     {"kind": "atspi.exists", "role": "label", "contains": "T2 Axial", "showing": true}
+    {"kind": "atspi.value", "role": "scroll bar", "nth": 1, "showing": true, "min": 1100}
     {"kind": "window.title_matches", "pattern": "^DICOMscope"}
 
 `atspi.text` compares the widget's text content (its name where it has no text: labels) by
 `equals` (after trimming), `includes` (substring), `matches` (regex search) or `number` (the
-first number in it, within `tol`, default 1e-6).
+first number in it, within `tol`, default 1e-6). `atspi.value` reads the Value interface
+(scroll bars, sliders, spin buttons): `min` / `max` (inclusive), `equals` within `tol`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ if TYPE_CHECKING:
 
 __all__ = ["X11_CHECK_KINDS", "check_x11", "find_target", "widget_content"]
 
-X11_CHECK_KINDS = ("atspi.text", "atspi.state", "atspi.exists", "window.title_matches")
+X11_CHECK_KINDS = (
+    "atspi.text",
+    "atspi.state",
+    "atspi.value",
+    "atspi.exists",
+    "window.title_matches",
+)
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -89,6 +97,15 @@ def check_x11(spec: CheckSpec, tree: AtspiTree, x11: X11Session, wid: str | None
         return False
     if spec.kind == "atspi.text":
         return _text_ok(widget_content(node), p, spec)
+    if spec.kind == "atspi.value":
+        if node.value is None:
+            return False
+        v = node.value
+        if "equals" in p and abs(v - float(p["equals"])) > float(p.get("tol", 1e-6)):
+            return False
+        if "min" in p and v < float(p["min"]):
+            return False
+        return not ("max" in p and v > float(p["max"]))
     if spec.kind == "atspi.state":
         state = str(p.get("state", "checked"))
         return (state in node.states) == bool(p.get("value", True))
