@@ -147,6 +147,54 @@ def _oracle_plan(tmp: Path, seed_cache: Path, ids: list[str]) -> dict[tuple[str,
     return plan
 
 
+def _ui_tars_answers(
+    plan: dict[tuple[str, str], Any],
+    asked: Counter[tuple[str, str, int]],
+    sizes: set[tuple[int, int]],
+) -> Any:
+    """A scripted UI-TARS: the oracle's click, in pixels of the image it was sent."""
+
+    def answer(req: Any) -> str:
+        goal = req.text.split("Overall task: ", 1)[1].split("\n", 1)[0]
+        step = req.text.split("Current step: ", 1)[1].split("\n", 1)[0]
+        asked[(goal, step, req.text.count("\n"))] += 1
+        w, h = req.image.size
+        sizes.add((w, h))
+        a = plan[(goal, step)]
+        x, y = a["x"] * w / 1280, a["y"] * h / 800
+        return f"Thought: {step}\nAction: click(start_box='({x:.0f},{y:.0f})')"
+
+    return answer
+
+
+UI_TARS = "ui-tars-1.5-7b"
+
+
+def test_failed_model_call_is_an_error_and_asked_again_on_resume(
+    tmp_path: Path, seed_cache: Path
+) -> None:
+    from medspot.testing.openai_server import Fault, OpenAITestServer
+
+    ids = ["delete-patient-doe-joan"]  # 3 steps
+    plan = _oracle_plan(tmp_path, seed_cache, ids)
+    asked: Counter[tuple[str, str, int]] = Counter()
+    answer = _ui_tars_answers(plan, asked, set())
+    with OpenAITestServer(answer=answer, faults=[Fault("400", at=[2])]) as srv:
+        opts = {"backend": "openai", "base_urls": [srv.base_url], "api_key": "test"}
+        first = _run(tmp_path, seed_cache, UI_TARS, ids, options=opts)
+        assert first.info.status == "incomplete" and first.metrics["num_model_errors"] == 1
+        assert first.metrics["num_tasks"] == 0  # an error is not a failure of the model
+        journal = tmp_path / f"run-{UI_TARS}" / JOURNAL_NAME
+        steps = [r for r in read(journal) if isinstance(r, StepRecord)]
+        failed = [r for r in steps if r.error]
+        assert len(failed) == 1 and failed[0].n == 2 and failed[0].action is None
+        assert not any(r.executed and r.n == 2 for r in steps)  # nothing was clicked
+        second = _run(tmp_path, seed_cache, UI_TARS, ids, options=opts)
+        assert srv.request_count == 4  # 1 ok, 1 failed, then steps 2 and 3; step 1 replayed
+    assert second.info.status == "complete" and second.metrics["task_success_rate"] == 1.0
+    assert second.stats.calls == 2 and second.stats.replayed == 1
+
+
 def test_served_ui_tars_card_on_live_screens(tmp_path: Path, seed_cache: Path) -> None:
     """The ui-tars-1.5-7b card, served by the OpenAI test server through the real openai
     client: the card's prompt and pre-resize, its native action syntax read in its
@@ -157,16 +205,7 @@ def test_served_ui_tars_card_on_live_screens(tmp_path: Path, seed_cache: Path) -
     plan = _oracle_plan(tmp_path, seed_cache, ids)
     asked: Counter[tuple[str, str, int]] = Counter()
     sizes: set[tuple[int, int]] = set()
-
-    def answer(req: Any) -> str:
-        goal = req.text.split("Overall task: ", 1)[1].split("\n", 1)[0]
-        step = req.text.split("Current step: ", 1)[1].split("\n", 1)[0]
-        asked[(goal, step, req.text.count("\n"))] += 1
-        w, h = req.image.size
-        sizes.add((w, h))
-        a = plan[(goal, step)]
-        x, y = a["x"] * w / 1280, a["y"] * h / 800  # pixels of the image the model was sent
-        return f"Thought: {step}\nAction: click(start_box='({x:.0f},{y:.0f})')"
+    answer = _ui_tars_answers(plan, asked, sizes)
 
     with OpenAITestServer(answer=answer) as srv:
         out = _run(
