@@ -129,6 +129,10 @@ def test_bad_task_file_is_exit_2_with_location(
     assert main(["live", "run", "--env", ENV, "--model", "no-such-model", "--out", str(out),
                  "--no-progress"]) == 2  # fmt: skip
     assert "unknown model" in capsys.readouterr().err
+    assert main(["live", "run", "--env", ENV, "--model", "oracle", "--out", str(out),
+                 "--tasks", "open-study-ct-doe-john", "--env-option", "no_such_option=1",
+                 "--no-progress"]) == 2  # fmt: skip
+    assert "no_such_option" in capsys.readouterr().err
     assert main(["live", "tasks", "--env", ENV]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) >= 40
 

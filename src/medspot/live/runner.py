@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from medspot.errors import MedspotError, ModelCallError
+from medspot.errors import ConfigError, MedspotError, ModelCallError
 from medspot.live.action_parse import normalise_key
 from medspot.live.actions import (
     Click,
@@ -229,14 +229,19 @@ class _Slot:
             if root is not None:
                 root.mkdir(parents=True, exist_ok=True)
             self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-", dir=root))
-            env = await self.call(
-                functools.partial(
-                    create_environment,
-                    self.opts.env,
-                    workdir=self.workdir,
-                    **dict(self.opts.env_options),
+            try:
+                env = await self.call(
+                    functools.partial(
+                        create_environment,
+                        self.opts.env,
+                        workdir=self.workdir,
+                        **dict(self.opts.env_options),
+                    )
                 )
-            )
+            except EnvironmentFault as e:
+                if isinstance(e.__cause__, TypeError):  # an option the factory does not take
+                    raise ConfigError(f"{self.opts.env}: {e.__cause__} (--env-option)") from None
+                raise
             self.env = env
             self.stats.envs_started += 1
             await self.call(env.start)
