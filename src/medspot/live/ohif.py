@@ -14,8 +14,9 @@ and loads the start route (the browser context, and so its HTTP cache, is kept: 
 UIDs; the default route is the study list `/`.
 
 Locators: `data_cy`, `css`, `text`, `contains`, `role`, `nth`, `at` (with no element key: a
-point of the active viewport, as fractions of its box) and `landmark` (a phantom landmark's
-page pixel on the active viewport's current image, through cornerstone's own projection).
+point of the active viewport, as fractions of its box: a 1x1 box) and `landmark` (a phantom
+landmark on the active viewport's current image, through cornerstone's own projection: a box
+around its marker, centred on the landmark's point, so a drag that starts on the marker hits).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from medspot.live.ohif_package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, i
 from medspot.live.ohif_server import OhifServer
 from medspot.live.ohif_state import CHECK_KINDS, LANDMARK_JS, READY_JS, STATE_JS, evaluate_check
 from medspot.live.orthanc_server import OrthancServer
-from medspot.live.seed import LANDMARKS, SeedSet, seed_files
+from medspot.live.seed import LANDMARKS, MARKER_RADIUS, SeedSet, seed_files
 from medspot.live.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.web import WebSession
 
@@ -74,6 +75,9 @@ _ACTIVE_VIEWPORT_JS = """() => {
   if (!vp || !vp.element) return null;
   const r = vp.element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];
 }"""
+# A landmark's box: the marker (radius MARKER_RADIUS image pixels) plus one pixel, on screen;
+# its centre is the landmark's point. About the default 4 mm tolerance of `ohif.measurement`.
+LANDMARK_BOX_RADIUS = MARKER_RADIUS + 1
 _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
 
 
@@ -229,7 +233,7 @@ class OhifEnv:
             pa, pb = self.locate(Locator(landmark=a)), self.locate(Locator(landmark=b))
             if pa is None or pb is None:
                 raise EnvironmentFault(f"{where}: landmarks not on screen")
-            self.web.act(Drag(pa.x1, pa.y1, pb.x1, pb.y1))
+            self.web.act(Drag(*pa.center, *pb.center))
         self._click(Locator(data_cy="WindowLevel-btn"), where)
 
     def _click(self, loc: Locator, where: str) -> None:
@@ -269,8 +273,11 @@ class OhifEnv:
                     f"unknown landmark {locator.landmark!r} (known: {sorted(LANDMARKS)})"
                 )
             col, row = LANDMARKS[locator.landmark]
-            pt = self.web.eval(LANDMARK_JS, [col + 0.5, row + 0.5])
-            return None if pt is None else PixelBox(pt[0], pt[1], pt[0] + 1, pt[1] + 1)
+            got = self.web.eval(LANDMARK_JS, [col + 0.5, row + 0.5, LANDMARK_BOX_RADIUS])
+            if got is None:
+                return None
+            x, y, half = got[0], got[1], max(float(got[2]), 0.5)
+            return PixelBox(x - half, y - half, x + half, y + half)
         if locator.keys() <= {"at", "nth"} and locator.at is not None:
             box = self.web.eval(_ACTIVE_VIEWPORT_JS)
             if box is None:

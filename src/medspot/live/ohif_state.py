@@ -8,7 +8,8 @@ in image coordinates of the image it was drawn on (`utilities.worldToImageCoords
 coordinates put (0, 0) at the top-left CORNER of the first pixel, so a pixel (column, row) has
 its centre at (column + 0.5, row + 0.5)). `LANDMARK_JS` projects an image point of the active
 viewport's current image to page pixels (`imageToWorldCoords`, then `worldToCanvas`, plus the
-canvas's offset), which is where the oracle drags.
+canvas's offset), which is where the oracle drags, and the on-screen length of a radius in
+image pixels (the marker's box).
 
 `evaluate_check(kind, params, state, catalogue)` decides a check on such a state; it is pure
 Python so that the rules are testable without a browser.
@@ -103,14 +104,16 @@ READY_JS = (
     " catch (e) { return false; } }"
 )
 
-LANDMARK_JS = """([x, y]) => {
+LANDMARK_JS = """([x, y, rad]) => {
   const s = window.services; if (!s || !s.viewportGridService) return null;
   const vp = s.cornerstoneViewportService.getCornerstoneViewport(
     s.viewportGridService.getState().activeViewportId);
   if (!vp || !vp.getCurrentImageId || !vp.getCurrentImageId()) return null;
-  const w = window.cornerstone.utilities.imageToWorldCoords(vp.getCurrentImageId(), [x, y]);
-  const c = vp.worldToCanvas(w); const r = vp.canvas.getBoundingClientRect();
-  return [r.left + c[0], r.top + c[1]];
+  const im = vp.getCurrentImageId(); const u = window.cornerstone.utilities;
+  const c = vp.worldToCanvas(u.imageToWorldCoords(im, [x, y]));
+  const e = vp.worldToCanvas(u.imageToWorldCoords(im, [x + rad, y]));
+  const r = vp.canvas.getBoundingClientRect();
+  return [r.left + c[0], r.top + c[1], Math.hypot(e[0] - c[0], e[1] - c[1])];
 }"""
 
 
