@@ -54,6 +54,28 @@ CHECK_KINDS = (
 )
 LOCATOR_KEYS = ("css", "text", "contains", "role", "nth", "at")
 _TEMPLATE = re.compile(r"\{(patient|study|series|instance):([^{}]+)\}")
+# jQuery Mobile is idle: no ajax running, no page transition, the hash route's page shown, and
+# no clicked link (jQM marks it `ui-btn-active` until its page is shown) still on its way; that
+# last sign is trusted for 2 s at most (a stale mark must not hang the settle)
+_READY_JS = """() => {
+  const $ = window.jQuery;
+  if (!$ || !$.mobile || !$.mobile.activePage) return document.readyState === 'complete';
+  if ($.active > 0 || $('.ui-mobile-viewport-transitioning, .ui-page.in, .ui-page.out').length) {
+    return false;  // ajax running, or jQM's page fade (CSS animation: no DOM mutation) going on
+  }
+  const want = (location.hash.split('?')[0] || '').slice(1);
+  if (want && document.getElementById(want) && $.mobile.activePage.attr('id') !== want) {
+    return false;
+  }
+  const pending = $.mobile.activePage.find('.ui-btn-active').toArray().some((el) => {
+    const a = el.matches('a[href]') ? el : el.querySelector('a[href]');
+    const href = a && a.getAttribute('href');
+    return !!href && href.length > 1 && href[0] === '#' && href !== location.hash;
+  });
+  if (!pending) { window.__medspotPending = 0; return true; }
+  window.__medspotPending = window.__medspotPending || performance.now();
+  return performance.now() - window.__medspotPending > 2000;
+}"""
 _VIEWER_SLICE_JS = (
     "() => { const s = window.jQuery && jQuery('#slider');"
     " return s && s.length && s.slider('instance') ? s.slider('option', 'value') : null; }"
@@ -94,6 +116,7 @@ class OrthancExplorerEnv:
             extra_args=tuple(extra_args),
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
+            ready_js=_READY_JS,
         )
         self.last_reset_s = 0.0
         self.fresh_context = fresh_context  # a new browser context per task (slower)

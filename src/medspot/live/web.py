@@ -135,6 +135,8 @@ class WebSession:
         quiet_s: float = 0.25,
         settle_timeout_s: float = 15.0,
         ignore_requests: str | None = None,
+        ready_js: str | None = None,
+        change_grace_s: float = 0.6,
     ) -> None:
         self.workdir = Path(workdir)
         self.chromium, self.headless = chromium, headless
@@ -142,6 +144,15 @@ class WebSession:
         self.viewport = viewport
         self.quiet_s, self.settle_timeout_s = quiet_s, settle_timeout_s
         self.ignore = re.compile(ignore_requests) if ignore_requests else None
+        # `ready_js`: a JS function source, true when the app itself is idle (e.g. no page
+        # transition running); `change_grace_s`: how long an action that changed nothing yet
+        # is given to start changing something (a starved CPU delays the page's handlers).
+        ready = f"(({ready_js})())" if ready_js else "true"
+        self._probe_js = (
+            "() => window.__medspot ? [__medspot.idleMs(), "
+            f"!!{ready}, __medspot.mutations, location.href] : [0, false, 0, '']"
+        )
+        self.change_grace_s = change_grace_s
         self.downloads: list[DownloadRecord] = []
         self._pending: list[Any] = []
         self._known: list[Any] = []  # pages whose events are wired
@@ -273,38 +284,49 @@ class WebSession:
         self._guard(self.page.goto, url, wait_until="load", timeout=self.settle_timeout_s * 1000)
         return self.settle()
 
-    def settle(self, timeout_s: float | None = None) -> float:
-        """Wait until no request is in flight and the DOM is quiet for `quiet_s`."""
+    def settle(
+        self, timeout_s: float | None = None, baseline: tuple[int, str] | None = None
+    ) -> float:
+        """Wait until no request is in flight, the DOM is quiet for `quiet_s` and the app says
+        it is ready. `baseline` (mutation count, URL before an action): while nothing has
+        changed since, wait at least `change_grace_s`."""
         t0 = time.monotonic()
         limit = t0 + (timeout_s or self.settle_timeout_s)
         quiet_ms = self.quiet_s * 1000
+        net_at_start = self._last_net
         while True:
             if self.page is None:
                 raise EnvironmentFault("web session: every page was closed")
             self._guard(self.page.wait_for_timeout, 40)  # lets Playwright deliver events
-            idle = self._idle_ms()
+            idle, ready, mutations, url = self._probe()
             now = time.monotonic()
             net_quiet = not self._inflight and (now - self._last_net) * 1000 >= quiet_ms
             # quiet for `quiet_s` counted from the action too: effects may start late (timers)
-            if net_quiet and idle >= quiet_ms and (now - t0) * 1000 >= quiet_ms:
+            quiet = net_quiet and idle >= quiet_ms and (now - t0) * 1000 >= quiet_ms
+            unchanged = baseline is not None and (mutations, url) == baseline
+            if unchanged and self._last_net == net_at_start and now - t0 < self.change_grace_s:
+                quiet = False
+            if quiet and ready:
                 break
             if now > limit:
                 raise EnvironmentFault(
                     f"web page did not settle within {timeout_s or self.settle_timeout_s:.0f} s "
-                    f"({len(self._inflight)} request(s) in flight: "
+                    f"(app ready: {ready}; {len(self._inflight)} request(s) in flight: "
                     f"{[r.url for r in list(self._inflight)[:3]]})"
                 )
         self._collect_downloads()
         return time.monotonic() - t0
 
-    def _idle_ms(self) -> float:
-        """Milliseconds since the last DOM mutation; 0 while the page is navigating."""
+    def _probe(self) -> tuple[float, bool, int, str]:
+        """(ms since the last DOM mutation, app ready, mutation count, URL); while the page
+        is navigating (its context destroyed) it counts as busy."""
         try:
-            return float(self.page.evaluate("window.__medspot ? __medspot.idleMs() : 0"))
+            idle, ready, mutations, url = self.page.evaluate(self._probe_js)
+            return float(idle), bool(ready), int(mutations), str(url)
         except Exception as exc:  # navigation destroyed the context, or the page closed
             if self._fault or self.page is None:
                 raise EnvironmentFault(f"web session: {self._fault or exc}") from None
-            return 0.0
+            return 0.0, False, -1, ""
 
     def _collect_downloads(self) -> None:
         while self._pending:
@@ -360,8 +382,12 @@ class WebSession:
     def act(self, action: LiveAction) -> ActResult:
         if isinstance(action, Done):
             return ActResult(settle_s=0.0, changed=False)
-        before = self._signature()  # faults first when the browser or page is gone
+        if self.page is None or self._fault:
+            raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         m, kb = self.page.mouse, self.page.keyboard
+        if isinstance(action, Click | Scroll):  # hover effects are not the action's effects
+            self._guard(m.move, action.x, action.y)
+        before = self._signature()
         match action:
             case Click(x, y, button, double):
                 if double:
@@ -385,12 +411,14 @@ class WebSession:
                 self._guard(kb.type, text, delay=10)
             case Key(key):
                 self._guard(kb.press, playwright_key(key))
-        settle = self.settle()
+        settle = self.settle(baseline=(before[0], before[1]))
         return ActResult(settle_s=settle, changed=self._signature() != before)
 
     def _signature(self) -> tuple[Any, ...]:
         """DOM mutation count, URL, page count, downloads: what `changed` compares."""
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
-        n = self._guard(self.page.evaluate, "window.__medspot ? __medspot.mutations : 0")
-        return (n, self.page.url, len(self.context.pages), len(self.downloads))
+        n, url = self._guard(
+            self.page.evaluate, "() => [window.__medspot ? __medspot.mutations : 0, location.href]"
+        )
+        return (n, url, len(self.context.pages), len(self.downloads))

@@ -6,8 +6,10 @@
   new MutationObserver(touch).observe(document, {
     subtree: true, childList: true, attributes: true, characterData: true,
   });
-  window.addEventListener('hashchange', touch);
-  window.addEventListener('popstate', touch);
+  // changes that are not DOM mutations: navigation, form values, scrolling
+  for (const ev of ['hashchange', 'popstate', 'input', 'change', 'scroll']) {
+    window.addEventListener(ev, touch, true);
+  }
   window.__medspot = {
     idleMs: () => performance.now() - state.last,
     get mutations() { return state.mutations; },
