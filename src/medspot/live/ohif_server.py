@@ -78,6 +78,14 @@ def app_config_js(origin: str, *, workers: int = 2) -> str:
     return "window.config = " + json.dumps(config, indent=1) + ";\n"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # the browser cancels requests (navigation, a new task): a broken pipe is routine
+        log.debug("ohif-server: request from %s failed", client_address, exc_info=True)
+
+
 def upstream_path(path: str) -> str:
     """The request path for Orthanc: a comma-separated `includefield=a,b` (what the viewer
     sends) becomes repeated `includefield=a&includefield=b` (what Orthanc's DICOMweb plugin
@@ -107,8 +115,7 @@ class OhifServer:
             raise MedspotError(f"Orthanc URL needs a host and port: {orthanc_url!r}")
         self._upstream = (parts.hostname, parts.port)
         self._index = (self.dist / "index.html").read_bytes()
-        self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, 0), self._handler_class())
         self.port: int = self._httpd.server_address[1]
         self.url = f"http://{host}:{self.port}"
         self._config = app_config_js(self.url).encode()
