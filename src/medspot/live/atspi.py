@@ -194,11 +194,19 @@ class AtspiClient:
         return self._proc
 
     def dump(
-        self, app: str = "", *, showing_only: bool = False, timeout: float = 20.0
+        self,
+        app: str = "",
+        *,
+        showing_only: bool = False,
+        skip_tabs: tuple[str, ...] = (),
+        timeout: float = 20.0,
     ) -> AtspiTree:
+        """The tree of the apps named like `app`; `showing_only`: without hidden insides;
+        `skip_tabs`: without the insides of those page tabs while they are hidden."""
         proc = self._ensure()
         assert proc.stdin is not None and proc.stdout is not None
-        req = json.dumps({"app": app, "showing": showing_only}) + "\n"
+        req = json.dumps({"app": app, "showing": showing_only, "skip_tabs": list(skip_tabs)})
+        req += "\n"
         try:
             proc.stdin.write(req.encode())
             proc.stdin.flush()

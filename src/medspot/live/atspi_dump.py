@@ -7,7 +7,8 @@ DBUS_SESSION_BUS_ADDRESS and parses its output. It imports nothing from medspot.
 Usage: python3 atspi_dump.py [APP_NAME_SUBSTRING] [--showing]
 (--showing: do not descend into widgets that are not showing: hidden tabs, closed menus.)
        python3 atspi_dump.py --serve
-(reads one JSON request a line, {"app": "...", "showing": bool}, answers one JSON line each:
+(reads one JSON request a line, {"app": "...", "showing": bool, "skip_tabs": [names]}: the
+insides of hidden page tabs with those names are left out; answers one JSON line each:
 saves the interpreter and pyatspi start-up on every dump.)
 
 Output: {"nodes": [{"path": "0/3/1", "parent": int|-1, "role": str, "name": str,
@@ -67,7 +68,9 @@ def _states(acc: Any, pyatspi: Any) -> list[str]:
     return out
 
 
-def dump(pyatspi: Any, want: str, showing_only: bool) -> dict[str, Any]:
+def dump(
+    pyatspi: Any, want: str, showing_only: bool, skip_tabs: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     desktop = pyatspi.Registry.getDesktop(0)
     nodes: list[dict[str, Any]] = []
 
@@ -97,7 +100,8 @@ def dump(pyatspi: Any, want: str, showing_only: bool) -> dict[str, Any]:
                 "app": app,
             }
         )
-        if showing_only and "showing" not in states:
+        hidden = "showing" not in states
+        if hidden and (showing_only or (role == "page tab" and name.strip() in skip_tabs)):
             return
         for i in range(count):
             try:
@@ -129,7 +133,8 @@ def main(argv: list[str]) -> int:
         for line in sys.stdin:
             try:
                 req = json.loads(line)
-                doc = dump(pyatspi, str(req.get("app", "")).lower(), bool(req.get("showing")))
+                skip = frozenset(str(t) for t in req.get("skip_tabs") or ())
+                doc = dump(pyatspi, str(req.get("app", "")).lower(), bool(req.get("showing")), skip)
             except Exception as exc:
                 doc = {"error": f"{type(exc).__name__}: {exc}"}
             sys.stdout.write(json.dumps(doc) + "\n")

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
 JARS = ("/usr/share/java/DICOMscope.jar", "/usr/share/java/java-atk-wrapper.jar")
 SYSTEM_CFG = Path("/etc/dcmtk/DICOMscope.cfg")
+UNUSED_TABS = ("Print", "Process log", "About")  # no check reads inside them: not dumped
 START_OFF = ("Invert", "Flip")  # processing toggles that are off in every start state
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
 PACKAGES = (
@@ -199,7 +200,7 @@ class DicomscopeEnv:
         t0 = time.monotonic()
         if self._atspi is None:
             self._atspi = AtspiClient(self.x11.env)
-        tree = self._atspi.dump("DICOMscope", showing_only=not full)
+        tree = self._atspi.dump("DICOMscope", showing_only=not full, skip_tabs=UNUSED_TABS)
         log.debug("AT-SPI dump (%d nodes) %.3f s", len(tree.nodes), time.monotonic() - t0)
         return tree
 
