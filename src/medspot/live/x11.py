@@ -169,9 +169,10 @@ class X11Session:
             pass_fds=(w,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=open(self.workdir / "xvfb.log", "wb"),  # noqa: SIM115
+            stderr=(sink := open(self.workdir / "xvfb.log", "wb")),  # noqa: SIM115
             start_new_session=True,
         )
+        sink.close()  # the child has its own copy
         os.close(w)
         self._xvfb = xvfb
         self._track(xvfb)
@@ -239,10 +240,11 @@ class X11Session:
             env=env,
             cwd=str(cwd or self.workdir),
             stdin=subprocess.DEVNULL,
-            stdout=open(self.workdir / f"{log_name}.log", "ab"),  # noqa: SIM115
+            stdout=(sink := open(self.workdir / f"{log_name}.log", "ab")),  # noqa: SIM115
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        sink.close()  # the child has its own copy
         self._track(proc)
         return proc
 
