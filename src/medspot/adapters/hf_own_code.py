@@ -9,14 +9,14 @@ inference scripts as summarised in models.md.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from medspot.adapters.card import ModelCard
-from medspot.adapters.hf_families import GenItem, GenOut, Runner
+from medspot.adapters.cards.gui_actor import format_points
+from medspot.adapters.hf_families import GenItem, GenOut, Runner, load_processor
 from medspot.errors import AdapterUnavailable
 
 __all__ = ["INSTALL_HINTS", "load"]
@@ -79,13 +79,11 @@ def _size_of(path: Path) -> tuple[int, int]:
 
 class _GuiActor(Runner):
     def __init__(self, card: ModelCard, checkpoint: str, device: str, dtype: Any) -> None:
-        import transformers
         from gui_actor.inference import inference
         from gui_actor.modeling_qwen25vl import Qwen2_5_VLForConditionalGenerationWithPointer
 
-        auto: Any = transformers.AutoProcessor
         self._inference = inference
-        self.processor = auto.from_pretrained(card.processor_checkpoint or checkpoint)
+        self.processor, _ = load_processor(card.processor_checkpoint or checkpoint)
         self.tokenizer = self.processor.tokenizer
         kwargs: dict[str, Any] = {"torch_dtype": dtype}
         if device == "auto":
@@ -120,7 +118,7 @@ class _GuiActor(Runner):
                 topk=max(1, it.spec.topk),
             )
             points = [(float(x), float(y)) for x, y in (pred.get("topk_points") or [])]
-            outs.append(GenOut(json.dumps(points), 0, 0))
+            outs.append(GenOut(format_points(points), 0, 0))
         return outs
 
 
