@@ -20,7 +20,15 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from test_hf_backend import build_qwen, run_adapter, step  # noqa: E402
+from test_hf_backend import (  # noqa: E402
+    QWEN_SPECIALS,
+    _qwen_ids,
+    _text_cfg,
+    _tokenizer,
+    build_qwen,
+    run_adapter,
+    step,
+)
 
 FAKES = Path(__file__).parent / "fakes"
 
@@ -72,3 +80,61 @@ def test_gui_actor_backend_output_is_read_by_both_parsers(
 
 def _req(tmp_path: Path) -> StepRequest:
     return step(tmp_path, size=(224, 168))
+
+
+# Qwen/Qwen-VL-Chat's generation_config.json, which SeeClick's README loads.
+QWEN_VL_CHAT_GENERATION = {
+    "chat_format": "chatml",
+    "do_sample": True,
+    "top_k": 0,
+    "top_p": 0.3,
+    "max_new_tokens": 512,
+    "max_window_size": 6144,
+}
+
+
+def build_qwen_vl_chat(out: Path) -> Path:
+    """A tiny checkpoint with Qwen-VL-Chat-shaped remote code (tests/fakes/qwen_vl_chat)."""
+    import json
+    import shutil
+
+    tok = _tokenizer(QWEN_SPECIALS, "<|im_end|>", "<|endoftext|>")
+    ids = _qwen_ids(tok)
+    cfg = transformers.Qwen2Config(**_text_cfg(len(tok), ids))
+    cfg.auto_map = {"AutoModelForCausalLM": "modeling_fake_qwen_vl.FakeQwenVL"}
+    model = transformers.Qwen2ForCausalLM(cfg)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    for f in (FAKES / "qwen_vl_chat").glob("*.py"):
+        shutil.copy(f, out / f.name)
+    tc = json.loads((out / "tokenizer_config.json").read_text())
+    tc["auto_map"] = {"AutoTokenizer": ["tokenization_fake_qwen_vl.FakeQwenVLTokenizer", None]}
+    tc["tokenizer_class"] = "FakeQwenVLTokenizer"
+    (out / "tokenizer_config.json").write_text(json.dumps(tc))
+    gen = {**QWEN_VL_CHAT_GENERATION, "eos_token_id": ids["<|im_end|>"]}
+    gen["pad_token_id"] = ids["<|endoftext|>"]
+    (out / "generation_config.json").write_text(json.dumps(gen))
+    return out
+
+
+def test_seeclick_decodes_as_the_card_and_the_run_record_say(tmp_path: Path) -> None:
+    """Issue 11 item 3: the Qwen-VL chat path sampled with the checkpoint's generation config
+    (do_sample, top_p 0.3, 512 tokens) while the run recorded greedy."""
+    from dataclasses import replace
+
+    from medspot.adapters.cards import get_card
+
+    torch.manual_seed(0)
+    ckpt = build_qwen_vl_chat(tmp_path / "seeclick")
+    card = replace(get_card("seeclick"), processor_checkpoint=str(ckpt))
+    adapter = _make(card, ckpt, "native")
+    preds = run_adapter(adapter, [step(tmp_path, name="a.png"), step(tmp_path, name="b.png")])
+    seen = adapter.runner.model.seen_generation_configs
+    assert len(seen) == 2
+    want = card.native.build(_req(tmp_path)).max_new_tokens
+    for cfg in seen:
+        assert cfg.do_sample is False
+        assert cfg.max_new_tokens == want
+        assert cfg.chat_format == "chatml"  # the rest of the checkpoint's config is kept
+    assert adapter.describe()["decoding"] == "greedy"
+    assert preds[0].raw_text == preds[1].raw_text  # same prompt, greedy: same answer

@@ -9,6 +9,7 @@ inference scripts as summarised in models.md.
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,6 +172,18 @@ class _QwenVLChat(Runner):
         self.model = _place(model, device)
         self.info = {"loader": "qwen_vl_chat", "model_class": type(model).__name__}
 
+    def _config(self, it: GenItem) -> Any:
+        """The checkpoint's generation config (chat_format, max_window_size, stop ids) with
+        the card's decoding: greedy unless the item asks for a temperature, and the card's
+        max_new_tokens (Qwen-VL-Chat's own config samples with top_p 0.3, 512 tokens)."""
+        cfg = copy.deepcopy(self.model.generation_config)
+        cfg.max_new_tokens = it.spec.max_new_tokens
+        if it.temperature:
+            cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k = True, it.temperature, 1.0, 0
+        else:
+            cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k = False, None, None, None
+        return cfg
+
     def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
         outs = []
         for it in items:
@@ -178,7 +191,9 @@ class _QwenVLChat(Runner):
                 query = self.tokenizer.from_list_format(
                     [{"image": _path_for(it, Path(tmp))}, {"text": it.spec.user_text}]
                 )
-                text, _ = self.model.chat(self.tokenizer, query=query, history=None)
+                text, _ = self.model.chat(
+                    self.tokenizer, query=query, history=None, generation_config=self._config(it)
+                )
             outs.append(GenOut(str(text), 0, 0))
         return outs
 
