@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext, StepRequest
+from medspot.adapters.card import ResizeSpec
+from medspot.checkdiag import Diagnosis, Observation, diagnose
 from medspot.errors import ModelCallError, TransientModelError
 from medspot.geometry import Point
 from medspot.images import ImageStore
@@ -113,6 +115,7 @@ class ScreenResult:
     raw_text: str | None
     point: Point | None
     error: str | None = None
+    sent_size: tuple[int, int] | None = None  # the image as sent, when the adapter resized it
 
     @property
     def hit(self) -> bool:
@@ -156,6 +159,10 @@ class CheckReport:
     results: tuple[ScreenResult, ...]
     fit_x: AxisFit | None
     fit_y: AxisFit | None
+    # answer.x against target.y and answer.y against target.x (a y-first model fits these)
+    swapped_x: AxisFit | None = None
+    swapped_y: AxisFit | None = None
+    diagnosis: Diagnosis | None = None
 
     @property
     def hits(self) -> int:
@@ -195,6 +202,9 @@ class CheckReport:
             ],
             "fit_x": fit(self.fit_x),
             "fit_y": fit(self.fit_y),
+            "fit_swapped_x": fit(self.swapped_x),
+            "fit_swapped_y": fit(self.swapped_y),
+            "diagnosis": None if self.diagnosis is None else self.diagnosis.to_dict(),
         }
 
 
@@ -209,7 +219,7 @@ async def _ask(adapter: Adapter, req: StepRequest, screen: CheckScreen, tries: i
             return ScreenResult(screen, None, None, str(e))
         except ModelCallError as e:
             return ScreenResult(screen, None, None, str(e))
-        return ScreenResult(screen, pred.raw_text, pred.point)
+        return ScreenResult(screen, pred.raw_text, pred.point, sent_size=pred.sent_size)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -244,7 +254,32 @@ async def run_check(
     answered = [r for r in results if r.point is not None]
     fx = fit_axis([r.screen.target.x for r in answered], [r.point.x for r in answered if r.point])
     fy = fit_axis([r.screen.target.y for r in answered], [r.point.y for r in answered if r.point])
-    return CheckReport(adapter.name, str(adapter.convention), results, fx, fy)
+    sx = fit_axis([r.screen.target.y for r in answered], [r.point.x for r in answered if r.point])
+    sy = fit_axis([r.screen.target.x for r in answered], [r.point.y for r in answered if r.point])
+    convention = str(adapter.convention)
+    diag = diagnose(observations(results), convention, _card_resize(adapter, screens))
+    return CheckReport(adapter.name, convention, results, fx, fy, sx, sy, diag)
+
+
+def observations(results: Sequence[ScreenResult]) -> list[Observation]:
+    """The answered screens as the diagnosis reads them."""
+    return [
+        Observation(r.screen.target, r.point, r.sent_size or r.screen.size)
+        for r in results
+        if r.point is not None
+    ]
+
+
+def _card_resize(adapter: Adapter, screens: Sequence[CheckScreen]) -> ResizeSpec | None:
+    """The pre-resize the adapter's card asks for (abs_resized cards), if it tells."""
+    spec = getattr(adapter, "spec", None)
+    build = getattr(spec, "build", None)
+    if build is None or not screens:
+        return None
+    s = screens[0]
+    req = StepRequest("check/0/1", "check/0", s.name, Path(s.name), s.size, s.instruction)
+    resize = getattr(build(req), "resize", None)
+    return resize if isinstance(resize, ResizeSpec) else None
 
 
 def check_model(
@@ -284,7 +319,17 @@ def format_report(report: CheckReport) -> str:
             lines.append(
                 f"fit {axis}: answer = {f.scale:.3f} * target {f.offset:+.3f}  (rmse {f.rmse:.3f})"
             )
+    for axis, f in (("x", report.swapped_x), ("y", report.swapped_y)):
+        if f is not None:
+            other = "y" if axis == "x" else "x"
+            lines.append(
+                f"fit {axis} against target {other} (swapped axes): answer = {f.scale:.3f} * "
+                f"target {f.offset:+.3f}  (rmse {f.rmse:.3f})"
+            )
     lines.append(f"hits: {report.hits}/{len(report.results)}, errors: {report.errors}")
+    if report.diagnosis is not None:
+        d = report.diagnosis
+        lines.append(f"cause: {d.cause or '-'}: {d.detail}")
     if report.consistent:
         lines.append("verdict: consistent (scale near 1, offset near 0)")
     else:
@@ -295,6 +340,8 @@ def format_report(report: CheckReport) -> str:
 def _hint(report: CheckReport) -> str:
     if report.errors == len(report.results):
         return "Every call failed: check the server, the model name and the key."
+    if report.diagnosis is not None and report.diagnosis.cause:
+        return f"Likely cause: {report.diagnosis.cause} (see above)."
     fits = [f for f in (report.fit_x, report.fit_y) if f is not None]
     if not fits:
         return "Too few answers held a point: look at the answers and the card's prompt."

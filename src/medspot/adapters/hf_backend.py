@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from medspot.adapters.backend import prompt_record
-from medspot.adapters.base import Prediction, StepRequest, Usage
+from medspot.adapters.base import Convention, Prediction, StepRequest, Usage
 from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec
 from medspot.adapters.hf_families import GenItem, GenOut, Runner, default_device, load_runner
+from medspot.adapters.imagecheck import resize_within
 from medspot.adapters.imageprep import ImagePrep
 from medspot.errors import ConfigError, MedspotError, ModelCallError
 
@@ -94,8 +95,12 @@ class HFAdapter:
     # -- the Adapter protocol ---------------------------------------------------------------
     async def predict(self, request: StepRequest) -> Prediction:
         spec = self.spec.build(request)
+        abs_resized = self.convention is Convention.ABS_RESIZED and spec.resize is not None
+        resize = spec.resize
+        if abs_resized:  # the model answers in pixels of what it saw: stay in its bounds
+            resize = resize_within(resize, self.runner.pixel_bounds)
         prepared = await asyncio.to_thread(
-            self.images.prepare, request.image_path, request.image_size, spec.resize, "original"
+            self.images.prepare, request.image_path, request.image_size, resize, "original"
         )
         image = await asyncio.to_thread(prepared.to_pil)
         tries = 1 + max(0, spec.retries_on_no_point)
@@ -103,7 +108,8 @@ class HFAdapter:
         t0 = time.perf_counter()
         for attempt in range(tries):
             temperature = spec.temperature if attempt == 0 else spec.retry_temperature
-            out = await self._submit(GenItem(spec, image, request.image_path, temperature))
+            expect = prepared.sent_size if abs_resized else None
+            out = await self._submit(GenItem(spec, image, request.image_path, temperature, expect))
             n_in += out.input_tokens
             n_out += out.output_tokens
             parsed = self.spec.parse(out.text, prepared.sent_size, request.image_size)

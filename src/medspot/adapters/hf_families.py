@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medspot.adapters.card import ModelCard, PromptSpec
+from medspot.adapters.imagecheck import check_grid, processor_pixel_bounds
 from medspot.errors import AdapterUnavailable, ConfigError
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class GenItem:
     image: PILImage
     image_path: Path
     temperature: float | None
+    # abs_resized: the size the answer is divided by; the processor must keep it (imagecheck)
+    expect_size: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class Runner:
 
     batchable = False
     info: dict[str, Any]
+    pixel_bounds: tuple[int, int] | None = None  # the checkpoint's (min, max) pixels, if known
 
     def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
         raise NotImplementedError
@@ -199,6 +203,7 @@ class ProcessorRunner(Runner):
         import transformers
 
         proc_ckpt = card.processor_checkpoint or checkpoint
+        self.checkpoint = proc_ckpt
         self.processor, fallback = load_processor(proc_ckpt, card.trust_remote_code)
         tok = getattr(self.processor, "tokenizer", None)
         if tok is None:
@@ -215,11 +220,14 @@ class ProcessorRunner(Runner):
             self.model.to(device)
         self.model.eval()
         self.device = device if device != "auto" else str(self.model.device)
+        self.image_processor = getattr(self.processor, "image_processor", None)
+        self.pixel_bounds = processor_pixel_bounds(self.image_processor)
         self.info = {
             "loader": loader,
             "model_class": type(self.model).__name__,
             "processor_class": type(self.processor).__name__,
             "processor_without_video": fallback,
+            "processor_pixels": list(self.pixel_bounds) if self.pixel_bounds else None,
         }
 
     def render(self, spec: PromptSpec) -> str:
@@ -264,6 +272,7 @@ class ProcessorRunner(Runner):
         else:
             images = [[it.image] for it in items]
         inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt")
+        self._check_seen(items, inputs)
         inputs = inputs.to(self.model.device)
         first = items[0]
         gen: dict[str, Any] = {"max_new_tokens": first.spec.max_new_tokens}
@@ -292,3 +301,15 @@ class ProcessorRunner(Runner):
             used = int(mask[row].sum()) if mask is not None else n_in
             result.append(GenOut(text, used, len(ids)))
         return result
+
+    def _check_seen(self, items: Sequence[GenItem], inputs: Any) -> None:
+        """Pre-resized images (abs_resized) must reach the model at the size they were sent."""
+        grid = inputs.get("image_grid_thw") if hasattr(inputs, "get") else None
+        patch = getattr(self.image_processor, "patch_size", None)
+        if grid is None or not isinstance(patch, int):
+            return
+        sent = [it.expect_size for it in items]
+        if any(sent):
+            check_grid(
+                sent, grid.tolist(), patch, checkpoint=self.checkpoint, bounds=self.pixel_bounds
+            )
