@@ -125,3 +125,43 @@ def test_diagnose_needs_answers_and_pixel_conventions_for_re_resize() -> None:
     ]
     d = diagnose(obs, "rel1000")
     assert "re-resize" not in d.rmse and d.cause is None
+
+
+def _tokens(size: tuple[int, int], max_pixels: int | None) -> int:
+    w, h = size
+    if max_pixels is not None:
+        w, h = smart_resize_pure(w, h, ResizeSpec(28, 4 * 28 * 28, max_pixels))
+    return (w // 28) * (h // 28)
+
+
+@pytest.mark.parametrize("server_max", [SERVER_MAX, None])
+def test_the_servers_token_counts_tell_what_it_saw(
+    capsys: pytest.CaptureFixture[str], server_max: int | None
+) -> None:
+    """Item 2, served path: vLLM does not report its processor's max_pixels, but a Qwen-style
+    model's prompt token count includes (w/28)*(h/28) image tokens: check-model reads it."""
+
+    def usage(req: SeenRequest, answer: str) -> tuple[int, int]:
+        assert req.image is not None
+        return 20 + len(req.text.split()) + _tokens(req.image.size, server_max), 5
+
+    answer = re_resized_answer if server_max else _right_qwen_answer
+    with OpenAITestServer(answer=answer, usage=usage) as srv:
+        argv = ["check-model", "qwen2.5-vl-7b", "--backend", "openai", "--base-url", srv.base_url]
+        _, rep, _ = _check(argv, capsys)
+    d = rep["diagnosis"]
+    if server_max is None:
+        assert d["server_seen"] == "as sent" and d["server_max_pixels"] is None
+        assert d["cause"] is None
+    else:
+        assert d["server_seen"] == "re-resized"
+        assert abs(d["server_max_pixels"] / SERVER_MAX - 1) < 0.03
+        assert "prompt token counts say" in d["detail"]
+    assert all(s["input_tokens"] for s in rep["screens"])
+
+
+def _right_qwen_answer(req: SeenRequest) -> str:
+    assert req.image is not None
+    t = _screen_for(req.image.size).target
+    w, h = req.image.size
+    return f'[{{"point_2d": [{round(t.x * w)}, {round(t.y * h)}], "label": "b"}}]'

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from medspot.adapters.card import ResizeSpec
@@ -30,6 +30,7 @@ __all__ = [
     "Observation",
     "diagnose",
     "estimate_max_pixels",
+    "server_seen_pixels",
     "square_fill",
     "tiled_canvas_fill",
 ]
@@ -49,6 +50,7 @@ class Observation:
     target: Point
     answer: Point
     sent_size: Size
+    input_tokens: int | None = None  # the server's prompt token count, when it reports one
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,10 @@ class Diagnosis:
     detail: str
     rmse: dict[str, float]  # per hypothesis, "none" included
     max_pixels: int | None = None  # the re-resize's estimated bound
+    # What the server's prompt token counts say about the image it saw (Qwen-style models
+    # spend (w/28)*(h/28) tokens on an image): "as sent", "re-resized", or None (cannot tell)
+    server_seen: str | None = None
+    server_max_pixels: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +70,8 @@ class Diagnosis:
             "detail": self.detail,
             "rmse": {k: round(v, 4) for k, v in self.rmse.items()},
             "max_pixels": self.max_pixels,
+            "server_seen": self.server_seen,
+            "server_max_pixels": self.server_max_pixels,
         }
 
 
@@ -146,10 +154,61 @@ def _fill_prediction(fill: Callable[[int, int], tuple[float, float]]) -> Callabl
     return predict
 
 
+TOKEN_SPREAD = 16  # prompt texts of the check screens differ by a few tokens at most
+
+
+def _token_spread(obs: Sequence[Observation], factor: int, max_pixels: int | None) -> int:
+    rest = []
+    for o in obs:
+        w, h = o.sent_size
+        if max_pixels is not None:
+            w, h = smart_resize_pure(w, h, ResizeSpec(factor, factor * factor * 4, max_pixels))
+        rest.append(int(o.input_tokens or 0) - (w // factor) * (h // factor))
+    return max(rest) - min(rest)
+
+
+def server_seen_pixels(obs: Sequence[Observation], factor: int) -> tuple[str | None, int | None]:
+    """What the prompt token counts say: ("as sent", None), ("re-resized", max_pixels), or
+    (None, None) when they cannot tell (fewer than 3 counts, or no bound explains them)."""
+    counted = [o for o in obs if o.input_tokens]
+    if len(counted) < 3 or len({o.sent_size for o in counted}) < 3:
+        return None, None
+    if _token_spread(counted, factor, None) <= TOKEN_SPREAD:
+        return "as sent", None
+    top = max(w * h for w, h in (o.sent_size for o in counted))
+    best: tuple[int, int] | None = None
+    k = 64
+    while k * factor * factor <= top:
+        spread = _token_spread(counted, factor, k * factor * factor)
+        if best is None or spread < best[1]:
+            best = (k * factor * factor, spread)
+        k = max(k + 1, int(k * 1.02))
+    if best is None or best[1] > TOKEN_SPREAD:
+        return None, None
+    return "re-resized", best[0]
+
+
 def diagnose(
     obs: Sequence[Observation], convention: str, resize: ResizeSpec | None = None
 ) -> Diagnosis:
-    """The known cause that explains the answers, if one does (needs 3 answers or more)."""
+    """The known cause that explains the answers, if one does (needs 3 answers or more),
+    with what the server's token counts say about the image it saw (cards with a resize)."""
+    d = _diagnose(obs, convention, resize)
+    if resize is None:
+        return d
+    seen, px = server_seen_pixels(obs, resize.factor)
+    if seen is None:
+        return d
+    note = (
+        "the server's prompt token counts match the images as sent"
+        if px is None
+        else f"the server's prompt token counts say it saw at most about {px} pixels "
+        f"(max_pixels ~ {px / resize.factor**2:.0f} x {resize.factor} x {resize.factor})"
+    )
+    return replace(d, detail=f"{d.detail}; {note}", server_seen=seen, server_max_pixels=px)
+
+
+def _diagnose(obs: Sequence[Observation], convention: str, resize: ResizeSpec | None) -> Diagnosis:
     if len(obs) < 3:
         return Diagnosis(None, "too few answers to name a cause", {})
     rmse = {"none": _rmse(obs, lambda o: o.target)}

@@ -116,6 +116,7 @@ class ScreenResult:
     point: Point | None
     error: str | None = None
     sent_size: tuple[int, int] | None = None  # the image as sent, when the adapter resized it
+    input_tokens: int | None = None  # as the server counted them
 
     @property
     def hit(self) -> bool:
@@ -197,6 +198,8 @@ class CheckReport:
                     "point": r.point.as_list() if r.point else None,
                     "hit": r.hit,
                     "error": r.error,
+                    "sent_size": list(r.sent_size) if r.sent_size else None,
+                    "input_tokens": r.input_tokens,
                 }
                 for r in self.results
             ],
@@ -219,7 +222,8 @@ async def _ask(adapter: Adapter, req: StepRequest, screen: CheckScreen, tries: i
             return ScreenResult(screen, None, None, str(e))
         except ModelCallError as e:
             return ScreenResult(screen, None, None, str(e))
-        return ScreenResult(screen, pred.raw_text, pred.point, sent_size=pred.sent_size)
+        tokens = pred.usage.input_tokens if pred.usage is not None else None
+        return ScreenResult(screen, pred.raw_text, pred.point, None, pred.sent_size, tokens)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -264,7 +268,7 @@ async def run_check(
 def observations(results: Sequence[ScreenResult]) -> list[Observation]:
     """The answered screens as the diagnosis reads them."""
     return [
-        Observation(r.screen.target, r.point, r.sent_size or r.screen.size)
+        Observation(r.screen.target, r.point, r.sent_size or r.screen.size, r.input_tokens)
         for r in results
         if r.point is not None
     ]
