@@ -513,7 +513,8 @@ def test_eval_hf_on_tiny_qwen2_vl_through_the_cli(
     assert _run(tiny_data, out, "qwen2-vl-7b", ckpt, "--batch-size", "2") == 0
     (proc,) = captured
     prompts = {
-        uid: f"Output the bounding box of the UI element for: {text.split(chr(10))[0]}"
+        uid: "Output the bounding box in the image corresponding to the instruction "
+        f'"{text.split(chr(10))[0]}" with grounding.'
         for uid, text in PROMPTS.items()
     }
     _check_run(out, proc.texts, prompts, "<|im_start|>assistant\n")
