@@ -6,6 +6,7 @@ so that the backend's real rendering of the pointer output goes through the card
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,22 @@ def tiny_qwen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {f: build_qwen(root / f, f) for f in ("qwen2_vl", "qwen2_5_vl")}
 
 
-@pytest.fixture
-def gui_actor(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.syspath_prepend(str(FAKES))
+def _forget_gui_actor() -> None:
     for name in [m for m in sys.modules if m == "gui_actor" or m.startswith("gui_actor.")]:
-        monkeypatch.delitem(sys.modules, name)
+        del sys.modules[name]
+
+
+@pytest.fixture
+def gui_actor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The stand-in gui_actor package importable for one test, then forgotten again (other
+    tests check the message for a missing package)."""
+    _forget_gui_actor()
+    monkeypatch.syspath_prepend(str(FAKES))
     import gui_actor.inference as inf
 
     inf.CALLS.clear()
-    return inf
+    yield inf
+    _forget_gui_actor()
 
 
 def _make(card: ModelCard, ckpt: Path, style: str) -> Any:
@@ -138,3 +146,42 @@ def test_seeclick_decodes_as_the_card_and_the_run_record_say(tmp_path: Path) -> 
         assert cfg.chat_format == "chatml"  # the rest of the checkpoint's config is kept
     assert adapter.describe()["decoding"] == "greedy"
     assert preds[0].raw_text == preds[1].raw_text  # same prompt, greedy: same answer
+
+
+def test_gui_actor_qwen2_vl_has_its_class_and_system_message(
+    tiny_qwen: dict[str, Path], tmp_path: Path, gui_actor: Any
+) -> None:
+    """Issue 11 item 5: microsoft/GUI-Actor-7B-Qwen2-VL was loaded with the Qwen2.5-VL pointer
+    class and system prompt; it has its own card, class and Aguvis-style system message."""
+    from medspot.adapters.cards import get_card
+    from medspot.adapters.cards.gui_actor import QWEN2VL_SYSTEM
+
+    card = get_card("gui-actor-7b-qwen2-vl")
+    assert card.checkpoint == "microsoft/GUI-Actor-7B-Qwen2-VL"
+    assert get_card("gui-actor-7b").aliases.count(card.checkpoint) == 0
+    adapter = _make(card, tiny_qwen["qwen2_vl"], "native")
+    assert adapter.describe()["model_class"] == "Qwen2VLForConditionalGenerationWithPointer"
+    (pred,) = run_adapter(adapter, [step(tmp_path, size=(224, 168))])
+    (call,) = gui_actor.CALLS
+    system, user = call["conversation"]
+    assert system["content"] == [{"type": "text", "text": QWEN2VL_SYSTEM}]
+    assert QWEN2VL_SYSTEM.startswith("You are a GUI agent. You are given a task and a screenshot")
+    assert user["content"][1] == {"type": "text", "text": "open the File menu"}
+    assert pred.point is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "other"),
+    [
+        ("gui-actor-7b", "qwen2_vl", "gui-actor-7b-qwen2-vl"),
+        ("gui-actor-7b-qwen2-vl", "qwen2_5_vl", "gui-actor-7b"),
+    ],
+)
+def test_gui_actor_backbone_mismatch_names_the_right_card(
+    tiny_qwen: dict[str, Path], gui_actor: Any, name: str, family: str, other: str
+) -> None:
+    from medspot.adapters.cards import get_card
+    from medspot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"use --model {other}$"):
+        _make(get_card(name), tiny_qwen[family], "native")

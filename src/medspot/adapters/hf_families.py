@@ -39,7 +39,7 @@ _MODEL_CLASSES = {
     "mllama": "MllamaForConditionalGeneration",
     "mistral3": "Mistral3ForConditionalGeneration",
 }
-_OWN_CODE = ("gui_actor", "cogagent", "qwen_vl_chat", "deepseek_vl2")
+_OWN_CODE = ("gui_actor", "gui_actor_qwen2_vl", "cogagent", "qwen_vl_chat", "deepseek_vl2")
 LOADERS = (*_MODEL_CLASSES, *_OWN_CODE)
 _FLAT_IMAGES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 

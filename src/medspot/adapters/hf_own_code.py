@@ -18,7 +18,7 @@ from typing import Any
 from medspot.adapters.card import ModelCard
 from medspot.adapters.cards.gui_actor import format_points
 from medspot.adapters.hf_families import GenItem, GenOut, Runner, load_processor
-from medspot.errors import AdapterUnavailable
+from medspot.errors import AdapterUnavailable, ConfigError
 
 __all__ = ["INSTALL_HINTS", "load"]
 
@@ -26,6 +26,8 @@ INSTALL_HINTS = {
     "gui_actor": "GUI-Actor needs the gui_actor package from the microsoft/GUI-Actor repository "
     "(clone it and pip install -e .); it is not on PyPI. Best in its own environment (it pins "
     "transformers 4.51.3).",
+    "gui_actor_qwen2_vl": "GUI-Actor needs the gui_actor package from the microsoft/GUI-Actor "
+    "repository (clone it and pip install -e .); it is not on PyPI.",
     "deepseek_vl2": "DeepSeek-VL2 needs the deepseek_vl2 package from the deepseek-ai/DeepSeek-VL2 "
     "repository (clone it and pip install -e .); it is not on PyPI (the PyPI name deepseek-vl is "
     "another package). It pins torch 2.2.1 and transformers 4.38.2: use its own environment.",
@@ -45,6 +47,7 @@ def _unavailable(card: ModelCard, loader: str, exc: BaseException) -> AdapterUna
 def load(card: ModelCard, checkpoint: str, device: str, dtype: Any, loader: str) -> Runner:
     makers = {
         "gui_actor": _GuiActor,
+        "gui_actor_qwen2_vl": _GuiActor,
         "cogagent": _CogAgent,
         "qwen_vl_chat": _QwenVLChat,
         "deepseek_vl2": _DeepseekVL2,
@@ -78,20 +81,49 @@ def _size_of(path: Path) -> tuple[int, int]:
         return int(im.size[0]), int(im.size[1])
 
 
+# loader -> (backbone model_type, the card for the other backbone)
+_GUI_ACTOR_BACKBONES = {
+    "gui_actor": ("qwen2_5_vl", "gui-actor-7b-qwen2-vl"),
+    "gui_actor_qwen2_vl": ("qwen2_vl", "gui-actor-7b"),
+}
+
+
+def _gui_actor_class(card: ModelCard, checkpoint: str) -> Any:
+    """GUI-Actor's pointer class for the card's backbone; a checkpoint of the other backbone
+    is a ConfigError naming the card that fits it."""
+    import transformers
+
+    want, other = _GUI_ACTOR_BACKBONES[card.hf_loader]
+    auto: Any = transformers.AutoConfig
+    got = getattr(auto.from_pretrained(checkpoint), "model_type", None)
+    if got in ("qwen2_vl", "qwen2_5_vl") and got != want:
+        raise ConfigError(
+            f"model {card.name!r}: {checkpoint} is a GUI-Actor on the {got} backbone, but this "
+            f"card is for {want}; use --model {other}"
+        )
+    if want == "qwen2_vl":
+        from gui_actor.modeling import Qwen2VLForConditionalGenerationWithPointer
+
+        return Qwen2VLForConditionalGenerationWithPointer
+    from gui_actor.modeling_qwen25vl import Qwen2_5_VLForConditionalGenerationWithPointer
+
+    return Qwen2_5_VLForConditionalGenerationWithPointer
+
+
 class _GuiActor(Runner):
     def __init__(self, card: ModelCard, checkpoint: str, device: str, dtype: Any) -> None:
         from gui_actor.inference import inference
-        from gui_actor.modeling_qwen25vl import Qwen2_5_VLForConditionalGenerationWithPointer
 
+        model_cls = _gui_actor_class(card, checkpoint)
         self._inference = inference
         self.processor, _ = load_processor(card.processor_checkpoint or checkpoint)
         self.tokenizer = self.processor.tokenizer
         kwargs: dict[str, Any] = {"torch_dtype": dtype}
         if device == "auto":
             kwargs["device_map"] = "auto"
-        model = Qwen2_5_VLForConditionalGenerationWithPointer.from_pretrained(checkpoint, **kwargs)
+        model = model_cls.from_pretrained(checkpoint, **kwargs)
         self.model = _place(model, device)
-        self.info = {"loader": "gui_actor", "model_class": type(model).__name__}
+        self.info = {"loader": card.hf_loader, "model_class": type(model).__name__}
 
     def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
         outs = []

@@ -32,6 +32,7 @@ def _all_cards() -> list[ModelCard]:
         openai_models.gpt4o_mini(),
         openai_models.gpt5(),
         gui_actor.gui_actor_7b(),
+        gui_actor.gui_actor_7b_qwen2_vl(),
         uitars.ui_tars_15_7b(),
         uitars.ui_tars_7b_sft(),
         cogagent.cogagent_9b(),
