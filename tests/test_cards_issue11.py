@@ -44,3 +44,14 @@ def test_qwen2_vl_native_prompt_is_screenspot_pros(tiny: dict[str, Path], tmp_pa
         + "<|vision_end|>Output the bounding box in the image corresponding to the instruction "
         '"open the File menu" with grounding.<|im_end|>\n<|im_start|>assistant\n'
     )
+
+
+@pytest.mark.hf
+def test_uground_prompt_is_its_serve_scripts(tiny: dict[str, Path], tmp_path: Path) -> None:
+    """Item 6: OSU-NLP-Group/UGround grounding/uground_qwen2vl_serve.py's text begins with a
+    newline, so the model sees the image, then a line break, then the task."""
+    (text,) = _sent_texts(get_card("uground-v1-7b"), tiny["qwen2_vl"], [step(tmp_path)])
+    assert "<|vision_end|>\nYour task is to help the user identify the precise coordinates" in text
+    assert text.endswith(
+        "\n\nDescription: open the File menu\n\nAnswer:<|im_end|>\n<|im_start|>assistant\n"
+    )

@@ -362,8 +362,14 @@ class OpenAIAdapter:
         flags: list[str] = []
         prefill = spec.assistant_prefill
         if prefill is None and spec.generation_prompt:
-            prefill = spec.generation_prompt.removeprefix("<|im_start|>assistant")
-            flags.append("generation_prompt_approximated")
+            # A continued assistant message: vLLM renders it with the model's chat template,
+            # `<|im_start|>assistant\n` + the prefill (one newline more than the hf prompt).
+            # Without server extras it would be a finished turn, so it is not sent then.
+            approx = spec.generation_prompt.removeprefix("<|im_start|>assistant")
+            prefill = approx if self.server_extras else None
+            flags.append(
+                "generation_prompt_approximated" if prefill else "generation_prompt_dropped"
+            )
         if prefill:
             messages.append({"role": "assistant", "content": prefill})
             if self.server_extras:
