@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from medspot.images import ImageStore
-from medspot.journal import read_journal
-from medspot.protocol import get_protocol
-from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+from medspot.dataset.images import ImageStore
+from medspot.runfolder.journal import read_journal
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 if TYPE_CHECKING:
     from medspot.pipeline import EvalRequest
@@ -59,7 +59,7 @@ def dry_run(req: EvalRequest) -> str:
 
 def _estimate(req: EvalRequest, sizes: list[tuple[int, int]]) -> float | None:
     try:
-        from medspot.pricing import estimate_cost
+        from medspot.adapters.backends.pricing import estimate_cost
     except ImportError:
         return None
     opts = dict(req.options or {})

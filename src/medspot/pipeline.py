@@ -17,15 +17,15 @@ from typing import Any
 from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
-from medspot.images import ImageStore
-from medspot.journal import Journal, JournalWriteError, read_journal
-from medspot.protocol import Protocol, get_protocol
-from medspot.records import Dataset
-from medspot.results import atomic_write_json, write_results
-from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runfolder.journal import Journal, JournalWriteError, read_journal
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runfolder.writer import atomic_write_json, write_results
 from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
-from medspot.scoring import RunScore, score_run
+from medspot.scoring.protocol import Protocol, get_protocol
+from medspot.scoring.score import RunScore, score_run
 
 __all__ = ["EvalOutcome", "EvalRequest", "evaluate", "rescore"]
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import MedspotError, ModelCallError, TransientModelError
-from medspot.images import ImageStore
-from medspot.journal import Journal, JournalRecord
-from medspot.protocol import Protocol
-from medspot.records import Dataset, Step, Task
-from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+from medspot.runfolder.journal import Journal, JournalRecord
+from medspot.scoring.protocol import Protocol
+from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 __all__ = ["HISTORY_MODES", "ProgressEvent", "RunOptions", "RunStats", "run_model"]
 

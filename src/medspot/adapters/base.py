@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from medspot.geometry import Point
 
 if TYPE_CHECKING:
-    from medspot.images import ImageStore
-    from medspot.records import Dataset
+    from medspot.dataset.images import ImageStore
+    from medspot.dataset.records import Dataset
 
 __all__ = [
     "Adapter",

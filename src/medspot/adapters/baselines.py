@@ -15,9 +15,9 @@ from typing import Any
 
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
 from medspot.adapters.registry import AdapterEntry, register
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError, ModelCallError
 from medspot.geometry import Point
-from medspot.records import Dataset
 
 __all__ = ["CenterAdapter", "OracleAdapter", "RandomAdapter", "ReplayAdapter"]
 

@@ -28,7 +28,7 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.checkmodel import check_model, format_report
+    from medspot.commands.check_model_fit import check_model, format_report
 
     opts = options_from_args(args)
     if args.keep:

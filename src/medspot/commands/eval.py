@@ -141,10 +141,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.adapters import registry
-    from medspot.data import load_dataset
+    from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
-    from medspot.protocol import get_protocol
-    from medspot.results import metrics_table
+    from medspot.runfolder.writer import metrics_table
+    from medspot.scoring.protocol import get_protocol
 
     protocol = args.protocol or "medspot-v1"
     get_protocol(protocol)  # bad options are reported before the data is read

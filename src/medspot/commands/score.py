@@ -13,10 +13,10 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.data import load_dataset
+    from medspot.dataset.loading import load_dataset
     from medspot.pipeline import RUN_JSON, rescore
-    from medspot.results import metrics_table
-    from medspot.runinfo import RunInfo
+    from medspot.runfolder.runinfo import RunInfo
+    from medspot.runfolder.writer import metrics_table
 
     run_dir = Path(args.run_dir)
     info = RunInfo.load(run_dir / RUN_JSON)

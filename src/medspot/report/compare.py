@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS, SEQUENTIAL_KEYS
-from medspot.report.load import Run
 from medspot.report.taskstats import metrics_from_sums, task_matrix
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import METRIC_KEYS, SEQUENTIAL_KEYS
 
 __all__ = [
     "Comparison",

@@ -1,5 +1,5 @@
 """Per-task metric vectors read back from task rows, and the metrics of protocol.md 2.4 as
-functions of their column sums (the same columns as `medspot.metrics.task_matrix`)."""
+functions of their column sums (the same columns as `medspot.scoring.metrics.task_matrix`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from medspot import metrics as _metrics
-from medspot.report.load import TaskRow
+from medspot.runfolder.reader import TaskRow
+from medspot.scoring import metrics as _metrics
 
 __all__ = ["COLUMNS", "metrics_from_sums", "step1_hit", "task_matrix", "task_vector"]
 

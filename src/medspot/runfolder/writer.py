@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
-from medspot.records import Dataset
-from medspot.scoring import RunScore, StepScore, TaskScore
+from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
+from medspot.scoring.score import RunScore, StepScore, TaskScore
 
 __all__ = [
     "atomic_write_json",

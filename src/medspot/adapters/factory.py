@@ -70,11 +70,11 @@ def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:
     backend = choose_backend(card, options)
     style = choose_style(options)
     if backend == "openai":
-        from medspot.adapters.openai_backend import OpenAIAdapter
+        from medspot.adapters.backends.openai import OpenAIAdapter
 
         adapter: Adapter = OpenAIAdapter.from_options(card, style, options)
         return adapter
-    from medspot.adapters.hf_backend import HFAdapter
+    from medspot.adapters.backends.hf.adapter import HFAdapter
 
     hf: Adapter = HFAdapter.from_options(card, style, options)
     return hf

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from medspot.dataset.records import Dataset, Task, size_class
 from medspot.errors import ConfigError, DataError
-from medspot.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
-from medspot.records import Dataset, Task, size_class
-from medspot.report.load import StepRow, TaskRow
 from medspot.report.taskstats import metrics_from_sums, task_matrix
-from medspot.results import atomic_write_json, atomic_write_text
-from medspot.runinfo import DatasetInfo, RunInfo, now_iso
+from medspot.runfolder.reader import StepRow, TaskRow
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
+from medspot.runfolder.writer import atomic_write_json, atomic_write_text
+from medspot.scoring.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
 
 __all__ = ["COORDS", "ImportResult", "guess_protocol", "import_upstream"]
 
@@ -117,7 +117,7 @@ class _Importer:
         if self.ds is None or not rel:
             return None
         if rel not in self._sizes:
-            from medspot.images import ImageStore
+            from medspot.dataset.images import ImageStore
 
             try:
                 self._sizes[rel] = ImageStore(self.ds.root).size(rel)

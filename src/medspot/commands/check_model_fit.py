@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext, StepRequest
+from medspot.dataset.images import ImageStore
 from medspot.errors import ModelCallError, TransientModelError
 from medspot.geometry import Point
-from medspot.images import ImageStore
 
 __all__ = [
     "SCREENS",

@@ -1,7 +1,7 @@
 """Pure scoring: the sequential walk of a task under a protocol, step judgements, failure types,
 task scores and the whole run's score. Everything is computed from journal records alone.
 
-One code path, parameterised by the knobs of `medspot.protocol.Protocol`.
+One code path, parameterised by the knobs of `medspot.scoring.protocol.Protocol`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from medspot import metrics
+from medspot.dataset.records import Dataset, Step, Task, size_class
 from medspot.geometry import Box, Point, clamp_point, is_finite, point_in_box
-from medspot.journal import JournalRecord
-from medspot.protocol import FailureOrder, Protocol
-from medspot.records import Dataset, Step, Task, size_class
+from medspot.runfolder.journal import JournalRecord
+from medspot.scoring import metrics
+from medspot.scoring.protocol import FailureOrder, Protocol
 
 __all__ = [
     "FAILURE_TYPES",

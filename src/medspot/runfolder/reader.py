@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS
-from medspot.runinfo import RunInfo
+from medspot.runfolder.runinfo import RunInfo
+from medspot.scoring.metrics import METRIC_KEYS
 
 __all__ = [
     "OVERALL_FAILURES",

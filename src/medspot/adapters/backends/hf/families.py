@@ -106,7 +106,7 @@ def load_runner(card: ModelCard, checkpoint: str, device: str, dtype: str | None
     td = _dtype(torch, dtype, device)
     if loader in _MODEL_CLASSES:
         return ProcessorRunner(card, checkpoint, device, td, loader)
-    from medspot.adapters import hf_own_code
+    from medspot.adapters.backends.hf import own_code as hf_own_code
 
     return hf_own_code.load(card, checkpoint, device, td, loader)
 

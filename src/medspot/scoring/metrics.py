@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from medspot.scoring import TaskScore
+    from medspot.scoring.score import TaskScore
 
 __all__ = [
     "ACP",
