@@ -1,5 +1,5 @@
 """medspot: the reference evaluation harness for MedSPOT."""
 
-__version__ = "0.1.0"
+from medspot._version import __version__
 
 __all__ = ["__version__"]

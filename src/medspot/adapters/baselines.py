@@ -247,3 +247,14 @@ register(
         kind="baseline",
     )
 )
+# The OCR baseline: its module imports rapidocr only when an adapter is built.
+register(
+    AdapterEntry(
+        "ocr",
+        "medspot.adapters.ocr:create",
+        "normalised",
+        "OCR (rapidocr) + fuzzy match of what the instruction names; offline, CPU",
+        kind="baseline",
+        extra="ocr",
+    )
+)

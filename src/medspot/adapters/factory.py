@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext, Convention
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
+from medspot.adapters.card import ModelCard, PromptStyle
 from medspot.errors import ConfigError
 
 __all__ = [
@@ -25,23 +25,11 @@ __all__ = [
     "choose_style",
     "create_card_adapter",
     "create_generic_adapter",
-    "prompt_record",
 ]
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("openai", "hf")
-
-
-def prompt_record(spec: PromptSpec) -> str:
-    """The prompt text recorded with a prediction (no image, no secrets): the system text, if
-    any, a blank line, then the user text; an assistant prefill is appended after a marker."""
-    parts = [spec.system, spec.user_text] if spec.system else [spec.user_text]
-    text = "\n\n".join(p for p in parts if p is not None)
-    prefill = spec.assistant_prefill or spec.generation_prompt
-    if prefill:
-        text += f"\n\n[assistant prefill] {prefill}"
-    return text
 
 
 def choose_backend(card: ModelCard, options: Mapping[str, Any]) -> str:

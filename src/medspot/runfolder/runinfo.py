@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from medspot import __version__
+from medspot._version import __version__
 from medspot.errors import ConfigError
 
 __all__ = ["DatasetInfo", "RunInfo", "git_revision", "now_iso", "package_versions"]

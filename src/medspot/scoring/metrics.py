@@ -7,13 +7,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from medspot.scoring.score import TaskScore
 
 __all__ = [
     "ACP",
@@ -29,6 +26,8 @@ __all__ = [
     "TCA",
     "WPS",
     "MetricSet",
+    "StepOutcome",
+    "TaskOutcome",
     "bootstrap_intervals",
     "breakdown",
     "compute_metrics",
@@ -64,6 +63,60 @@ _FAILURE_ORDER = (
 )
 
 Array = npt.NDArray[np.float64]
+
+
+class StepOutcome(Protocol):
+    """What the metrics read of a scored step: a `StepScore`, or a step row read back."""
+
+    @property
+    def evaluable(self) -> bool: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def hit(self) -> bool | None: ...
+    @property
+    def failure_type(self) -> str | None: ...
+    @property
+    def difficulty(self) -> str | None: ...
+    @property
+    def action_types(self) -> Sequence[str]: ...
+
+
+class TaskOutcome(Protocol):
+    """What the metrics read of a scored task: a `TaskScore`, or a task row read back."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def completed(self) -> bool: ...
+    @property
+    def step1_hit(self) -> bool: ...
+    @property
+    def correct_steps(self) -> int: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def steps_evaluated(self) -> int: ...
+    @property
+    def weighted_prefix_score(self) -> float: ...
+    @property
+    def normalized_weighted_prefix_score(self) -> float: ...
+    @property
+    def independent_hits(self) -> int: ...
+    @property
+    def independent_steps(self) -> int: ...
+    @property
+    def num_unannotated_steps(self) -> int: ...
+    @property
+    def histogram_type(self) -> str | None: ...
+    @property
+    def failed_difficulty(self) -> str | None: ...
+    @property
+    def end_rank(self) -> int | None: ...
+    @property
+    def max_rank(self) -> int: ...
+    @property
+    def steps(self) -> Sequence[StepOutcome]: ...
 
 
 @dataclass(frozen=True)
@@ -108,7 +161,7 @@ SHORT_NAMES: dict[str, str] = {
 }
 
 
-def task_matrix(tasks: Sequence[TaskScore]) -> Array:
+def task_matrix(tasks: Sequence[TaskOutcome]) -> Array:
     """One row per task: completed, step-1 hit, k, SHR denominator, steps reached, WPS, nWPS,
     independent hits, independent steps. Every metric is a function of these columns' sums."""
     rows = [
@@ -208,7 +261,7 @@ def _finite(x: Any) -> float | None:
 
 
 def compute_metrics(
-    tasks: Sequence[TaskScore], *, all_steps: bool, n_boot: int = 2000, seed: int = 0
+    tasks: Sequence[TaskOutcome], *, all_steps: bool, n_boot: int = 2000, seed: int = 0
 ) -> MetricSet:
     """Metrics over the tasks with status "scored"; the rest are counted."""
     scored = [t for t in tasks if t.status == "scored"]
@@ -243,7 +296,7 @@ def _ordered(c: Counter[str]) -> dict[str, int]:
     return {k: c[k] for k in [*known, *sorted(set(c) - set(known))]}
 
 
-def failure_statistics(tasks: Sequence[TaskScore], *, all_steps: bool) -> dict[str, Any]:
+def failure_statistics(tasks: Sequence[TaskOutcome], *, all_steps: bool) -> dict[str, Any]:
     """Histogram of task failure types (the protocol decides which step types a task and which
     failed tasks count), by target size of that step, and in all-steps mode every miss typed."""
     hist: Counter[str] = Counter()
@@ -274,7 +327,7 @@ def failure_statistics(tasks: Sequence[TaskScore], *, all_steps: bool) -> dict[s
     return out
 
 
-def survival(tasks: Sequence[TaskScore]) -> list[float]:
+def survival(tasks: Sequence[TaskOutcome]) -> list[float]:
     """Share of scored tasks still alive (not ended by a miss) after step k, k = 0..max, with k
     counted as the protocol counts positions (among evaluable steps, or among all steps)."""
     scored = [t for t in tasks if t.status == "scored"]
@@ -288,7 +341,7 @@ def survival(tasks: Sequence[TaskScore]) -> list[float]:
 
 
 def breakdown(
-    tasks: Sequence[TaskScore],
+    tasks: Sequence[TaskOutcome],
     by: Literal["action_type", "target_size"],
     *,
     all_steps: bool = False,

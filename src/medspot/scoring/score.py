@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+import typing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from medspot.dataset.records import Dataset, Step, Task, size_class
 from medspot.geometry import Box, Point, clamp_point, is_finite, point_in_box
-from medspot.runfolder.journal import JournalRecord
 from medspot.scoring import metrics
 from medspot.scoring.protocol import FailureOrder, Protocol
 
 __all__ = [
     "FAILURE_TYPES",
     "UNTYPED",
+    "CallRecord",
     "Judgement",
     "RunScore",
     "StepScore",
@@ -101,7 +102,7 @@ class Judgement:
     failure_type: str | None
 
 
-def _scored_point(rec: JournalRecord, protocol: Protocol) -> Point | None:
+def _scored_point(rec: CallRecord, protocol: Protocol) -> Point | None:
     p = rec.prediction_point()
     if p is None or not is_finite(p):
         return None
@@ -113,7 +114,7 @@ def _scored_point(rec: JournalRecord, protocol: Protocol) -> Point | None:
     return None
 
 
-def judge_step(step: Step, protocol: Protocol, rec: JournalRecord) -> Judgement:
+def judge_step(step: Step, protocol: Protocol, rec: CallRecord) -> Judgement:
     """Hit or miss of one evaluable step from its prediction record."""
     targets = protocol.targets(step)
     if not targets:
@@ -121,7 +122,7 @@ def judge_step(step: Step, protocol: Protocol, rec: JournalRecord) -> Judgement:
     return _judge(targets, protocol, rec)
 
 
-def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: JournalRecord) -> Judgement:
+def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: CallRecord) -> Judgement:
     p = _scored_point(rec, protocol)
     if p is None:
         return Judgement(False, None, "no_prediction")
@@ -138,13 +139,30 @@ def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: JournalRecord) -> 
 
 
 # -- journal --------------------------------------------------------------------------------------
-def latest_predictions(
-    records: Iterable[JournalRecord],
-) -> tuple[dict[str, JournalRecord], dict[str, JournalRecord]]:
+class CallRecord(typing.Protocol):
+    """What scoring reads of one model call (a journal record): normalised coordinates."""
+
+    @property
+    def step(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def image_size(self) -> tuple[int, int] | None: ...
+    @property
+    def extra_points(self) -> Sequence[tuple[float, float]]: ...
+    @property
+    def raw_text(self) -> str | None: ...
+    def prediction_point(self) -> Point | None: ...
+
+
+R = TypeVar("R", bound=CallRecord)
+
+
+def latest_predictions(records: Iterable[R]) -> tuple[dict[str, R], dict[str, R]]:
     """For each step, the latest successful record; and, for steps with no success, the latest
     error record."""
-    ok: dict[str, JournalRecord] = {}
-    errored: dict[str, JournalRecord] = {}
+    ok: dict[str, R] = {}
+    errored: dict[str, R] = {}
     for r in records:
         if r.ok:
             ok[r.step] = r
@@ -220,8 +238,8 @@ def _offset(p: Point | None, step: Step, targets: tuple[Box, ...]) -> tuple[floa
 def score_task(
     task: Task,
     protocol: Protocol,
-    preds: Mapping[str, JournalRecord],
-    errored: Mapping[str, JournalRecord] | None = None,
+    preds: Mapping[str, CallRecord],
+    errored: Mapping[str, CallRecord] | None = None,
     *,
     all_steps: bool = False,
 ) -> TaskScore:
@@ -382,7 +400,7 @@ def score_task(
     )
 
 
-def next_step(task: Task, protocol: Protocol, preds: Mapping[str, JournalRecord]) -> Step | None:
+def next_step(task: Task, protocol: Protocol, preds: Mapping[str, CallRecord]) -> Step | None:
     """The next step a sequential run must ask for `task`, or None when the task is decided."""
     for step in task.steps:
         targets = protocol.targets(step)
@@ -428,7 +446,7 @@ class RunScore:
 
 def score_run(
     dataset: Dataset,
-    records: Iterable[JournalRecord],
+    records: Iterable[CallRecord],
     protocol: Protocol,
     *,
     all_steps: bool,

@@ -30,8 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.backends.pricing import CostMeter, PriceTable, load_price_table
 from medspot.adapters.base import Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec
-from medspot.adapters.factory import prompt_record
+from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec, prompt_record
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
 
 __all__ = ["OPENAI_URL", "OpenAIAdapter", "parse_retry_after", "sanitize_url"]

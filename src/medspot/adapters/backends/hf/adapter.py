@@ -20,17 +20,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from medspot.adapters.backends.hf.families import (
-    GenItem,
-    GenOut,
-    Runner,
-    default_device,
-    load_runner,
-)
+from medspot.adapters.backends.hf.families import default_device, load_runner
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.base import Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec
-from medspot.adapters.factory import prompt_record
+from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec, prompt_record
 from medspot.errors import ConfigError, MedspotError, ModelCallError
 
 __all__ = ["HFAdapter"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medspot.adapters.backends.hf.families import GenItem, GenOut, Runner
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.card import ModelCard
 from medspot.errors import AdapterUnavailable
 
