@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from medspot.runfolder.reader import TaskRow
+from medspot.runfolder.schema import TaskRow
 from medspot.scoring import metrics as _metrics
 
 __all__ = ["COLUMNS", "metrics_from_sums", "step1_hit", "task_matrix", "task_vector"]
