@@ -24,12 +24,16 @@ import numpy as np
 
 from medspot.dataset.records import Dataset, Task, size_class
 from medspot.errors import ConfigError, DataError
-from medspot.report.taskstats import metrics_from_sums, task_matrix
 from medspot.runfolder.layout import APP_FAILURES, APP_METRICS, TASK_RESULTS, RunFolder
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.runfolder.writer import atomic_write_json, atomic_write_text
-from medspot.scoring.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
+from medspot.scoring.metrics import (
+    SEQUENTIAL_KEYS,
+    bootstrap_intervals,
+    metrics_from_sums,
+    task_matrix,
+)
 
 __all__ = ["COORDS", "ImportResult", "guess_protocol", "import_upstream"]
 
@@ -273,8 +277,8 @@ class _Importer:
 
 
 def _metrics(tasks: Sequence[TaskRow], n_boot: int, seed: int) -> dict[str, Any]:
-    m = task_matrix(tasks)
-    vals = metrics_from_sums(m.sum(axis=0), len(tasks), all_steps=False)
+    m = task_matrix([t.counts() for t in tasks])
+    vals = metrics_from_sums(m.sum(axis=0), len(tasks), False)
     cis = bootstrap_intervals(m, all_steps=False, n_boot=n_boot, seed=seed)
     out: dict[str, Any] = {}
     for k in SEQUENTIAL_KEYS:

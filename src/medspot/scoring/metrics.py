@@ -5,7 +5,7 @@ breakdowns. Only tasks with status "scored" enter the metrics (protocol 2.7)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 __all__ = [
     "ACP",
+    "COLUMNS",
     "CSA",
     "GAP",
     "ISA",
@@ -27,6 +28,7 @@ __all__ = [
     "WPS",
     "MetricSet",
     "StepOutcome",
+    "TaskCounts",
     "TaskOutcome",
     "bootstrap_intervals",
     "breakdown",
@@ -34,6 +36,7 @@ __all__ = [
     "failure_statistics",
     "macro_average",
     "metrics_from_sums",
+    "resample_counts",
     "survival",
     "task_matrix",
 ]
@@ -82,11 +85,10 @@ class StepOutcome(Protocol):
     def action_types(self) -> Sequence[str]: ...
 
 
-class TaskOutcome(Protocol):
-    """What the metrics read of a scored task: a `TaskScore`, or a task row read back."""
+class TaskCounts(Protocol):
+    """The columns of `task_matrix`: what every metric of a task set is computed from (a
+    `TaskScore`, or a task row read back through `TaskRow.counts`)."""
 
-    @property
-    def status(self) -> str: ...
     @property
     def completed(self) -> bool: ...
     @property
@@ -105,6 +107,13 @@ class TaskOutcome(Protocol):
     def independent_hits(self) -> int: ...
     @property
     def independent_steps(self) -> int: ...
+
+
+class TaskOutcome(TaskCounts, Protocol):
+    """What the metrics read of a scored task: a `TaskScore`."""
+
+    @property
+    def status(self) -> str: ...
     @property
     def num_unannotated_steps(self) -> int: ...
     @property
@@ -161,9 +170,24 @@ SHORT_NAMES: dict[str, str] = {
 }
 
 
-def task_matrix(tasks: Sequence[TaskOutcome]) -> Array:
-    """One row per task: completed, step-1 hit, k, SHR denominator, steps reached, WPS, nWPS,
-    independent hits, independent steps. Every metric is a function of these columns' sums."""
+# The columns of the task matrix, in order (the fields of `TaskCounts`). Every metric is one
+# formula over their sums in `metrics_from_sums`; a new metric needs a formula there (and a new
+# column here only if no existing column sum gives it), a key above and its short name.
+COLUMNS = (
+    "completed",
+    "step1_hit",
+    "correct_steps",
+    "num_steps",
+    "steps_evaluated",
+    "weighted_prefix_score",
+    "normalized_weighted_prefix_score",
+    "independent_hits",
+    "independent_steps",
+)
+
+
+def task_matrix(tasks: Sequence[TaskCounts]) -> Array:
+    """One row per task, one column per name in `COLUMNS`."""
     rows = [
         (
             float(t.completed),
@@ -178,11 +202,12 @@ def task_matrix(tasks: Sequence[TaskOutcome]) -> Array:
         )
         for t in tasks
     ]
-    return np.asarray(rows, dtype=np.float64).reshape(len(rows), 9)
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(COLUMNS))
 
 
 def metrics_from_sums(s: Array, n: int, all_steps: bool) -> dict[str, Array]:
-    """Metrics from column sums `s` (shape (..., 9)) over `n` tasks; NaN where undefined."""
+    """Metrics from column sums `s` (shape (..., len(COLUMNS))) over `n` tasks; NaN where
+    undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
         nt = np.float64(n) if n else np.float64(np.nan)
         out = {
@@ -240,18 +265,28 @@ def bootstrap_intervals(
     return out
 
 
-def _resample_rows(matrix: Array, n_boot: int, rng: np.random.Generator) -> Array:
-    n = matrix.shape[0]
-    chunk = max(1, min(n_boot, 4_000_000 // n))
-    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+def resample_counts(
+    n: int, n_boot: int, rng: np.random.Generator, *, max_cells: int = 4_000_000
+) -> Iterator[tuple[slice, Array]]:
+    """The task bootstrap: `n_boot` resamples of `n` tasks with replacement, as how often each
+    task is drawn, in chunks of at most `max_cells` draws: (rows of the resample, counts of
+    shape (rows, n)). A resample's column sums are its counts times the task matrix; the same
+    counts applied to two runs' matrices give a paired bootstrap."""
+    chunk = max(1, min(n_boot, max_cells // n))
     done = 0
     while done < n_boot:
         c = min(chunk, n_boot - done)
         idx = rng.integers(0, n, size=(c, n))
         idx += np.arange(c)[:, None] * n
         counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n)
-        sums[done : done + c] = counts.astype(np.float64) @ matrix
+        yield slice(done, done + c), counts.astype(np.float64)
         done += c
+
+
+def _resample_rows(matrix: Array, n_boot: int, rng: np.random.Generator) -> Array:
+    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+    for rows, counts in resample_counts(matrix.shape[0], n_boot, rng):
+        sums[rows] = counts @ matrix
     return sums
 
 
