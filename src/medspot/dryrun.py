@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from medspot.adapters.options import AdapterOptions
 from medspot.dataset.images import ImageStore
 from medspot.runfolder.journal import read_journal
 from medspot.runfolder.layout import RunFolder
@@ -63,9 +64,9 @@ def _estimate(req: EvalRequest, sizes: list[tuple[int, int]]) -> float | None:
         from medspot.adapters.backends.pricing import estimate_cost
     except ImportError:
         return None
-    opts = dict(req.options or {})
-    price_file = opts.get("price_file")
-    model = str(opts.get("api_model") or req.model)
+    opts = AdapterOptions.from_mapping(req.options)
+    price_file = opts.price_file
+    model = str(opts.api_model or req.model)
     try:
         value = estimate_cost(model, sizes, price_file=price_file)
     except Exception as e:  # an estimate must not stop a dry run

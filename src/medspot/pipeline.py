@@ -17,6 +17,7 @@ from typing import Any
 from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
+from medspot.adapters.options import AdapterOptions
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -55,7 +56,7 @@ class EvalRequest:
     max_cost: float | None = None
     seed: int = 0
     n_boot: int = 2000
-    options: Mapping[str, Any] | None = None  # adapter options (backend, base URLs, ...)
+    options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
 
 
@@ -91,10 +92,9 @@ def evaluate(
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     images = ImageStore(req.dataset.root)
-    options = dict(req.options or {})
-    options.setdefault("model", req.model)
-    options.setdefault("prompt_style", req.prompt_style)
-    options.setdefault("concurrency", req.concurrency)
+    options = AdapterOptions.from_mapping(req.options).with_defaults(
+        model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
+    )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
 

@@ -207,10 +207,10 @@ def create_oracle(ctx: AdapterContext) -> OracleAdapter:
 
 
 def create_replay(ctx: AdapterContext) -> ReplayAdapter:
-    path = ctx.options.get("replay_file")
+    path = ctx.options.replay_file
     if not path:
         raise ConfigError("--model replay needs --replay-file FILE (JSONL of step id to answer)")
-    conv = ctx.options.get("convention") or "rel1000"
+    conv = ctx.options.convention or "rel1000"
     return ReplayAdapter(Path(path), text_convention=str(conv))
 
 

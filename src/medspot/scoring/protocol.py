@@ -67,6 +67,11 @@ class Protocol:
     description: str = ""
     tolerance_overridden: bool = False
 
+    @property
+    def prompt_style(self) -> Literal["native", "upstream"]:
+        """The prompt a preset's numbers were made with: the authors' for upstream-*."""
+        return "upstream" if self.name.startswith("upstream-") else "native"
+
     # -- knobs applied to one step --------------------------------------------------------------
     def action_counts(self, action_type: str) -> bool:
         return self.evaluable_types is None or action_type in self.evaluable_types
