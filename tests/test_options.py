@@ -11,7 +11,7 @@ from medspot.errors import ConfigError
 
 
 def test_a_misspelt_option_is_an_error() -> None:
-    with pytest.raises(ConfigError, match="unknown adapter option.*base_ulrs"):
+    with pytest.raises(ConfigError, match=r"unknown adapter option.*base_ulrs"):
         AdapterContext(options={"base_ulrs": ["http://127.0.0.1:1"]})
 
 
