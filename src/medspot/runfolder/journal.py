@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from medspot.errors import ConfigError
+from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
 
 __all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
@@ -56,7 +56,7 @@ class JournalRecord(BaseModel):
         return Point(*self.point) if self.point is not None else None
 
 
-class JournalWriteError(ConfigError):
+class JournalWriteError(RunFolderError):
     """The journal cannot be written (read-only folder, full disk). What was written is kept."""
 
 

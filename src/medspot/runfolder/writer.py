@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from medspot.dataset.records import Dataset
-from medspot.errors import ConfigError
+from medspot.errors import RunFolderError
 from medspot.runfolder.layout import RunFolder
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
@@ -40,7 +40,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -49,7 +49,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
