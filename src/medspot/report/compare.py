@@ -16,6 +16,7 @@ from medspot.scoring.metrics import (
     METRIC_KEYS,
     SEQUENTIAL_KEYS,
     metrics_from_sums,
+    percentile_intervals,
     resample_counts,
     task_matrix,
 )
@@ -124,17 +125,7 @@ def paired_bootstrap(
         sb[rows] = counts @ mb
     va = metrics_from_sums(sa, n, all_steps)
     vb = metrics_from_sums(sb, n, all_steps)
-    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    out: dict[str, tuple[float, float] | None] = {}
-    for k in keys:
-        d = vb[k] - va[k]
-        d = d[np.isfinite(d)]
-        if d.size == 0:
-            out[k] = None
-        else:
-            lo, hi = np.percentile(d, [lo_q, hi_q])
-            out[k] = (float(lo), float(hi))
-    return out
+    return percentile_intervals({k: vb[k] - va[k] for k in keys}, keys, level)
 
 
 def _finite(x: Any) -> float | None:

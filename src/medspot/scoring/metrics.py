@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from medspot.scoring.failures import HISTOGRAM_ORDER
+
 __all__ = [
     "ACP",
     "COLUMNS",
@@ -36,6 +38,7 @@ __all__ = [
     "failure_statistics",
     "macro_average",
     "metrics_from_sums",
+    "percentile_intervals",
     "resample_counts",
     "survival",
     "task_matrix",
@@ -53,17 +56,7 @@ GAP = "propagation_gap"
 SEQUENTIAL_KEYS = (TCA, S1A, SHR, CSA, ACP, WPS, NWPS)
 METRIC_KEYS = (*SEQUENTIAL_KEYS, ISA, GAP)
 
-_FAILURE_ORDER = (
-    "no_prediction",
-    "small_target",
-    "small_target_near",
-    "small_target_far",
-    "near_miss",
-    "edge_bias",
-    "toolbar_confusion",
-    "far_miss",
-    "untyped",
-)
+_FAILURE_ORDER = HISTOGRAM_ORDER
 
 Array = npt.NDArray[np.float64]
 
@@ -251,11 +244,18 @@ def bootstrap_intervals(
         sums = draws.astype(np.float64) @ uniq
     else:
         sums = _resample_rows(matrix, n_boot, rng)
-    boot = metrics_from_sums(sums, n, all_steps)
+    return percentile_intervals(metrics_from_sums(sums, n, all_steps), keys, level)
+
+
+def percentile_intervals(
+    samples: Mapping[str, Array], keys: Sequence[str], level: float = 0.95
+) -> dict[str, tuple[float, float] | None]:
+    """The central `level` percentile interval of each metric's bootstrap samples (undefined
+    resamples left out; None when none is defined)."""
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     out: dict[str, tuple[float, float] | None] = {}
     for k in keys:
-        v = boot[k]
+        v = samples[k]
         v = v[np.isfinite(v)]
         if v.size == 0:
             out[k] = None

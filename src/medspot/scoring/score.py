@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from medspot.dataset.records import Dataset, Step, Task, size_class
 from medspot.geometry import Box, Point, clamp_point, is_finite, point_in_box
 from medspot.scoring import metrics
+from medspot.scoring.failures import FAILURE_TYPES, UNTYPED
 from medspot.scoring.protocol import FailureOrder, Protocol
 
 __all__ = [
@@ -37,17 +38,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FAILURE_TYPES = (
-    "no_prediction",
-    "small_target",
-    "small_target_near",
-    "small_target_far",
-    "near_miss",
-    "edge_bias",
-    "toolbar_confusion",
-    "far_miss",
-)
-UNTYPED = "untyped"  # a failed task whose ending carries no failure type (histogram key)
 
 _SMALL_AREA = 4e-4
 _NEAR_SCALE = 1.5
