@@ -17,7 +17,7 @@ from typing import Any
 from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
-from medspot.adapters.options import AdapterOptions
+from medspot.adapters.options import AdapterOptions, PromptStyleName
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -32,7 +32,7 @@ from medspot.runfolder.runinfo import (
     package_versions,
 )
 from medspot.runfolder.writer import atomic_write_json, write_results
-from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
+from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
 
@@ -49,8 +49,8 @@ class EvalRequest:
     protocol_name: str = "medspot-v1"
     tolerance_px: float | None = None
     all_steps: bool = False
-    prompt_style: str = "native"
-    history: str = "none"
+    prompt_style: PromptStyleName = "native"
+    history: HistoryMode = "none"
     concurrency: int = 16
     max_retries: int = 4
     max_cost: float | None = None

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, get_args
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
 from medspot.dataset.images import ImageStore
@@ -29,11 +30,20 @@ from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
 from medspot.scoring.protocol import Protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
-__all__ = ["HISTORY_MODES", "ProgressEvent", "RunOptions", "RunStats", "call_record", "run_model"]
+__all__ = [
+    "HISTORY_MODES",
+    "HistoryMode",
+    "ProgressEvent",
+    "RunOptions",
+    "RunStats",
+    "call_record",
+    "run_model",
+]
 
 log = logging.getLogger(__name__)
 
-HISTORY_MODES = ("none", "text", "actions")
+HistoryMode = Literal["none", "text", "actions"]
+HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
 
 
 def call_record(
@@ -76,7 +86,7 @@ class RunOptions:
     backoff_base: float = 0.5  # seconds; doubles each retry, with jitter
     backoff_max: float = 30.0
     retry_after_max: float = 120.0
-    history: str = "none"
+    history: HistoryMode = "none"
     seed: int = 0
     max_cost: float | None = None
 

@@ -11,7 +11,7 @@ import math
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from medspot.dataset.records import Dataset, Step, Task, size_class
 from medspot.geometry import Box, Point, clamp_point, is_finite, point_in_box
@@ -25,8 +25,10 @@ __all__ = [
     "CallRecord",
     "Judgement",
     "RunScore",
+    "StepOutcomeName",
     "StepScore",
     "TaskScore",
+    "TaskStatus",
     "classify_failure",
     "judge_step",
     "latest_predictions",
@@ -145,6 +147,9 @@ class CallRecord(typing.Protocol):
     def prediction_point(self) -> Point | None: ...
 
 
+StepOutcomeName = Literal["hit", "miss", "not_reached", "not_evaluable", "error", "missing"]
+TaskStatus = Literal["scored", "errored", "incomplete", "excluded"]
+
 R = TypeVar("R", bound=CallRecord)
 
 
@@ -170,7 +175,7 @@ class StepScore:
     instruction: str
     action_types: tuple[str, ...]
     evaluable: bool
-    outcome: str  # hit | miss | not_reached | not_evaluable | error | missing
+    outcome: StepOutcomeName
     hit: bool | None  # for not_reached steps in all-steps mode: the independent hit
     failure_type: str | None
     difficulty: str | None
@@ -190,7 +195,7 @@ class TaskScore:
     app: str
     index: int
     overview: str
-    status: str  # scored | errored | incomplete | excluded
+    status: TaskStatus
     completed: bool
     correct_steps: int  # k_t
     num_steps: int  # SHR denominator of this task under the protocol
@@ -258,6 +263,7 @@ def score_task(
         j = _judge(targets, protocol, rec) if (targets and rec is not None) else None
         hit: bool | None = j.hit if j else None
         ftype = j.failure_type if j else None
+        outcome: StepOutcomeName
         if not targets:
             outcome = "not_evaluable"
             if protocol.non_evaluable == "ends_task" and not ended and not blocked:
@@ -321,6 +327,7 @@ def score_task(
         completed = (not ended and not blocked and k == n_eval) and not (
             protocol.non_evaluable == "counted" and has_non_eval
         )
+    status: TaskStatus
     if n_eval == 0 and protocol.empty_task == "excluded":
         status = "excluded"
     elif missing:
