@@ -48,7 +48,7 @@ def _req(tmp_path: Path, history: tuple[str, ...] = ()) -> StepRequest:
 
 
 def _ask(name: str, url: str, req: StepRequest, **options: Any) -> Prediction:
-    from medspot.adapters.backend import build_adapter
+    from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "openai", "base_urls": [url], **options}
     adapter = build_adapter(get_card(name), AdapterContext(options=opts))

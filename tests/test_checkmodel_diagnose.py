@@ -9,9 +9,14 @@ import pytest
 
 from medspot.adapters.card import ResizeSpec
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE, smart_resize_pure
-from medspot.checkdiag import Observation, diagnose, square_fill, tiled_canvas_fill
-from medspot.checkmodel import SCREENS, CheckScreen
 from medspot.cli import main
+from medspot.commands.check_model_diagnose import (
+    Observation,
+    diagnose,
+    square_fill,
+    tiled_canvas_fill,
+)
+from medspot.commands.check_model_fit import SCREENS, CheckScreen
 from medspot.geometry import Point
 from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 

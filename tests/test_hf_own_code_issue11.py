@@ -60,7 +60,7 @@ def gui_actor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def _make(card: ModelCard, ckpt: Path, style: str) -> Any:
-    from medspot.adapters.backend import build_adapter
+    from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "hf", "checkpoint": str(ckpt), "device": "cpu", "prompt_style": style}
     return build_adapter(card, AdapterContext(options=opts))

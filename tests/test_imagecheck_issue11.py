@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from medspot.adapters.card import ResizeSpec
-from medspot.adapters.imagecheck import (
+from medspot.adapters.backends.hf.imagecheck import (
     check_grid,
     grid_size,
     processor_pixel_bounds,
     resize_within,
 )
+from medspot.adapters.card import ResizeSpec
 from medspot.errors import ConfigError
 
 CARD = ResizeSpec(factor=28, min_pixels=4 * 28 * 28, max_pixels=16384 * 28 * 28)

@@ -9,7 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from medspot import __version__
+from medspot._version import __version__
 from medspot.errors import MedspotError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
-from medspot.report.load import Run
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.backends.hf.families import load_processor
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.card import ModelCard
 from medspot.adapters.cards.gui_actor import format_points
-from medspot.adapters.hf_families import GenItem, GenOut, Runner, load_processor
 from medspot.errors import AdapterUnavailable, ConfigError
 
 __all__ = ["INSTALL_HINTS", "load"]

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import orjson
 
-from medspot import hub
 from medspot._gc import gc_paused
+from medspot.dataset import hub
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Action, AppData, Dataset, Step, Task, step_uid
 from medspot.errors import ConfigError, DataError, Location
 from medspot.geometry import box_from_percent
-from medspot.images import ImageStore
-from medspot.records import Action, AppData, Dataset, Step, Task, step_uid
 
 __all__ = [
     "ANNOTATION_SUFFIX",
