@@ -24,6 +24,7 @@ from medspot.protocol import Protocol, get_protocol
 from medspot.records import Dataset
 from medspot.results import atomic_write_json, write_results
 from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runlock import run_folder_lock
 from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring import RunScore, score_run
 
@@ -85,6 +86,14 @@ def evaluate(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    with run_folder_lock(out):
+        return _evaluate_locked(req, protocol, on_progress)
+
+
+def _evaluate_locked(
+    req: EvalRequest, protocol: Protocol, on_progress: Callable[[ProgressEvent], None] | None
+) -> EvalOutcome:
+    out = req.out
     images = ImageStore(req.dataset.root)
     options = dict(req.options or {})
     options.setdefault("model", req.model)
@@ -210,6 +219,29 @@ def rescore(
 ) -> tuple[RunInfo, RunScore]:
     """Score `run_dir`'s journal (under another protocol if asked) into `out` (default:
     the run folder itself). No model call."""
+    RunInfo.load(run_dir / RUN_JSON)  # not a run folder: said before anything is created
+    target = out or run_dir
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"--out {target} is a file, not a folder")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {target}: {e.strerror or e}") from None
+    with run_folder_lock(target):
+        return _rescore_locked(
+            run_dir, dataset, protocol_name, tolerance_px, out=out, n_boot=n_boot
+        )
+
+
+def _rescore_locked(
+    run_dir: Path,
+    dataset: Dataset,
+    protocol_name: str | None,
+    tolerance_px: float | None,
+    *,
+    out: Path | None,
+    n_boot: int,
+) -> tuple[RunInfo, RunScore]:
     info = RunInfo.load(run_dir / RUN_JSON)
     journal_path = run_dir / JOURNAL
     if not journal_path.exists():
