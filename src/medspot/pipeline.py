@@ -67,13 +67,7 @@ def _protocol(name: str, tolerance_px: float | None) -> Protocol:
 
 
 def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
-    return DatasetInfo(
-        source=ds.source or str(ds.root),
-        root=str(ds.root),
-        fingerprint=ds.fingerprint,
-        apps=list(ds.app_names),
-        limit=limit,
-    )
+    return DatasetInfo.of(ds, limit)
 
 
 def evaluate(

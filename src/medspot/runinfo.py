@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from medspot import __version__
 from medspot.errors import ConfigError
+from medspot.hub import is_hub_id
+from medspot.records import Dataset
 
 __all__ = ["DatasetInfo", "RunInfo", "git_revision", "now_iso", "package_versions"]
 
@@ -28,6 +30,20 @@ class DatasetInfo(BaseModel):
     fingerprint: str = ""
     apps: list[str] = Field(default_factory=list)
     limit: int | None = None
+
+    @classmethod
+    def of(cls, ds: Dataset, limit: int | None = None) -> DatasetInfo:
+        """How run.json names `ds`: its root as an absolute path (so that `score` and `report`
+        find it from any working directory), and as source the hub id it came from, or the
+        absolute path of the local folder given."""
+        root = str(Path(ds.root).resolve())
+        source = ds.source or root
+        if Path(source).exists() or not is_hub_id(source):
+            source = str(Path(source).resolve())  # else a hub dataset: recorded as its id
+        return cls(
+            source=source, root=root, fingerprint=ds.fingerprint, apps=list(ds.app_names),
+            limit=limit,
+        )  # fmt: skip
 
 
 class RunInfo(BaseModel):

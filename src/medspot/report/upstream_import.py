@@ -458,8 +458,10 @@ def import_upstream(
         adapter={"kind": "upstream-import", "name": name, "source": str(src)},
         protocol=proto,
         dataset=DatasetInfo(
-            source=dataset.source if dataset else "",
-            root=data_root or (str(dataset.root) if dataset else ""),
+            source=DatasetInfo.of(dataset).source if dataset else "",
+            root=str(Path(data_root).resolve())
+            if data_root
+            else (DatasetInfo.of(dataset).root if dataset else ""),
             fingerprint=dataset.fingerprint if dataset else "",
             apps=apps,
         ),
