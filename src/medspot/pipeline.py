@@ -20,6 +20,7 @@ from medspot.adapters.base import AdapterContext
 from medspot.errors import ConfigError
 from medspot.images import ImageStore
 from medspot.journal import Journal, JournalWriteError, read_journal
+from medspot.outguard import refuse_foreign_folder
 from medspot.protocol import Protocol, get_protocol
 from medspot.records import Dataset
 from medspot.results import atomic_write_json, write_results
@@ -76,6 +77,7 @@ def evaluate(
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
     protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
+    refuse_foreign_folder(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -215,8 +217,7 @@ def rescore(
     the run folder itself). No model call."""
     RunInfo.load(run_dir / RUN_JSON)  # not a run folder: said before anything is created
     target = out or run_dir
-    if target.exists() and not target.is_dir():
-        raise ConfigError(f"--out {target} is a file, not a folder")
+    refuse_foreign_folder(target)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as e:

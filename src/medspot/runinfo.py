@@ -84,8 +84,13 @@ class RunInfo(BaseModel):
             a, b = getattr(self, key), getattr(other, key)
             if a != b:
                 out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
-        if self.dataset.fingerprint and other.dataset.fingerprint != self.dataset.fingerprint:
+        mine, theirs = self.dataset, other.dataset
+        if mine.apps and theirs.apps and mine.apps != theirs.apps:
+            out.append(f"apps: run folder has {mine.apps}, this command asks {theirs.apps}")
+        elif self.dataset.fingerprint and other.dataset.fingerprint != self.dataset.fingerprint:
             out.append("dataset: the annotations differ from the ones this run was made on")
+        if mine.limit != theirs.limit:
+            out.append(f"limit: run folder has {mine.limit}, this command asks {theirs.limit}")
         return out
 
 
