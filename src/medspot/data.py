@@ -384,12 +384,14 @@ class _Collector:
         return tuple(out)
 
     def check_images(self, check: bool) -> None:
-        """Every distinct image path: safe (always) and, with `check`, a readable image."""
+        """Every distinct image path: safe (always) and, with `check`, a sound image: its
+        header readable and its data complete (`ImageStore.check`: PNG verified chunk by chunk
+        without decoding the pixels, a JPEG's end marker, other formats decoded)."""
         store = ImageStore(self.root)
         for rel, where in self.first_use.items():
             try:
                 if check:
-                    store.size(rel)
+                    store.check(rel)
                 else:
                     store.path(rel)
             except DataError as e:

@@ -10,23 +10,26 @@ from medspot.runlock import LOCK_NAME
 
 __all__ = ["refuse_foreign_folder"]
 
-RUN_JSON = "run.json"
 
-
-def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
-    """Raise `ConfigError` when `folder` exists, is not a run folder and holds anything (a file
-    in its place included); a missing or empty folder, or a run folder, passes."""
+def refuse_foreign_folder(
+    folder: Path, *, run_json: str, journal: str, option: str = "--out"
+) -> None:
+    """Raise `ConfigError` when `folder` exists, is not a run folder (it has no `run_json`)
+    and holds anything (a file in its place included); a missing or empty folder, or a run
+    folder, passes."""
     folder = Path(folder)
     if not folder.exists():
         return
     if not folder.is_dir():
         raise ConfigError(f"{option} {folder} is a file, not a folder")
-    if (folder / RUN_JSON).is_file():
+    if (folder / run_json).is_file():
         return
     try:
         foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK_NAME)
     except OSError as e:
         raise ConfigError(f"cannot read {option} {folder}: {e.strerror or e}") from None
+    if journal in foreign:
+        raise ConfigError(f"{folder} has {journal} but no {run_json}; use another {option}")
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise ConfigError(

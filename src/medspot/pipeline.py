@@ -77,7 +77,7 @@ def evaluate(
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
     protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
-    refuse_foreign_folder(out)
+    refuse_foreign_folder(out, run_json=RUN_JSON, journal=JOURNAL)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -217,7 +217,7 @@ def rescore(
     the run folder itself). No model call."""
     RunInfo.load(run_dir / RUN_JSON)  # not a run folder: said before anything is created
     target = out or run_dir
-    refuse_foreign_folder(target)
+    refuse_foreign_folder(target, run_json=RUN_JSON, journal=JOURNAL)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as e:

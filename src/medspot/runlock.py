@@ -41,7 +41,9 @@ def run_folder_lock(folder: Path) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
-        raise ConfigError(f"cannot lock the run folder {folder}: {e.strerror or e}") from None
+        raise ConfigError(
+            f"cannot write {path} (the lock of the run folder): {e.strerror or e}"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

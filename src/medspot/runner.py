@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.errors import MedspotError, ModelCallError, TransientModelError
+from medspot.data import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
+from medspot.errors import DataError, Location, MedspotError, ModelCallError, TransientModelError
 from medspot.images import ImageStore
 from medspot.journal import Journal, JournalRecord
 from medspot.protocol import Protocol
@@ -98,6 +99,7 @@ class _Scheduler:
         self.idle = asyncio.Event()
         self.done_event = asyncio.Event()
         self.stop = False
+        self.fatal: DataError | None = None  # bad data found while asking: ends the run
 
     # -- what to ask -------------------------------------------------------------------------
     def _remaining(self, task: Task) -> int:
@@ -180,6 +182,8 @@ class _Scheduler:
                 await asyncio.sleep(delay)
             except ModelCallError as e:
                 return self._error(req, t0, retries, str(e))
+            except DataError:  # bad data is not a failed call: retrying cannot help
+                raise
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # an adapter bug must not kill the run or become a miss
@@ -190,11 +194,16 @@ class _Scheduler:
         t0 = time.perf_counter()
         try:
             req = await self._request(step)
-        except MedspotError as e:  # a bad screenshot: an error of the step, no call made
+        except DataError as e:  # a bad screenshot: a data error of the run, no call made
+            raise _screenshot_error(step, e) from None
+        except MedspotError as e:
             req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
             rec = self._error(req, t0, 0, str(e))
             return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
-        return await self._call(req)
+        try:
+            return await self._call(req)
+        except DataError as e:  # the adapter could not decode the screenshot
+            raise _screenshot_error(step, e) from None
 
     def _backoff(self, retries: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -232,6 +241,11 @@ class _Scheduler:
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.in_flight)
             try:
                 rec = await self._ask(step)
+            except DataError as e:  # stop asking; calls in flight finish and are journaled
+                self.fatal = self.fatal or e
+                self.stop = True
+                self.done_event.set()
+                return
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
@@ -274,6 +288,14 @@ class _Scheduler:
             self.done_event.set()
 
 
+def _screenshot_error(step: Step, e: DataError) -> DataError:
+    """A screenshot that cannot be used, located at its step: the run stops (exit 2) rather
+    than recording a failed call that every resume would try again."""
+    name = f"{ANNOTATIONS_DIR}/{step.app}{ANNOTATION_SUFFIX}"
+    where = Location(name, step.task_index, step.position, "image_path")
+    return DataError(f"{e.message} (`medspot validate` checks every screenshot)", where)
+
+
 async def run_model(
     dataset: Dataset,
     adapter: Adapter,
@@ -302,6 +324,8 @@ async def run_model(
         sch.stop = True
         if sch.in_flight:  # budget reached: let the calls already paid for finish
             await sch.idle.wait()
+        if sch.fatal is not None:
+            raise sch.fatal
     except asyncio.CancelledError:
         sch.stats.interrupted = True
         raise
