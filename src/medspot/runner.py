@@ -195,15 +195,15 @@ class _Scheduler:
         try:
             req = await self._request(step)
         except DataError as e:  # a bad screenshot: a data error of the run, no call made
-            raise _screenshot_error(step, e) from None
+            raise _step_data_error(step, e, "image_path") from None
         except MedspotError as e:
             req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
             rec = self._error(req, t0, 0, str(e))
             return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
         try:
             return await self._call(req)
-        except DataError as e:  # the adapter could not decode the screenshot
-            raise _screenshot_error(step, e) from None
+        except DataError as e:  # bad data the adapter found (an undecodable image, a replay
+            raise _step_data_error(step, e, None) from None  # file without this step)
 
     def _backoff(self, retries: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -288,12 +288,14 @@ class _Scheduler:
             self.done_event.set()
 
 
-def _screenshot_error(step: Step, e: DataError) -> DataError:
-    """A screenshot that cannot be used, located at its step: the run stops (exit 2) rather
-    than recording a failed call that every resume would try again."""
+def _step_data_error(step: Step, e: DataError, field: str | None) -> DataError:
+    """Bad data met while asking `step` (a screenshot that cannot be used, a replay file that
+    lacks the step), located at the step: the run stops (exit 2) rather than recording a
+    failed call that every resume would try again."""
     name = f"{ANNOTATIONS_DIR}/{step.app}{ANNOTATION_SUFFIX}"
-    where = Location(name, step.task_index, step.position, "image_path")
-    return DataError(f"{e.message} (`medspot validate` checks every screenshot)", where)
+    where = Location(name, step.task_index, step.position, field)
+    hint = " (`medspot validate` checks every screenshot)" if field == "image_path" else ""
+    return DataError(e.message + hint, where)
 
 
 async def run_model(
