@@ -181,7 +181,13 @@ def _jtype(v: object) -> str:
 
 
 def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite JSON number that fits a float (an integer like 10**400 does not)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 _Loc = Callable[[str | None], Location]
@@ -223,6 +229,9 @@ class _Collector:
             return AppData(app, path, ())
         except json.JSONDecodeError as e:
             self.error(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}", floc)
+            return AppData(app, path, ())
+        except ValueError as e:  # an integer too long to read (Python's digit limit)
+            self.error(f"invalid JSON: {e}", floc)
             return AppData(app, path, ())
         if not isinstance(doc, dict):
             self.error(
@@ -408,7 +417,8 @@ def _bbox_problem(bbox: object) -> str | None:
         return f"must be four numbers [x, y, w, h], got {len(bbox)} value(s)"
     for i, v in enumerate(bbox):
         if not _is_number(v):
-            return f"value {i} must be a finite number, got {_jtype(v)} {v!r}"
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:20] + f"... ({len(repr(v))} chars)"
+            return f"value {i} must be a finite number, got {_jtype(v)} {shown}"
     x, y, w, h = (float(v) for v in bbox)
     if w <= 0 or h <= 0:
         return f"width and height must be above 0, got w={w:g}, h={h:g}"

@@ -24,9 +24,11 @@ import numpy as np
 
 from medspot.errors import ConfigError, DataError
 from medspot.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
+from medspot.protocol import PRESETS, get_protocol
 from medspot.records import Dataset, Task, size_class
 from medspot.report.load import StepRow, TaskRow
 from medspot.report.taskstats import metrics_from_sums, task_matrix
+from medspot.report.upstream_check import check_task_row
 from medspot.results import atomic_write_json, atomic_write_text
 from medspot.runinfo import DatasetInfo, RunInfo, now_iso
 
@@ -365,7 +367,13 @@ def import_upstream(
         raise ConfigError(f"{out} exists and is not empty; choose another --out")
     name = model or src.name
     guessed = guess_protocol(src.name) if protocol is None else None
-    proto = protocol or guessed or "upstream"
+    proto = protocol or guessed
+    if proto is None:
+        raise ConfigError(
+            f"cannot tell from the folder name {src.name!r} which authors' script made it; "
+            f"pass --protocol (one of {', '.join(p for p in PRESETS if p.startswith('upstream-'))})"
+        )
+    get_protocol(proto)  # a real preset name, or a ConfigError naming them
     imp = _Importer(dataset, coords)
     if dataset is None:
         imp.lacks.update({"target_boxes", "instructions"})
@@ -388,7 +396,9 @@ def import_upstream(
                         f"{app}: {len(rows)} result rows for {len(ann_tasks)} annotated tasks"
                     )
         out_rows = []
+        rel_file = (d / "task_results.json").as_posix()
         for i, obj in enumerate(rows):
+            check_task_row(obj, rel_file, i)
             ann = _match_task(ann_tasks, i, str(obj.get("task_overview") or ""))
             index = ann.index if ann is not None else i
             if ann_tasks and ann is None:
