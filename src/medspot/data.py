@@ -20,6 +20,7 @@ import orjson
 
 from medspot import hub
 from medspot._gc import gc_paused
+from medspot.appnames import app_name_problem, colliding_names
 from medspot.errors import ConfigError, DataError, Location
 from medspot.geometry import box_from_percent
 from medspot.images import ImageStore
@@ -461,6 +462,16 @@ def scan(
                 f"ignored: the name does not end in {ANNOTATION_SUFFIX}",
                 Location(p.relative_to(root).as_posix()),
             )
+    for app in list(files):
+        problem = app_name_problem(app)
+        if problem is not None:
+            col.error(problem, Location(files.pop(app).relative_to(root).as_posix()))
+    for first, second in colliding_names(files):
+        col.error(
+            f"the application names {first!r} and {second!r} differ only in case or white "
+            f"space (their results would share a folder); rename one",
+            Location(files.pop(second).relative_to(root).as_posix()),
+        )
     if not files:
         col.error(f"no annotation files (*{ANNOTATION_SUFFIX})", Location(ANNOTATIONS_DIR))
     chosen = _select_apps(files, apps, annotations) if files else []
