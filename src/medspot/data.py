@@ -7,6 +7,7 @@ is `scan` that refuses data with any error. `medspot validate` prints a `scan`.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -20,6 +21,12 @@ import orjson
 
 from medspot import hub
 from medspot._gc import gc_paused
+from medspot.annotation_checks import (
+    duplicate_keys,
+    step_order_problem,
+    tiny_screenshot,
+    unknown_action_type,
+)
 from medspot.appnames import app_name_problem, colliding_names
 from medspot.errors import ConfigError, DataError, Location
 from medspot.geometry import box_from_percent
@@ -234,6 +241,14 @@ class _Collector:
         except ValueError as e:  # an integer too long to read (Python's digit limit)
             self.error(f"invalid JSON: {e}", floc)
             return AppData(app, path, ())
+        dups = duplicate_keys(text)
+        if dups:
+            shown = ", ".join(repr(k) for k in dict.fromkeys(dups))
+            self.error(
+                f"{len(dups)} key(s) given twice in one object ({shown}): only one value "
+                "would be read; remove the other",
+                floc,
+            )
         if not isinstance(doc, dict):
             self.error(
                 f'the top level must be an object {{"tasks": [...]}}, got {_jtype(doc)}', floc
@@ -285,6 +300,9 @@ class _Collector:
             return None
         steps = [self._step(app, fname, ti, k, s) for k, s in enumerate(raw_steps, start=1)]
         good = tuple(s for s in steps if s is not None)
+        order = step_order_problem([s.step_id for s in good])
+        if order is not None:
+            self.error(order[1], Location(fname, ti, good[order[0] - 1].position, "step_id"))
         return Task(app, ti, overview.strip() if isinstance(overview, str) else "", good)
 
     def _step(self, app: str, fname: str, ti: int, k: int, raw: object) -> Step | None:
@@ -386,6 +404,8 @@ class _Collector:
                 if problem:
                     self.error(problem, loc(f"{f}.bbox"))
                     ok = False
+            if ok and isinstance(typ, str) and (unknown := unknown_action_type(typ.strip())):
+                self.warn(unknown, loc(f"{f}.type"))
             if ok:
                 assert isinstance(typ, str) and isinstance(target, str)
                 assert isinstance(bbox, list)
@@ -401,7 +421,10 @@ class _Collector:
         for rel, where in self.first_use.items():
             try:
                 if check:
-                    store.check(rel)
+                    _, size = store.check(rel)
+                    tiny = tiny_screenshot(size)
+                    if tiny is not None:
+                        self.warn(f"{tiny}: {rel}", where)
                 else:
                     store.path(rel)
             except DataError as e:
@@ -487,7 +510,7 @@ def scan(
                 Location(path.relative_to(root).as_posix()),
             )
             continue
-        digest.update(data)
+        digest.update(data.removeprefix(codecs.BOM_UTF8))  # a BOM is not a content change
         app_data.append(col.parse_file(app, path, data, limit))
     if check_images and col.first_use and not (root / "Images").exists():
         col.warn(

@@ -160,7 +160,7 @@ class Journal:
             raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
         self._repair_tail()
         try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as e:
             raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
         if fsync and fsync_interval > 0:
