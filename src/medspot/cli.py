@@ -29,6 +29,7 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.leaderboard",
     "medspot.commands.compare",
     "medspot.commands.import_upstream",
+    "medspot.commands.serve_test",
 ]
 
 
