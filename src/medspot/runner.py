@@ -56,6 +56,11 @@ class ProgressEvent:
     total: int  # current estimate of the calls this run makes
     errors: int
     cost_usd: float
+    # a measure that does not shrink: tasks finished of the tasks to run (steps with
+    # --all-steps, where every step is asked), for a progress bar
+    units_done: int = 0
+    units_total: int = 0
+    unit: str = "task"
 
 
 @dataclass
@@ -94,6 +99,7 @@ class _Scheduler:
         self.queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
         self.seq = 0
         self.pending_tasks = 0
+        self.units_total = 0
         self.total = 0
         self.in_flight = 0
         self.idle = asyncio.Event()
@@ -125,6 +131,7 @@ class _Scheduler:
             self.pending_tasks += 1 if not self.opts.all_steps else len(ready)
             for s in ready:
                 self._push(s, remaining)
+        self.units_total = self.pending_tasks
 
     # -- asking ------------------------------------------------------------------------------
     async def _request(self, step: Step) -> StepRequest:
@@ -275,6 +282,9 @@ class _Scheduler:
                         self.total,
                         self.stats.errors,
                         self.stats.previous_cost_usd + self.stats.cost_usd,
+                        units_done=self.units_total - self.pending_tasks,
+                        units_total=self.units_total,
+                        unit="step" if self.opts.all_steps else "task",
                     )
                 )
 
