@@ -8,7 +8,7 @@ from pathlib import Path
 from medspot.errors import ConfigError
 from medspot.runlock import LOCK_NAME
 
-__all__ = ["refuse_foreign_folder"]
+__all__ = ["make_output_folder", "refuse_foreign_folder"]
 
 
 def refuse_foreign_folder(
@@ -36,3 +36,12 @@ def refuse_foreign_folder(
             f"{option} {folder} is not empty and not a medspot run folder (it holds {shown}); "
             "medspot does not write into a folder it did not make: choose a new or empty folder"
         )
+
+
+def make_output_folder(folder: Path, *, run_json: str, journal: str) -> None:
+    """Create `folder` for writing a run (refusing a folder that is not ours first)."""
+    refuse_foreign_folder(folder, run_json=run_json, journal=journal)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None

@@ -20,7 +20,7 @@ from medspot.adapters.base import AdapterContext
 from medspot.errors import ConfigError
 from medspot.images import ImageStore
 from medspot.journal import Journal, JournalWriteError, read_journal
-from medspot.outguard import refuse_foreign_folder
+from medspot.outguard import make_output_folder
 from medspot.protocol import Protocol, get_protocol
 from medspot.records import Dataset
 from medspot.results import atomic_write_json, write_results
@@ -77,11 +77,7 @@ def evaluate(
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
     protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
-    refuse_foreign_folder(out, run_json=RUN_JSON, journal=JOURNAL)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    make_output_folder(out, run_json=RUN_JSON, journal=JOURNAL)
     with run_folder_lock(out):
         return _evaluate_locked(req, protocol, on_progress)
 
@@ -217,11 +213,7 @@ def rescore(
     the run folder itself). No model call."""
     RunInfo.load(run_dir / RUN_JSON)  # not a run folder: said before anything is created
     target = out or run_dir
-    refuse_foreign_folder(target, run_json=RUN_JSON, journal=JOURNAL)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {target}: {e.strerror or e}") from None
+    make_output_folder(target, run_json=RUN_JSON, journal=JOURNAL)
     with run_folder_lock(target):
         return _rescore_locked(
             run_dir, dataset, protocol_name, tolerance_px, out=out, n_boot=n_boot
