@@ -363,6 +363,6 @@ def test_registry_lists_cards_without_heavy_imports() -> None:
     assert set(REQUIRED) <= set(data["names"])
     assert "openai" in data["names"] and data["generic"] == "openai"
     assert data["targets"] == [
-        "medspot.adapters.backend:create_card_adapter",
-        "medspot.adapters.backend:create_generic_adapter",
+        "medspot.adapters.factory:create_card_adapter",
+        "medspot.adapters.factory:create_generic_adapter",
     ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from medspot.cli import main
-from medspot.journal import read_journal
+from medspot.runfolder.journal import read_journal
 
 SECTION4_APP_FILES = (
     "task_results.json",
@@ -220,7 +220,7 @@ def test_models_lists_baselines(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_replay_scores_predictions_made_elsewhere(placeholder_root: Path, tmp_path: Path) -> None:
     # answers for Orthanc: the oracle's points for task 0, nothing readable for the rest
-    from medspot.data import load_dataset
+    from medspot.dataset.loading import load_dataset
 
     ds = load_dataset(placeholder_root, apps=["Orthanc"])
     lines = []

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.records import Dataset, Step, Task
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset, Step, Task
 from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
 
 pytest.importorskip("openai")
@@ -372,7 +372,7 @@ def _image_tiles(w: int, h: int) -> int:
 def test_dry_run_prints_plan_and_cost_and_calls_nothing(
     placeholder_root: Path, script: Script, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.pricing import TYPICAL_OUTPUT_TOKENS, TYPICAL_TEXT_TOKENS
+    from medspot.adapters.backends.pricing import TYPICAL_OUTPUT_TOKENS, TYPICAL_TEXT_TOKENS
     from medspot.testing import DEFAULT_SIZES
 
     out = tmp_path / "dry"

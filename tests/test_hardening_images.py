@@ -13,13 +13,13 @@ from _builders import step, write_app
 from _reliability import eval_args
 from medspot.adapters.base import Convention, Prediction, StepRequest
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
 from medspot.errors import DataError
 from medspot.geometry import Point
-from medspot.images import ImageStore
-from medspot.journal import Journal, read_journal
-from medspot.protocol import get_protocol
+from medspot.runfolder.journal import Journal, read_journal
 from medspot.runner import RunOptions, run_model
+from medspot.scoring.protocol import get_protocol
 from medspot.testing.openai_server import OpenAITestServer
 
 BOX = (10.0, 10.0, 20.0, 20.0)

@@ -7,8 +7,8 @@ import signal
 from pathlib import Path
 
 from _reliability import ScriptedAnswers, eval_args, start_eval, wait_for_lines
-from medspot.data import load_dataset
-from medspot.journal import read_journal
+from medspot.dataset.loading import load_dataset
+from medspot.runfolder.journal import read_journal
 from medspot.testing.openai_server import OpenAITestServer
 
 APPS = "Orthanc"

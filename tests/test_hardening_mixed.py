@@ -14,7 +14,7 @@ from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.compare import compare_runs
 from medspot.report.leaderboard import build_leaderboard, render
-from medspot.report.load import load_run, load_runs
+from medspot.runfolder.reader import load_run, load_runs
 from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from _builders import step, write_app
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.runinfo import DatasetInfo
+from medspot.dataset.loading import load_dataset
+from medspot.runfolder.runinfo import DatasetInfo
 
 
 def _dataset(root: Path) -> None:

@@ -13,7 +13,8 @@ from _builders import step, write_app
 from medspot.adapters.base import Prediction, StepRequest
 from medspot.cli import main
 from medspot.geometry import Point
-from medspot.journal import Journal, JournalRecord, read_journal
+from medspot.runfolder.journal import Journal, read_journal
+from medspot.runner import call_record
 
 BOX = (10.0, 10.0, 20.0, 20.0)  # centre (0.2, 0.2)
 
@@ -116,7 +117,7 @@ def test_the_journal_never_writes_a_line_it_cannot_read(tmp_path: Path) -> None:
     )
     path = tmp_path / "p.jsonl"
     with Journal(path, fsync=False) as j:
-        j.append(JournalRecord.from_prediction(req, pred, latency_s=nan, retries=0))
+        j.append(call_record(req, pred, latency_s=nan, retries=0))
     (rec,) = read_journal(path)
     assert rec.point is None and "non_finite_point" in rec.flags
     assert rec.extra_points == [(0.3, 0.3)]

@@ -15,15 +15,15 @@ import pytest
 
 from _builders import step, write_app
 from medspot.adapters.base import Convention, Prediction, StepRequest
-from medspot.data import load_dataset
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
 from medspot.geometry import Point
-from medspot.images import ImageStore
-from medspot.journal import Journal
-from medspot.protocol import get_protocol
 from medspot.report import html as report_html
 from medspot.report.build import build_report
-from medspot.report.load import load_run
+from medspot.runfolder.journal import Journal
+from medspot.runfolder.reader import load_run
 from medspot.runner import ProgressEvent, RunOptions, run_model
+from medspot.scoring.protocol import get_protocol
 from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 

@@ -17,7 +17,7 @@ from PIL import Image
 
 from _builders import step, write_app
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.loading import load_dataset
 from medspot.testing.openai_server import OpenAITestServer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -280,7 +280,7 @@ def run_adapter(adapter: Any, reqs: list[StepRequest]) -> list[Prediction]:
 
 
 def make(card: ModelCard, ckpt: Path, **options: Any) -> Any:
-    from medspot.adapters.backend import build_adapter
+    from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "hf", "checkpoint": str(ckpt), "device": "cpu", **options}
     return build_adapter(card, AdapterContext(options=opts))

@@ -357,7 +357,7 @@ class Capture:
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[Capture]:
     """Every processor the hf backend loads, wrapped in a Capture."""
-    from medspot.adapters import hf_families
+    from medspot.adapters.backends.hf import families as hf_families
 
     made: list[Capture] = []
     real = hf_families.load_processor

@@ -21,13 +21,13 @@ from PIL import Image
 
 from _builders import step, write_app
 from _reliability import eval_args
+from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.card import PromptStyle
 from medspot.adapters.cards import CARDS, make_generic_card
-from medspot.adapters.imageprep import ImagePrep
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.loading import load_dataset
 from medspot.errors import DataError
-from medspot.journal import read_journal
+from medspot.runfolder.journal import read_journal
 from medspot.testing import write_dataset
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -284,7 +284,7 @@ def test_a_truncated_screenshot_is_a_data_error_and_no_call_is_made(
 
 def test_decoding_paths_refuse_a_bomb_quickly(tmp_path: Path) -> None:
     """Paths that decode without the header check first (re-encoding for a model, report
-    thumbnails) are capped by Pillow's limit, which medspot.images sets."""
+    thumbnails) are capped by Pillow's limit, which medspot.dataset.images sets."""
     bomb = tmp_path / "b.png"
     bomb.write_bytes(_png_header_only(30000, 30000))
     from medspot.adapters.card import ResizeSpec

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medspot import metrics as M
-from medspot.protocol import get_protocol
-from medspot.scoring import score_run
+from medspot.scoring import metrics as M
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 from test_scoring_support import BOX, CLICK, IN, OUT, make_dataset, rec
 
 V1 = get_protocol("medspot-v1")

@@ -1,7 +1,7 @@
 """Helpers for the report, leaderboard, compare and import tests: a small dataset written in
 the real annotation format with painted screenshots, and run folders produced through the real
-scoring and results writer (`medspot.scoring.score_run`, `medspot.results.write_results`) from
-hand-made journal records. No test lives here."""
+scoring and results writer (`medspot.scoring.score.score_run`,
+`medspot.runfolder.writer.write_results`) from hand-made journal records. No test lives here."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 from PIL import Image
 
-from medspot.data import load_dataset
-from medspot.journal import JournalRecord
-from medspot.protocol import get_protocol
-from medspot.records import Dataset
-from medspot.results import atomic_write_json, write_results
-from medspot.runinfo import DatasetInfo, RunInfo
-from medspot.scoring import score_run
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset
+from medspot.runfolder.journal import JournalRecord
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo
+from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 
 SIZE = (1000, 500)
 

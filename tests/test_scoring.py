@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from medspot.geometry import Box, Point
-from medspot.protocol import get_protocol
-from medspot.scoring import (
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import (
     classify_failure,
     judge_step,
     latest_predictions,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from medspot.dataset.records import Action, AppData, Dataset, Step, Task
 from medspot.geometry import Box
-from medspot.journal import JournalRecord
-from medspot.records import Action, AppData, Dataset, Step, Task
+from medspot.runfolder.journal import JournalRecord
 
 # a step spec: a list of (action type, box); [] is an unannotated step
 StepSpec = Sequence[tuple[str, tuple[float, float, float, float]]]

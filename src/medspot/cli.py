@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from medspot import __version__
+from medspot._version import __version__
 from medspot.errors import MedspotError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]

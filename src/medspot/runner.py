@@ -18,22 +18,64 @@ import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, get_args
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.data import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
+from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import DataError, Location, MedspotError, ModelCallError, TransientModelError
-from medspot.images import ImageStore
-from medspot.journal import Journal, JournalRecord
-from medspot.protocol import Protocol
-from medspot.records import Dataset, Step, Task
-from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
+from medspot.scoring.protocol import Protocol
+from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
-__all__ = ["HISTORY_MODES", "ProgressEvent", "RunOptions", "RunStats", "run_model"]
+__all__ = [
+    "HISTORY_MODES",
+    "HistoryMode",
+    "ProgressEvent",
+    "RunOptions",
+    "RunStats",
+    "call_record",
+    "run_model",
+]
 
 log = logging.getLogger(__name__)
 
-HISTORY_MODES = ("none", "text", "actions")
+HistoryMode = Literal["none", "text", "actions"]
+HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
+
+
+def call_record(
+    req: StepRequest,
+    pred: Prediction | None,
+    *,
+    latency_s: float,
+    retries: int,
+    error: str | None = None,
+) -> JournalRecord:
+    """The journal record of one call (`pred` None: an error record)."""
+    usage = pred.usage if pred else None
+    return JournalRecord(
+        step=req.step_uid,
+        task=req.task_uid,
+        image_path=req.image_rel,
+        image_size=req.image_size,
+        prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
+        raw_text=pred.raw_text if pred else None,
+        point=(pred.point.x, pred.point.y) if pred and pred.point else None,
+        extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
+        flags=list(pred.flags) if pred else [],
+        sent_size=pred.sent_size if pred else None,
+        latency_s=round(latency_s, 6),
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        cost_usd=pred.cost_usd if pred else None,
+        retries=retries,
+        error=error,
+        time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+    )
 
 
 @dataclass(frozen=True)
@@ -45,7 +87,7 @@ class RunOptions:
     backoff_base: float = 0.5  # seconds; doubles each retry, with jitter
     backoff_max: float = 30.0
     retry_after_max: float = 120.0
-    history: str = "none"
+    history: HistoryMode = "none"
     seed: int = 0
     max_cost: float | None = None
 
@@ -176,9 +218,7 @@ class _Scheduler:
         while True:
             try:
                 pred: Prediction = await self.adapter.predict(req)
-                return JournalRecord.from_prediction(
-                    req, pred, latency_s=time.perf_counter() - t0, retries=retries
-                )
+                return call_record(req, pred, latency_s=time.perf_counter() - t0, retries=retries)
             except TransientModelError as e:
                 if retries >= self.opts.max_retries:
                     return self._error(req, t0, retries, f"{e} (after {retries} retries)")
@@ -219,7 +259,7 @@ class _Scheduler:
         return float(base * (0.5 + random.random() / 2))
 
     def _error(self, req: StepRequest, t0: float, retries: int, msg: str) -> JournalRecord:
-        return JournalRecord.from_prediction(
+        return call_record(
             req, None, latency_s=time.perf_counter() - t0, retries=retries, error=msg
         )
 

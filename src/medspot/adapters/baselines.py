@@ -15,9 +15,9 @@ from typing import Any
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
 from medspot.adapters.registry import AdapterEntry, register
 from medspot.adapters.replayfile import read_replay_file
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError, DataError, ModelCallError
 from medspot.geometry import Point
-from medspot.records import Dataset
 
 __all__ = ["CenterAdapter", "OracleAdapter", "RandomAdapter", "ReplayAdapter"]
 
@@ -196,10 +196,10 @@ def create_oracle(ctx: AdapterContext) -> OracleAdapter:
 
 
 def create_replay(ctx: AdapterContext) -> ReplayAdapter:
-    path = ctx.options.get("replay_file")
+    path = ctx.options.replay_file
     if not path:
         raise ConfigError("--model replay needs --replay-file FILE (JSONL of step id to answer)")
-    conv = ctx.options.get("convention") or "rel1000"
+    conv = ctx.options.convention or "rel1000"
     return ReplayAdapter(Path(path), text_convention=str(conv), dataset=ctx.dataset)
 
 
@@ -234,5 +234,16 @@ register(
         "normalised",
         "answers from a JSONL file (--replay-file): points or raw text",
         kind="baseline",
+    )
+)
+# The OCR baseline: its module imports rapidocr only when an adapter is built.
+register(
+    AdapterEntry(
+        "ocr",
+        "medspot.adapters.ocr:create",
+        "normalised",
+        "OCR (rapidocr) + fuzzy match of what the instruction names; offline, CPU",
+        kind="baseline",
+        extra="ocr",
     )
 )

@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError, DataError
-from medspot.records import Dataset
 
 __all__ = ["ANSWER_KEYS", "read_replay_file"]
 

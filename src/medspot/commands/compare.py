@@ -15,7 +15,7 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.report.compare import compare_runs, format_comparison
-    from medspot.report.load import load_runs
+    from medspot.runfolder.reader import load_runs
 
     a, b = load_runs([Path(args.run_a), Path(args.run_b)])
     c = compare_runs(a, b, n_boot=args.bootstrap, seed=args.seed, mixed=args.mixed)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.report.load import Run, TaskRow
+from medspot.runfolder.reader import Run
+from medspot.runfolder.schema import TaskRow
 
 __all__ = ["DataKey", "data_key", "data_mismatch", "refuse_repeated_runs", "same_task"]
 

@@ -14,11 +14,12 @@ from importlib import resources
 from pathlib import Path
 
 from medspot.errors import MedspotError
-from medspot.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 from medspot.report.compare import Comparison, compare_runs
 from medspot.report.leaderboard import SHORT_NAMES, is_share
-from medspot.report.load import Run, StepRow, TaskRow
 from medspot.report.thumbs import Thumb
+from medspot.runfolder.reader import Run
+from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.scoring.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 
 __all__ = ["PageSet", "task_outcome", "write_site"]
 

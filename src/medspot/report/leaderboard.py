@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 from medspot.report.comparable import data_key, data_mismatch, refuse_repeated_runs
-from medspot.report.load import Run
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",

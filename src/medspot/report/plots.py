@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import AdapterUnavailable
-from medspot.metrics import TCA
-from medspot.report.load import Run
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import TCA
 
 __all__ = ["PLOT_DIR", "write_plots"]
 

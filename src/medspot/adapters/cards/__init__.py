@@ -23,8 +23,8 @@ from medspot.errors import ConfigError
 
 __all__ = ["CARDS", "CARD_TARGET", "GENERIC_TARGET", "get_card", "make_generic_card"]
 
-CARD_TARGET = "medspot.adapters.backend:create_card_adapter"
-GENERIC_TARGET = "medspot.adapters.backend:create_generic_adapter"
+CARD_TARGET = "medspot.adapters.factory:create_card_adapter"
+GENERIC_TARGET = "medspot.adapters.factory:create_generic_adapter"
 
 
 def _all_cards() -> list[ModelCard]:

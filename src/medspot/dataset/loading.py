@@ -19,19 +19,19 @@ from pathlib import Path
 
 import orjson
 
-from medspot import hub
 from medspot._gc import gc_paused
-from medspot.annotation_checks import (
+from medspot.dataset import hub
+from medspot.dataset.appnames import app_name_problem, colliding_names
+from medspot.dataset.checks import (
     duplicate_keys,
     step_order_problem,
     tiny_screenshot,
     unknown_action_type,
 )
-from medspot.appnames import app_name_problem, colliding_names
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Action, AppData, Dataset, Step, Task, step_uid
 from medspot.errors import ConfigError, DataError, Location
 from medspot.geometry import box_from_percent
-from medspot.images import ImageStore
-from medspot.records import Action, AppData, Dataset, Step, Task, step_uid
 
 __all__ = [
     "ANNOTATION_SUFFIX",

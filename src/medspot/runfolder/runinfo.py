@@ -12,12 +12,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from medspot import __version__
+from medspot._version import __version__
+from medspot.dataset.hub import is_hub_id
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
-from medspot.hub import is_hub_id
-from medspot.records import Dataset
 
-__all__ = ["DatasetInfo", "RunInfo", "git_revision", "now_iso", "package_versions"]
+__all__ = [
+    "FORMAT_VERSION",
+    "DatasetInfo",
+    "RunInfo",
+    "git_revision",
+    "now_iso",
+    "package_versions",
+]
+
+# The version of the run-folder format (layout and schemas) that this code writes. A run.json
+# without the field is version 0, written before versioning; it reads the same way.
+FORMAT_VERSION = 1
 
 # Settings that change what a model is asked; a resumed run must match them.
 PREDICTION_KEYS = ("model", "prompt_style", "history", "all_steps", "seed")
@@ -47,7 +58,10 @@ class DatasetInfo(BaseModel):
 
 
 class RunInfo(BaseModel):
+    """`run.json`. `format_version` 0: a folder written before versioning (see `layout`)."""
+
     model_config = ConfigDict(extra="allow")
+    format_version: int = FORMAT_VERSION
     model: str
     adapter: dict[str, Any] = Field(default_factory=dict)
     protocol: str = "medspot-v1"
@@ -67,15 +81,25 @@ class RunInfo(BaseModel):
     retries: int = 0
     cost_usd: float | None = None
     medspot_version: str = __version__
+    rescored_from: str | None = None  # the run folder whose journal this one was scored from
 
     @classmethod
     def load(cls, path: Path) -> RunInfo:
         try:
-            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                data.setdefault("format_version", 0)
+            info = cls.model_validate(data)
         except FileNotFoundError:
             raise ConfigError(f"{path.parent} is not a medspot run (no run.json)") from None
         except (ValueError, ValidationError) as e:
             raise ConfigError(f"{path}: not a valid run.json ({e})") from None
+        if info.format_version > FORMAT_VERSION:
+            raise ConfigError(
+                f"{path}: run-folder format {info.format_version} is newer than this medspot "
+                f"reads ({FORMAT_VERSION}); upgrade medspot"
+            )
+        return info
 
     def mismatches(self, other: RunInfo) -> list[str]:
         """The prediction settings in which `other` differs from this run."""

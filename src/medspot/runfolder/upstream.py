@@ -22,15 +22,20 @@ from typing import Any
 
 import numpy as np
 
+from medspot.dataset.records import Dataset, Task, size_class
 from medspot.errors import ConfigError, DataError
-from medspot.metrics import SEQUENTIAL_KEYS, bootstrap_intervals
-from medspot.protocol import PRESETS, get_protocol
-from medspot.records import Dataset, Task, size_class
-from medspot.report.load import StepRow, TaskRow
-from medspot.report.taskstats import metrics_from_sums, task_matrix
-from medspot.report.upstream_check import check_task_row
-from medspot.results import atomic_write_json, atomic_write_text
-from medspot.runinfo import DatasetInfo, RunInfo, now_iso
+from medspot.runfolder.layout import APP_FAILURES, APP_METRICS, TASK_RESULTS, RunFolder
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
+from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.runfolder.upstream_check import check_task_row
+from medspot.runfolder.writer import atomic_write_json, atomic_write_text
+from medspot.scoring.metrics import (
+    SEQUENTIAL_KEYS,
+    bootstrap_intervals,
+    metrics_from_sums,
+    task_matrix,
+)
+from medspot.scoring.protocol import PRESETS, get_protocol
 
 __all__ = ["COORDS", "ImportResult", "guess_protocol", "import_upstream"]
 
@@ -119,7 +124,7 @@ class _Importer:
         if self.ds is None or not rel:
             return None
         if rel not in self._sizes:
-            from medspot.images import ImageStore
+            from medspot.dataset.images import ImageStore
 
             try:
                 self._sizes[rel] = ImageStore(self.ds.root).size(rel)
@@ -274,8 +279,8 @@ class _Importer:
 
 
 def _metrics(tasks: Sequence[TaskRow], n_boot: int, seed: int) -> dict[str, Any]:
-    m = task_matrix(tasks)
-    vals = metrics_from_sums(m.sum(axis=0), len(tasks), all_steps=False)
+    m = task_matrix([t.counts() for t in tasks])
+    vals = metrics_from_sums(m.sum(axis=0), len(tasks), False)
     cis = bootstrap_intervals(m, all_steps=False, n_boot=n_boot, seed=seed)
     out: dict[str, Any] = {}
     for k in SEQUENTIAL_KEYS:
@@ -357,7 +362,8 @@ def import_upstream(
         raise ConfigError(f"--coords must be one of {', '.join(COORDS)}, not {coords!r}")
     if not src.is_dir():
         raise ConfigError(f"{src} is not a folder")
-    app_dirs = sorted(d for d in src.iterdir() if (d / "task_results.json").is_file())
+    authors, dest = RunFolder(src), RunFolder(out)
+    app_dirs = sorted(d for d in src.iterdir() if (d / TASK_RESULTS).is_file())
     if not app_dirs:
         raise ConfigError(
             f"{src} holds no <App>_Annotation/task_results.json: not a results folder of the "
@@ -383,7 +389,7 @@ def import_upstream(
     their_failures: dict[str, dict[str, Any] | None] = {}
     for d in app_dirs:
         app = d.name.removesuffix(_SUFFIX)
-        rows = _load_list(d / "task_results.json")
+        rows = _load_list(d / TASK_RESULTS)
         ann_tasks: Sequence[Task] = ()
         if dataset is not None:
             found = [a for a in dataset.apps if a.name == app]
@@ -396,7 +402,7 @@ def import_upstream(
                         f"{app}: {len(rows)} result rows for {len(ann_tasks)} annotated tasks"
                     )
         out_rows = []
-        rel_file = (d / "task_results.json").as_posix()
+        rel_file = (d / TASK_RESULTS).as_posix()
         for i, obj in enumerate(rows):
             check_task_row(obj, rel_file, i)
             ann = _match_task(ann_tasks, i, str(obj.get("task_overview") or ""))
@@ -406,9 +412,9 @@ def import_upstream(
             out_rows.append(imp.task(app, index, obj, ann))
         apps.append(app)
         tasks_by_app[app] = out_rows
-        upstream_metrics[app] = _load_dict(d / "task_metrics.json") or {}
-        their_failures[app] = _load_dict(d / "failure_statistics.json")
-    overall_theirs = _load_dict(src / "overall_dataset_metrics.json") or {}
+        upstream_metrics[app] = _load_dict(d / APP_METRICS) or {}
+        their_failures[app] = _load_dict(d / APP_FAILURES)
+    overall_theirs = _load_dict(authors.overall_metrics) or {}
     all_tasks = [t for a in apps for t in tasks_by_app[a]]
 
     per_app = {a: _metrics(tasks_by_app[a], n_boot, seed) for a in apps}
@@ -430,19 +436,18 @@ def import_upstream(
         macro[k] = float(np.mean(vs)) if vs else None
 
     for a in apps:
-        app_dir = out / a
-        atomic_write_json(app_dir / "task_results.json", [t.model_dump() for t in tasks_by_app[a]])
+        atomic_write_json(dest.task_results(a), [t.model_dump() for t in tasks_by_app[a]])
         atomic_write_json(
-            app_dir / "task_failures.json",
+            dest.task_failures(a),
             [t.model_dump() for t in tasks_by_app[a] if not t.completed],
         )
         atomic_write_json(
-            app_dir / "task_metrics.json",
+            dest.app_metrics(a),
             {**per_app[a], "protocol": proto, "upstream_metrics": upstream_metrics[a]},
         )
         fs = their_failures[a] or _failure_stats(tasks_by_app[a])
         fs.setdefault("total_failed_tasks", sum(1 for t in tasks_by_app[a] if not t.completed))
-        atomic_write_json(app_dir / "failure_statistics.json", fs)
+        atomic_write_json(dest.app_failures(a), fs)
     overall.update(
         protocol=proto,
         protocol_label=proto,
@@ -454,14 +459,12 @@ def import_upstream(
         by_target_size=_by_size(all_tasks),
         upstream_metrics=overall_theirs,
     )
-    atomic_write_json(out / "overall_dataset_metrics.json", overall)
-    theirs_overall_fs = _load_dict(src / "overall_failure_statistics.json")
-    atomic_write_json(
-        out / "overall_failure_statistics.json", theirs_overall_fs or _failure_stats(all_tasks)
-    )
+    atomic_write_json(dest.overall_metrics, overall)
+    theirs_overall_fs = _load_dict(authors.overall_failures)
+    atomic_write_json(dest.overall_failures, theirs_overall_fs or _failure_stats(all_tasks))
     if imp.records:
         lines = [json.dumps(r, ensure_ascii=False) for r in imp.records]
-        atomic_write_text(out / "predictions.jsonl", "\n".join(lines) + "\n")
+        atomic_write_text(dest.journal, "\n".join(lines) + "\n")
     lacks = sorted(imp.lacks)
     info = RunInfo(
         model=name,
@@ -487,7 +490,7 @@ def import_upstream(
         "lacks": lacks,
         "notes": imp.notes[:200],
     }
-    atomic_write_json(out / "run.json", payload)
+    atomic_write_json(dest.run_json, payload)
     return ImportResult(
         out=out,
         model=name,

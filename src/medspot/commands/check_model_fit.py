@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext, StepRequest
+from medspot.adapters.options import AdapterOptions
+from medspot.dataset.images import ImageStore
 from medspot.errors import ModelCallError, TransientModelError
 from medspot.geometry import Point
-from medspot.images import ImageStore
 
 __all__ = [
     "SCREENS",
@@ -248,15 +249,16 @@ async def run_check(
 
 
 def check_model(
-    model: str, options: Mapping[str, Any], folder: Path, screens: Sequence[CheckScreen] = SCREENS
+    model: str,
+    options: AdapterOptions | Mapping[str, Any],
+    folder: Path,
+    screens: Sequence[CheckScreen] = SCREENS,
 ) -> CheckReport:
     """Paint the screens into `folder`, build `model`'s adapter as `eval` would, ask it."""
     from medspot.adapters import registry
 
     render_screens(folder, screens)
-    opts = dict(options)
-    opts.setdefault("model", model)
-    opts.setdefault("prompt_style", "native")
+    opts = AdapterOptions.from_mapping(options).with_defaults(model=model, prompt_style="native")
     ctx = AdapterContext(images=ImageStore(folder), options=opts)
     adapter = registry.create(model, ctx)
     return asyncio.run(run_check(adapter, folder, screens))

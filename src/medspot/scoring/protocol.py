@@ -1,7 +1,7 @@
 """Scoring protocols as data: the knobs of protocol.md section 3, the canonical `medspot-v1` and
 the compatibility presets `upstream-a`..`upstream-e` that reproduce the authors' scripts.
 
-One scoring code path (`medspot.scoring`) reads these knobs; a preset is only a set of values.
+One scoring code path (`medspot.scoring.score`) reads these knobs; a preset is only a set of values.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
+from medspot.dataset.records import Step
 from medspot.errors import ConfigError
 from medspot.geometry import Box
-from medspot.records import Step
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -66,6 +66,11 @@ class Protocol:
     alpha: float = 0.8
     description: str = ""
     tolerance_overridden: bool = False
+
+    @property
+    def prompt_style(self) -> Literal["native", "upstream"]:
+        """The prompt a preset's numbers were made with: the authors' for upstream-*."""
+        return "upstream" if self.name.startswith("upstream-") else "native"
 
     # -- knobs applied to one step --------------------------------------------------------------
     def action_counts(self, action_type: str) -> bool:

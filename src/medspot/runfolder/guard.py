@@ -6,15 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from medspot.errors import ConfigError
-from medspot.runlock import LOCK_NAME
+from medspot.runfolder.layout import JOURNAL, LOCK, RUN_JSON
 
 __all__ = ["make_output_folder", "refuse_foreign_folder"]
 
 
-def refuse_foreign_folder(
-    folder: Path, *, run_json: str, journal: str, option: str = "--out"
-) -> None:
-    """Raise `ConfigError` when `folder` exists, is not a run folder (it has no `run_json`)
+def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
+    """Raise `ConfigError` when `folder` exists, is not a run folder (it has no run.json)
     and holds anything (a file in its place included); a missing or empty folder, or a run
     folder, passes."""
     folder = Path(folder)
@@ -22,14 +20,14 @@ def refuse_foreign_folder(
         return
     if not folder.is_dir():
         raise ConfigError(f"{option} {folder} is a file, not a folder")
-    if (folder / run_json).is_file():
+    if (folder / RUN_JSON).is_file():
         return
     try:
-        foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK_NAME)
+        foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK)
     except OSError as e:
         raise ConfigError(f"cannot read {option} {folder}: {e.strerror or e}") from None
-    if journal in foreign:
-        raise ConfigError(f"{folder} has {journal} but no {run_json}; use another {option}")
+    if JOURNAL in foreign:
+        raise ConfigError(f"{folder} has {JOURNAL} but no {RUN_JSON}; use another {option}")
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise ConfigError(
@@ -38,9 +36,9 @@ def refuse_foreign_folder(
         )
 
 
-def make_output_folder(folder: Path, *, run_json: str, journal: str) -> None:
+def make_output_folder(folder: Path) -> None:
     """Create `folder` for writing a run (refusing a folder that is not ours first)."""
-    refuse_foreign_folder(folder, run_json=run_json, journal=journal)
+    refuse_foreign_folder(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -11,80 +11,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS
-from medspot.runinfo import RunInfo
+from medspot.runfolder.layout import (
+    APP_FAILURES,
+    APP_METRICS,
+    OVERALL_FAILURES,
+    OVERALL_METRICS,
+    RUN_JSON,
+    TASK_RESULTS,
+    RunFolder,
+)
+from medspot.runfolder.runinfo import RunInfo
+from medspot.runfolder.schema import TaskRow
+from medspot.scoring.metrics import METRIC_KEYS
 
-__all__ = [
-    "OVERALL_FAILURES",
-    "OVERALL_METRICS",
-    "RUN_JSON",
-    "Run",
-    "StepRow",
-    "TaskRow",
-    "load_run",
-    "load_runs",
-]
+__all__ = ["Run", "load_run", "load_runs"]
 
 log = logging.getLogger(__name__)
-
-RUN_JSON = "run.json"
-OVERALL_METRICS = "overall_dataset_metrics.json"
-OVERALL_FAILURES = "overall_failure_statistics.json"
-TASK_RESULTS = "task_results.json"
-APP_FAILURES = "failure_statistics.json"
-APP_METRICS = "task_metrics.json"
-
-Pair = tuple[float, float]
-
-
-class StepRow(BaseModel):
-    """One step object of `<App>/task_results.json`."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    step: str
-    position: int
-    step_id: int | None = None
-    instruction: str = ""
-    action_types: list[str] = Field(default_factory=list)
-    evaluable: bool = True
-    outcome: str = "not_reached"
-    hit: bool | None = None
-    failure_type: str | None = None
-    difficulty: str | None = None
-    target_boxes: list[tuple[float, float, float, float]] = Field(default_factory=list)
-    pred_point: Pair | None = None
-    extra_points: list[Pair] = Field(default_factory=list)
-    raw_output: str | None = None
-    image_path: str = ""
-    image_size: tuple[int, int] | None = None
-    offset: Pair | None = None
-
-
-class TaskRow(BaseModel):
-    """One task object of `<App>/task_results.json`."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    task_id: str
-    app: str
-    task_index: int
-    task_overview: str = ""
-    status: str = "scored"
-    completed: bool = False
-    correct_steps: int = 0
-    num_steps: int = 0
-    num_evaluable_steps: int = 0
-    steps_evaluated: int = 0
-    weighted_prefix_score: float = 0.0
-    normalized_weighted_prefix_score: float = 0.0
-    failure_type: str | None = None
-    failed_step: int | None = None
-    step1_hit: bool | None = None  # not in every writer's output; derived when absent
-    steps: list[StepRow] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -192,7 +137,7 @@ def _read_json(path: Path, *, required: bool) -> Any:
 
 
 def _discover_apps(run_dir: Path, listed: list[str]) -> list[str]:
-    found = sorted(p.parent.name for p in run_dir.glob(f"*/{TASK_RESULTS}"))
+    found = RunFolder(run_dir).result_apps()
     ordered = [a for a in listed if a in found]
     return ordered + [a for a in found if a not in ordered]
 

@@ -10,12 +10,12 @@ generic cards. The backends read the rest (see `openai_backend` and `hf_backend`
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext, Convention
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
+from medspot.adapters.card import ModelCard, PromptStyle
+from medspot.adapters.options import BACKENDS, AdapterOptions
 from medspot.errors import ConfigError
 
 __all__ = [
@@ -25,27 +25,13 @@ __all__ = [
     "choose_style",
     "create_card_adapter",
     "create_generic_adapter",
-    "prompt_record",
 ]
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("openai", "hf")
 
-
-def prompt_record(spec: PromptSpec) -> str:
-    """The prompt text recorded with a prediction (no image, no secrets): the system text, if
-    any, a blank line, then the user text; an assistant prefill is appended after a marker."""
-    parts = [spec.system, spec.user_text] if spec.system else [spec.user_text]
-    text = "\n\n".join(p for p in parts if p is not None)
-    prefill = spec.assistant_prefill or spec.generation_prompt
-    if prefill:
-        text += f"\n\n[assistant prefill] {prefill}"
-    return text
-
-
-def choose_backend(card: ModelCard, options: Mapping[str, Any]) -> str:
-    backend = options.get("backend") or (card.backends[0] if card.backends else None)
+def choose_backend(card: ModelCard, options: AdapterOptions) -> str:
+    backend = options.backend or (card.backends[0] if card.backends else None)
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     if backend not in card.backends:
@@ -56,8 +42,8 @@ def choose_backend(card: ModelCard, options: Mapping[str, Any]) -> str:
     return str(backend)
 
 
-def choose_style(options: Mapping[str, Any]) -> PromptStyle:
-    value = options.get("prompt_style") or "native"
+def choose_style(options: AdapterOptions) -> PromptStyle:
+    value = options.prompt_style or "native"
     try:
         return PromptStyle(str(value))
     except ValueError:
@@ -70,11 +56,11 @@ def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:
     backend = choose_backend(card, options)
     style = choose_style(options)
     if backend == "openai":
-        from medspot.adapters.openai_backend import OpenAIAdapter
+        from medspot.adapters.backends.openai import OpenAIAdapter
 
         adapter: Adapter = OpenAIAdapter.from_options(card, style, options)
         return adapter
-    from medspot.adapters.hf_backend import HFAdapter
+    from medspot.adapters.backends.hf.adapter import HFAdapter
 
     hf: Adapter = HFAdapter.from_options(card, style, options)
     return hf
@@ -88,7 +74,7 @@ def _cards() -> Any:
 
 def create_card_adapter(ctx: AdapterContext, name: str | None = None) -> Adapter:
     """Registry factory of the named cards; the name is `ctx.options["model"]`."""
-    model = name or ctx.options.get("model")
+    model = name or ctx.options.model
     if not model:
         raise ConfigError("no model name given to the card adapter factory")
     card: ModelCard = _cards().get_card(str(model))
@@ -107,13 +93,12 @@ def _read_template(value: Any) -> str | None:
 
 def create_generic_adapter(ctx: AdapterContext, model: str) -> Adapter:
     """Registry factory of `openai:NAME`: a generic card for any OpenAI-compatible model."""
-    raw = ctx.options.get("convention") or "rel1000"
+    raw = ctx.options.convention or "rel1000"
     try:
         convention = Convention(str(raw))
     except ValueError:
         raise ConfigError(f"unknown convention {raw!r}") from None
-    template = _read_template(ctx.options.get("prompt_template"))
+    template = _read_template(ctx.options.prompt_template)
     card: ModelCard = _cards().make_generic_card(model, convention, template)
-    options = dict(ctx.options)
-    options.setdefault("backend", "openai")
+    options = ctx.options.with_defaults(backend="openai")
     return build_adapter(card, AdapterContext(ctx.dataset, ctx.images, ctx.seed, options))

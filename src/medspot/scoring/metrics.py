@@ -5,18 +5,18 @@ breakdowns. Only tasks with status "scored" enter the metrics (protocol 2.7)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from medspot.scoring import TaskScore
+from medspot.scoring.failures import HISTOGRAM_ORDER
 
 __all__ = [
     "ACP",
+    "COLUMNS",
     "CSA",
     "GAP",
     "ISA",
@@ -29,12 +29,17 @@ __all__ = [
     "TCA",
     "WPS",
     "MetricSet",
+    "StepOutcome",
+    "TaskCounts",
+    "TaskOutcome",
     "bootstrap_intervals",
     "breakdown",
     "compute_metrics",
     "failure_statistics",
     "macro_average",
     "metrics_from_sums",
+    "percentile_intervals",
+    "resample_counts",
     "survival",
     "task_matrix",
 ]
@@ -51,19 +56,69 @@ GAP = "propagation_gap"
 SEQUENTIAL_KEYS = (TCA, S1A, SHR, CSA, ACP, WPS, NWPS)
 METRIC_KEYS = (*SEQUENTIAL_KEYS, ISA, GAP)
 
-_FAILURE_ORDER = (
-    "no_prediction",
-    "small_target",
-    "small_target_near",
-    "small_target_far",
-    "near_miss",
-    "edge_bias",
-    "toolbar_confusion",
-    "far_miss",
-    "untyped",
-)
+_FAILURE_ORDER = HISTOGRAM_ORDER
 
 Array = npt.NDArray[np.float64]
+
+
+class StepOutcome(Protocol):
+    """What the metrics read of a scored step: a `StepScore`, or a step row read back."""
+
+    @property
+    def evaluable(self) -> bool: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def hit(self) -> bool | None: ...
+    @property
+    def failure_type(self) -> str | None: ...
+    @property
+    def difficulty(self) -> str | None: ...
+    @property
+    def action_types(self) -> Sequence[str]: ...
+
+
+class TaskCounts(Protocol):
+    """The columns of `task_matrix`: what every metric of a task set is computed from (a
+    `TaskScore`, or a task row read back through `TaskRow.counts`)."""
+
+    @property
+    def completed(self) -> bool: ...
+    @property
+    def step1_hit(self) -> bool: ...
+    @property
+    def correct_steps(self) -> int: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def steps_evaluated(self) -> int: ...
+    @property
+    def weighted_prefix_score(self) -> float: ...
+    @property
+    def normalized_weighted_prefix_score(self) -> float: ...
+    @property
+    def independent_hits(self) -> int: ...
+    @property
+    def independent_steps(self) -> int: ...
+
+
+class TaskOutcome(TaskCounts, Protocol):
+    """What the metrics read of a scored task: a `TaskScore`."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def num_unannotated_steps(self) -> int: ...
+    @property
+    def histogram_type(self) -> str | None: ...
+    @property
+    def failed_difficulty(self) -> str | None: ...
+    @property
+    def end_rank(self) -> int | None: ...
+    @property
+    def max_rank(self) -> int: ...
+    @property
+    def steps(self) -> Sequence[StepOutcome]: ...
 
 
 @dataclass(frozen=True)
@@ -108,9 +163,24 @@ SHORT_NAMES: dict[str, str] = {
 }
 
 
-def task_matrix(tasks: Sequence[TaskScore]) -> Array:
-    """One row per task: completed, step-1 hit, k, SHR denominator, steps reached, WPS, nWPS,
-    independent hits, independent steps. Every metric is a function of these columns' sums."""
+# The columns of the task matrix, in order (the fields of `TaskCounts`). Every metric is one
+# formula over their sums in `metrics_from_sums`; a new metric needs a formula there (and a new
+# column here only if no existing column sum gives it), a key above and its short name.
+COLUMNS = (
+    "completed",
+    "step1_hit",
+    "correct_steps",
+    "num_steps",
+    "steps_evaluated",
+    "weighted_prefix_score",
+    "normalized_weighted_prefix_score",
+    "independent_hits",
+    "independent_steps",
+)
+
+
+def task_matrix(tasks: Sequence[TaskCounts]) -> Array:
+    """One row per task, one column per name in `COLUMNS`."""
     rows = [
         (
             float(t.completed),
@@ -125,11 +195,12 @@ def task_matrix(tasks: Sequence[TaskScore]) -> Array:
         )
         for t in tasks
     ]
-    return np.asarray(rows, dtype=np.float64).reshape(len(rows), 9)
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(COLUMNS))
 
 
 def metrics_from_sums(s: Array, n: int, all_steps: bool) -> dict[str, Array]:
-    """Metrics from column sums `s` (shape (..., 9)) over `n` tasks; NaN where undefined."""
+    """Metrics from column sums `s` (shape (..., len(COLUMNS))) over `n` tasks; NaN where
+    undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
         nt = np.float64(n) if n else np.float64(np.nan)
         out = {
@@ -173,11 +244,18 @@ def bootstrap_intervals(
         sums = draws.astype(np.float64) @ uniq
     else:
         sums = _resample_rows(matrix, n_boot, rng)
-    boot = metrics_from_sums(sums, n, all_steps)
+    return percentile_intervals(metrics_from_sums(sums, n, all_steps), keys, level)
+
+
+def percentile_intervals(
+    samples: Mapping[str, Array], keys: Sequence[str], level: float = 0.95
+) -> dict[str, tuple[float, float] | None]:
+    """The central `level` percentile interval of each metric's bootstrap samples (undefined
+    resamples left out; None when none is defined)."""
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     out: dict[str, tuple[float, float] | None] = {}
     for k in keys:
-        v = boot[k]
+        v = samples[k]
         v = v[np.isfinite(v)]
         if v.size == 0:
             out[k] = None
@@ -187,18 +265,28 @@ def bootstrap_intervals(
     return out
 
 
-def _resample_rows(matrix: Array, n_boot: int, rng: np.random.Generator) -> Array:
-    n = matrix.shape[0]
-    chunk = max(1, min(n_boot, 4_000_000 // n))
-    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+def resample_counts(
+    n: int, n_boot: int, rng: np.random.Generator, *, max_cells: int = 4_000_000
+) -> Iterator[tuple[slice, Array]]:
+    """The task bootstrap: `n_boot` resamples of `n` tasks with replacement, as how often each
+    task is drawn, in chunks of at most `max_cells` draws: (rows of the resample, counts of
+    shape (rows, n)). A resample's column sums are its counts times the task matrix; the same
+    counts applied to two runs' matrices give a paired bootstrap."""
+    chunk = max(1, min(n_boot, max_cells // n))
     done = 0
     while done < n_boot:
         c = min(chunk, n_boot - done)
         idx = rng.integers(0, n, size=(c, n))
         idx += np.arange(c)[:, None] * n
         counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n)
-        sums[done : done + c] = counts.astype(np.float64) @ matrix
+        yield slice(done, done + c), counts.astype(np.float64)
         done += c
+
+
+def _resample_rows(matrix: Array, n_boot: int, rng: np.random.Generator) -> Array:
+    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+    for rows, counts in resample_counts(matrix.shape[0], n_boot, rng):
+        sums[rows] = counts @ matrix
     return sums
 
 
@@ -208,7 +296,7 @@ def _finite(x: Any) -> float | None:
 
 
 def compute_metrics(
-    tasks: Sequence[TaskScore], *, all_steps: bool, n_boot: int = 2000, seed: int = 0
+    tasks: Sequence[TaskOutcome], *, all_steps: bool, n_boot: int = 2000, seed: int = 0
 ) -> MetricSet:
     """Metrics over the tasks with status "scored"; the rest are counted."""
     scored = [t for t in tasks if t.status == "scored"]
@@ -243,7 +331,7 @@ def _ordered(c: Counter[str]) -> dict[str, int]:
     return {k: c[k] for k in [*known, *sorted(set(c) - set(known))]}
 
 
-def failure_statistics(tasks: Sequence[TaskScore], *, all_steps: bool) -> dict[str, Any]:
+def failure_statistics(tasks: Sequence[TaskOutcome], *, all_steps: bool) -> dict[str, Any]:
     """Histogram of task failure types (the protocol decides which step types a task and which
     failed tasks count), by target size of that step, and in all-steps mode every miss typed."""
     hist: Counter[str] = Counter()
@@ -274,7 +362,7 @@ def failure_statistics(tasks: Sequence[TaskScore], *, all_steps: bool) -> dict[s
     return out
 
 
-def survival(tasks: Sequence[TaskScore]) -> list[float]:
+def survival(tasks: Sequence[TaskOutcome]) -> list[float]:
     """Share of scored tasks still alive (not ended by a miss) after step k, k = 0..max, with k
     counted as the protocol counts positions (among evaluable steps, or among all steps)."""
     scored = [t for t in tasks if t.status == "scored"]
@@ -288,7 +376,7 @@ def survival(tasks: Sequence[TaskScore]) -> list[float]:
 
 
 def breakdown(
-    tasks: Sequence[TaskScore],
+    tasks: Sequence[TaskOutcome],
     by: Literal["action_type", "target_size"],
     *,
     all_steps: bool = False,

@@ -13,14 +13,12 @@ import math
 import os
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from medspot.adapters.base import Prediction, StepRequest
-from medspot.errors import ConfigError
+from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
 
 __all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
@@ -76,39 +74,8 @@ class JournalRecord(BaseModel):
     def prediction_point(self) -> Point | None:
         return Point(*self.point) if self.point is not None else None
 
-    @classmethod
-    def from_prediction(
-        cls,
-        req: StepRequest,
-        pred: Prediction | None,
-        *,
-        latency_s: float,
-        retries: int,
-        error: str | None = None,
-    ) -> JournalRecord:
-        usage = pred.usage if pred else None
-        return cls(
-            step=req.step_uid,
-            task=req.task_uid,
-            image_path=req.image_rel,
-            image_size=req.image_size,
-            prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
-            raw_text=pred.raw_text if pred else None,
-            point=(pred.point.x, pred.point.y) if pred and pred.point else None,
-            extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
-            flags=list(pred.flags) if pred else [],
-            sent_size=pred.sent_size if pred else None,
-            latency_s=round(latency_s, 6),
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            cost_usd=pred.cost_usd if pred else None,
-            retries=retries,
-            error=error,
-            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
-        )
 
-
-class JournalWriteError(ConfigError):
+class JournalWriteError(RunFolderError):
     """The journal cannot be written (read-only folder, full disk). What was written is kept."""
 
 

@@ -1,30 +1,34 @@
 """Pure scoring: the sequential walk of a task under a protocol, step judgements, failure types,
 task scores and the whole run's score. Everything is computed from journal records alone.
 
-One code path, parameterised by the knobs of `medspot.protocol.Protocol`.
+One code path, parameterised by the knobs of `medspot.scoring.protocol.Protocol`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+import typing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from medspot import metrics
+from medspot.dataset.records import Dataset, Step, Task, size_class
 from medspot.geometry import Box, Point, clamp_point, is_finite, point_in_box
-from medspot.journal import JournalRecord
-from medspot.protocol import FailureOrder, Protocol
-from medspot.records import Dataset, Step, Task, size_class
+from medspot.scoring import metrics
+from medspot.scoring.failures import FAILURE_TYPES, UNTYPED
+from medspot.scoring.protocol import FailureOrder, Protocol
 
 __all__ = [
     "FAILURE_TYPES",
     "UNTYPED",
+    "CallRecord",
     "Judgement",
     "RunScore",
+    "StepOutcomeName",
     "StepScore",
     "TaskScore",
+    "TaskStatus",
     "classify_failure",
     "judge_step",
     "latest_predictions",
@@ -36,17 +40,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FAILURE_TYPES = (
-    "no_prediction",
-    "small_target",
-    "small_target_near",
-    "small_target_far",
-    "near_miss",
-    "edge_bias",
-    "toolbar_confusion",
-    "far_miss",
-)
-UNTYPED = "untyped"  # a failed task whose ending carries no failure type (histogram key)
 
 _SMALL_AREA = 4e-4
 _NEAR_SCALE = 1.5
@@ -101,7 +94,7 @@ class Judgement:
     failure_type: str | None
 
 
-def _scored_point(rec: JournalRecord, protocol: Protocol) -> Point | None:
+def _scored_point(rec: CallRecord, protocol: Protocol) -> Point | None:
     p = rec.prediction_point()
     if p is None or not is_finite(p):
         return None
@@ -113,7 +106,7 @@ def _scored_point(rec: JournalRecord, protocol: Protocol) -> Point | None:
     return None
 
 
-def judge_step(step: Step, protocol: Protocol, rec: JournalRecord) -> Judgement:
+def judge_step(step: Step, protocol: Protocol, rec: CallRecord) -> Judgement:
     """Hit or miss of one evaluable step from its prediction record."""
     targets = protocol.targets(step)
     if not targets:
@@ -121,7 +114,7 @@ def judge_step(step: Step, protocol: Protocol, rec: JournalRecord) -> Judgement:
     return _judge(targets, protocol, rec)
 
 
-def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: JournalRecord) -> Judgement:
+def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: CallRecord) -> Judgement:
     p = _scored_point(rec, protocol)
     if p is None:
         return Judgement(False, None, "no_prediction")
@@ -138,13 +131,33 @@ def _judge(targets: tuple[Box, ...], protocol: Protocol, rec: JournalRecord) -> 
 
 
 # -- journal --------------------------------------------------------------------------------------
-def latest_predictions(
-    records: Iterable[JournalRecord],
-) -> tuple[dict[str, JournalRecord], dict[str, JournalRecord]]:
+class CallRecord(typing.Protocol):
+    """What scoring reads of one model call (a journal record): normalised coordinates."""
+
+    @property
+    def step(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def image_size(self) -> tuple[int, int] | None: ...
+    @property
+    def extra_points(self) -> Sequence[tuple[float, float]]: ...
+    @property
+    def raw_text(self) -> str | None: ...
+    def prediction_point(self) -> Point | None: ...
+
+
+StepOutcomeName = Literal["hit", "miss", "not_reached", "not_evaluable", "error", "missing"]
+TaskStatus = Literal["scored", "errored", "incomplete", "excluded"]
+
+R = TypeVar("R", bound=CallRecord)
+
+
+def latest_predictions(records: Iterable[R]) -> tuple[dict[str, R], dict[str, R]]:
     """For each step, the latest successful record; and, for steps with no success, the latest
     error record."""
-    ok: dict[str, JournalRecord] = {}
-    errored: dict[str, JournalRecord] = {}
+    ok: dict[str, R] = {}
+    errored: dict[str, R] = {}
     for r in records:
         if r.ok:
             ok[r.step] = r
@@ -162,7 +175,7 @@ class StepScore:
     instruction: str
     action_types: tuple[str, ...]
     evaluable: bool
-    outcome: str  # hit | miss | not_reached | not_evaluable | error | missing
+    outcome: StepOutcomeName
     hit: bool | None  # for not_reached steps in all-steps mode: the independent hit
     failure_type: str | None
     difficulty: str | None
@@ -182,7 +195,7 @@ class TaskScore:
     app: str
     index: int
     overview: str
-    status: str  # scored | errored | incomplete | excluded
+    status: TaskStatus
     completed: bool
     correct_steps: int  # k_t
     num_steps: int  # SHR denominator of this task under the protocol
@@ -220,8 +233,8 @@ def _offset(p: Point | None, step: Step, targets: tuple[Box, ...]) -> tuple[floa
 def score_task(
     task: Task,
     protocol: Protocol,
-    preds: Mapping[str, JournalRecord],
-    errored: Mapping[str, JournalRecord] | None = None,
+    preds: Mapping[str, CallRecord],
+    errored: Mapping[str, CallRecord] | None = None,
     *,
     all_steps: bool = False,
 ) -> TaskScore:
@@ -250,6 +263,7 @@ def score_task(
         j = _judge(targets, protocol, rec) if (targets and rec is not None) else None
         hit: bool | None = j.hit if j else None
         ftype = j.failure_type if j else None
+        outcome: StepOutcomeName
         if not targets:
             outcome = "not_evaluable"
             if protocol.non_evaluable == "ends_task" and not ended and not blocked:
@@ -313,6 +327,7 @@ def score_task(
         completed = (not ended and not blocked and k == n_eval) and not (
             protocol.non_evaluable == "counted" and has_non_eval
         )
+    status: TaskStatus
     if n_eval == 0 and protocol.empty_task == "excluded":
         status = "excluded"
     elif missing:
@@ -382,7 +397,7 @@ def score_task(
     )
 
 
-def next_step(task: Task, protocol: Protocol, preds: Mapping[str, JournalRecord]) -> Step | None:
+def next_step(task: Task, protocol: Protocol, preds: Mapping[str, CallRecord]) -> Step | None:
     """The next step a sequential run must ask for `task`, or None when the task is decided."""
     for step in task.steps:
         targets = protocol.targets(step)
@@ -428,7 +443,7 @@ class RunScore:
 
 def score_run(
     dataset: Dataset,
-    records: Iterable[JournalRecord],
+    records: Iterable[CallRecord],
     protocol: Protocol,
     *,
     all_steps: bool,

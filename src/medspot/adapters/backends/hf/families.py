@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.errors import AdapterUnavailable, ConfigError
 
 if TYPE_CHECKING:
-    from PIL.Image import Image as PILImage
+    pass
 
-__all__ = ["HF_EXTRA_HINT", "LOADERS", "GenItem", "GenOut", "Runner", "load_runner"]
+__all__ = ["HF_EXTRA_HINT", "LOADERS", "load_runner"]
 
 log = logging.getLogger(__name__)
 
@@ -41,33 +41,6 @@ _MODEL_CLASSES = {
 _OWN_CODE = ("gui_actor", "cogagent", "qwen_vl_chat", "deepseek_vl2")
 LOADERS = (*_MODEL_CLASSES, *_OWN_CODE)
 _FLAT_IMAGES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
-
-
-@dataclass(frozen=True)
-class GenItem:
-    """One request for the model: the card's prompt, the image as sent, the temperature."""
-
-    spec: PromptSpec
-    image: PILImage
-    image_path: Path
-    temperature: float | None
-
-
-@dataclass(frozen=True)
-class GenOut:
-    text: str
-    input_tokens: int
-    output_tokens: int
-
-
-class Runner:
-    """A loaded model. `generate` runs on one worker thread, never concurrently."""
-
-    batchable = False
-    info: dict[str, Any]
-
-    def generate(self, items: Sequence[GenItem]) -> list[GenOut]:
-        raise NotImplementedError
 
 
 def _torch() -> Any:
@@ -106,7 +79,7 @@ def load_runner(card: ModelCard, checkpoint: str, device: str, dtype: str | None
     td = _dtype(torch, dtype, device)
     if loader in _MODEL_CLASSES:
         return ProcessorRunner(card, checkpoint, device, td, loader)
-    from medspot.adapters import hf_own_code
+    from medspot.adapters.backends.hf import own_code as hf_own_code
 
     return hf_own_code.load(card, checkpoint, device, td, loader)
 

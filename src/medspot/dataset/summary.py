@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from medspot.records import SIZE_LARGE, SIZE_MEDIUM, SIZE_SMALL, Dataset, Task, size_class
+from medspot.dataset.records import SIZE_LARGE, SIZE_MEDIUM, SIZE_SMALL, Dataset, Task, size_class
 
 __all__ = ["DatasetStats", "GroupStats", "dataset_stats", "format_stats", "group_stats"]
 

@@ -20,11 +20,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from medspot.adapters.backend import prompt_record
+from medspot.adapters.backends.hf.families import default_device, load_runner
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
+from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.base import Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec
-from medspot.adapters.hf_families import GenItem, GenOut, Runner, default_device, load_runner
-from medspot.adapters.imageprep import ImagePrep
+from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec, prompt_record
+from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, MedspotError, ModelCallError
 
 __all__ = ["HFAdapter"]
@@ -70,12 +71,13 @@ class HFAdapter:
 
     @classmethod
     def from_options(
-        cls, card: ModelCard, style: PromptStyle, options: Mapping[str, Any]
+        cls, card: ModelCard, style: PromptStyle, options: AdapterOptions | Mapping[str, Any]
     ) -> HFAdapter:
-        checkpoint = str(options.get("checkpoint") or card.checkpoint)
-        device = str(options.get("device") or default_device())
-        dtype = options.get("dtype")
-        batch_size = int(options.get("batch_size") or 1)
+        options = AdapterOptions.from_mapping(options)
+        checkpoint = str(options.checkpoint or card.checkpoint)
+        device = str(options.device or default_device())
+        dtype = options.dtype
+        batch_size = int(options.batch_size or 1)
         if batch_size < 1:
             raise ConfigError("--batch-size must be 1 or more")
         log.info("loading %s from %s on %s", card.name, checkpoint, device)
@@ -88,7 +90,7 @@ class HFAdapter:
             device=device,
             dtype=str(dtype) if dtype else None,
             batch_size=batch_size,
-            batch_wait=float(options.get("batch_wait", 0.02)),
+            batch_wait=float(options.batch_wait if options.batch_wait is not None else 0.02),
         )
 
     # -- the Adapter protocol ---------------------------------------------------------------

@@ -14,10 +14,12 @@ from typing import Any
 
 import orjson
 
-from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
-from medspot.records import Dataset
-from medspot.scoring import RunScore, StepScore, TaskScore
+from medspot.dataset.records import Dataset
+from medspot.errors import RunFolderError
+from medspot.runfolder.layout import RunFolder
+from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
+from medspot.scoring.score import RunScore, StepScore, TaskScore
 
 __all__ = [
     "atomic_write_json",
@@ -26,6 +28,7 @@ __all__ = [
     "metrics_json",
     "metrics_table",
     "task_json",
+    "task_row",
     "write_results",
 ]
 
@@ -52,7 +55,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             os.fchmod(f.fileno(), _file_mode())
@@ -62,7 +65,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -80,47 +83,52 @@ def atomic_write_json_lines(path: Path, items: list[Any]) -> None:
     atomic_write_text(path, "[\n" + body + "\n]\n" if items else "[]\n")
 
 
-def _step_json(s: StepScore) -> dict[str, Any]:
-    return {
-        "step": s.uid,
-        "position": s.position,
-        "step_id": s.step_id,
-        "instruction": s.instruction,
-        "action_types": list(s.action_types),
-        "evaluable": s.evaluable,
-        "outcome": s.outcome,
-        "hit": s.hit,
-        "failure_type": s.failure_type,
-        "difficulty": s.difficulty,
-        "target_boxes": [b.as_list() for b in s.target_boxes],
-        "pred_point": s.pred_point.as_list() if s.pred_point is not None else None,
-        "extra_points": [list(p) for p in s.extra_points],
-        "raw_output": s.raw_output,
-        "image_path": s.image_path,
-        "image_size": list(s.image_size) if s.image_size is not None else None,
-        "offset": list(s.offset) if s.offset is not None else None,
-    }
+def _step_row(s: StepScore) -> StepRow:
+    return StepRow.model_construct(
+        step=s.uid,
+        position=s.position,
+        step_id=s.step_id,
+        instruction=s.instruction,
+        action_types=list(s.action_types),
+        evaluable=s.evaluable,
+        outcome=s.outcome,
+        hit=s.hit,
+        failure_type=s.failure_type,
+        difficulty=s.difficulty,
+        target_boxes=[(b.x1, b.y1, b.x2, b.y2) for b in s.target_boxes],
+        pred_point=(s.pred_point.x, s.pred_point.y) if s.pred_point is not None else None,
+        extra_points=list(s.extra_points),
+        raw_output=s.raw_output,
+        image_path=s.image_path,
+        image_size=s.image_size,
+        offset=s.offset,
+    )
+
+
+def task_row(t: TaskScore) -> TaskRow:
+    """One task of task_results.json, in the schema the reader validates."""
+    return TaskRow.model_construct(
+        task_id=t.uid,
+        app=t.app,
+        task_index=t.index,
+        task_overview=t.overview,
+        status=t.status,
+        completed=t.completed,
+        correct_steps=t.correct_steps,
+        num_steps=t.num_steps,
+        num_evaluable_steps=t.num_evaluable_steps,
+        steps_evaluated=t.steps_evaluated,
+        weighted_prefix_score=t.weighted_prefix_score,
+        normalized_weighted_prefix_score=t.normalized_weighted_prefix_score,
+        failure_type=t.failure_type,
+        failed_step=t.failed_step,
+        steps=[_step_row(s) for s in t.steps],
+    )
 
 
 def task_json(t: TaskScore) -> dict[str, Any]:
-    """One task object of task_results.json."""
-    return {
-        "task_id": t.uid,
-        "app": t.app,
-        "task_index": t.index,
-        "task_overview": t.overview,
-        "status": t.status,
-        "completed": t.completed,
-        "correct_steps": t.correct_steps,
-        "num_steps": t.num_steps,
-        "num_evaluable_steps": t.num_evaluable_steps,
-        "steps_evaluated": t.steps_evaluated,
-        "weighted_prefix_score": t.weighted_prefix_score,
-        "normalized_weighted_prefix_score": t.normalized_weighted_prefix_score,
-        "failure_type": t.failure_type,
-        "failed_step": t.failed_step,
-        "steps": [_step_json(s) for s in t.steps],
-    }
+    """One task object of task_results.json (`step1_hit` is left to readers: steps[0] says it)."""
+    return task_row(t).model_dump(exclude={"step1_hit"})
 
 
 def metrics_json(ms: MetricSet, score: RunScore, *, missing: list[str]) -> dict[str, Any]:
@@ -132,15 +140,14 @@ def metrics_json(ms: MetricSet, score: RunScore, *, missing: list[str]) -> dict[
 
 def write_results(out_dir: Path, run_score: RunScore, *, dataset: Dataset) -> None:
     """Write every per-app file and the overall files of the results layout into `out_dir`."""
-    out_dir = Path(out_dir)
+    folder = RunFolder(Path(out_dir))
     score = run_score
     for app in dataset.app_names:
         tasks = score.tasks_of(app)
-        app_dir = out_dir / app
         rows = [task_json(t) for t in tasks]
-        atomic_write_json_lines(app_dir / "task_results.json", rows)
+        atomic_write_json_lines(folder.task_results(app), rows)
         atomic_write_json_lines(
-            app_dir / "task_failures.json",
+            folder.task_failures(app),
             [
                 r
                 for r, t in zip(rows, tasks, strict=True)
@@ -149,9 +156,9 @@ def write_results(out_dir: Path, run_score: RunScore, *, dataset: Dataset) -> No
         )
         missing = [uid for t in tasks for uid in t.missing_steps]
         atomic_write_json(
-            app_dir / "task_metrics.json", metrics_json(score.per_app[app], score, missing=missing)
+            folder.app_metrics(app), metrics_json(score.per_app[app], score, missing=missing)
         )
-        atomic_write_json(app_dir / "failure_statistics.json", score.failures_per_app[app])
+        atomic_write_json(folder.app_failures(app), score.failures_per_app[app])
     overall = metrics_json(score.overall, score, missing=list(score.missing_steps))
     overall.update(
         complete=score.complete,
@@ -164,8 +171,8 @@ def write_results(out_dir: Path, run_score: RunScore, *, dataset: Dataset) -> No
         by_action_type=score.by_action_type,
         by_target_size=score.by_target_size,
     )
-    atomic_write_json(out_dir / "overall_dataset_metrics.json", overall)
-    atomic_write_json(out_dir / "overall_failure_statistics.json", score.failures)
+    atomic_write_json(folder.overall_metrics, overall)
+    atomic_write_json(folder.overall_failures, score.failures)
 
 
 def _fmt(v: float | None) -> str:

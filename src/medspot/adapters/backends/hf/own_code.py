@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.card import ModelCard
-from medspot.adapters.hf_families import GenItem, GenOut, Runner
 from medspot.errors import AdapterUnavailable
 
 __all__ = ["INSTALL_HINTS", "load"]

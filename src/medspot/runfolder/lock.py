@@ -12,11 +12,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from medspot.errors import ConfigError
+from medspot.errors import ConfigError, RunFolderError
+from medspot.runfolder.layout import LOCK
 
-__all__ = ["LOCK_NAME", "RunFolderBusy", "run_folder_lock"]
-
-LOCK_NAME = ".medspot.lock"
+__all__ = ["RunFolderBusy", "run_folder_lock"]
 
 
 class RunFolderBusy(ConfigError):
@@ -37,11 +36,11 @@ def run_folder_lock(folder: Path) -> Iterator[None]:
     `RunFolderBusy` naming the holder's pid at once if another process holds it."""
     import fcntl
 
-    path = Path(folder) / LOCK_NAME
+    path = Path(folder) / LOCK
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
-        raise ConfigError(
+        raise RunFolderError(
             f"cannot write {path} (the lock of the run folder): {e.strerror or e}"
         ) from None
     try:

@@ -1,4 +1,4 @@
-"""Checks of annotation files beyond their shape, used by the loader (`medspot.data`): keys
+"""Checks of annotation files beyond their shape, used by `medspot.dataset.loading`: keys
 given twice in one object, steps out of step order, action types the benchmark does not
 know, screenshots too small to be a screen."""
 

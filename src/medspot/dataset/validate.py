@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medspot.data import Problem, scan
+from medspot.dataset.loading import Problem, scan
+from medspot.dataset.records import Dataset
 from medspot.errors import DataError
-from medspot.records import Dataset
 
 __all__ = ["ValidationReport", "format_report", "report_from_dataset", "validate_dataset"]
 

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from medspot.adapters.backend import prompt_record
+from medspot.adapters.backends.imageprep import ImagePrep
+from medspot.adapters.backends.pricing import CostMeter, PriceTable, load_price_table
 from medspot.adapters.base import Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec
-from medspot.adapters.imageprep import ImagePrep
+from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec, prompt_record
+from medspot.adapters.options import AdapterOptions
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
-from medspot.pricing import CostMeter, PriceTable, load_price_table
 
 __all__ = ["OPENAI_URL", "OpenAIAdapter", "parse_retry_after", "sanitize_url"]
 
@@ -197,15 +197,13 @@ class OpenAIAdapter:
 
     @classmethod
     def from_options(
-        cls, card: ModelCard, style: PromptStyle, options: Mapping[str, Any]
+        cls, card: ModelCard, style: PromptStyle, options: AdapterOptions | Mapping[str, Any]
     ) -> OpenAIAdapter:
-        urls = options.get("base_urls") or options.get("base_url") or []
-        if isinstance(urls, str):
-            urls = [urls]
-        urls = [str(u).rstrip("/") for u in urls if str(u).strip()]
+        options = AdapterOptions.from_mapping(options)
+        urls = [str(u).rstrip("/") for u in options.base_urls if str(u).strip()]
         if not urls:
             urls = [os.environ.get("OPENAI_BASE_URL") or OPENAI_URL]
-        key = options.get("api_key") or os.environ.get("OPENAI_API_KEY")
+        key = options.api_key or os.environ.get("OPENAI_API_KEY")
         official = any(urlsplit(u).hostname == "api.openai.com" for u in urls)
         if not key:
             if official:
@@ -214,18 +212,18 @@ class OpenAIAdapter:
                     "(or name another variable with --api-key-env)"
                 )
             key = "EMPTY"  # local servers (vLLM) accept any key
-        timeout = options.get("timeout")
+        timeout = options.timeout
         return cls(
             card,
             style,
-            model=str(options.get("api_model") or card.checkpoint),
+            model=str(options.api_model or card.checkpoint),
             base_urls=urls,
             api_key=str(key),
             timeout=float(timeout) if timeout else DEFAULT_TIMEOUT,
-            concurrency=int(options.get("concurrency") or DEFAULT_CONCURRENCY),
-            balance=str(options.get("balance") or "least"),
-            prices=load_price_table(options.get("price_file")),
-            server_extras=options.get("server_extras"),
+            concurrency=int(options.concurrency or DEFAULT_CONCURRENCY),
+            balance=str(options.balance or "least"),
+            prices=load_price_table(options.price_file),
+            server_extras=options.server_extras,
         )
 
     # -- the Adapter protocol ---------------------------------------------------------------
