@@ -65,6 +65,10 @@ class RunFolder:
         return self.path / JOURNAL
 
     @property
+    def lock(self) -> Path:
+        return self.path / LOCK
+
+    @property
     def overall_metrics(self) -> Path:
         return self.path / OVERALL_METRICS
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from medspot.errors import ConfigError, RunFolderError
-from medspot.runfolder.layout import LOCK
+from medspot.runfolder.layout import RunFolder
 
 __all__ = ["RunFolderBusy", "run_folder_lock"]
 
@@ -36,7 +36,7 @@ def run_folder_lock(folder: Path) -> Iterator[None]:
     `RunFolderBusy` naming the holder's pid at once if another process holds it."""
     import fcntl
 
-    path = Path(folder) / LOCK
+    path = RunFolder(folder).lock
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
