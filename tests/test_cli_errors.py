@@ -137,7 +137,8 @@ def test_compare_runs_without_a_common_task(
     (only_beta / "Annotations" / "Alpha_Annotation.json").unlink()
     a = make_run(tmp_path / "a", only_alpha, {"Alpha/0": [True, True]}, model="a")
     b = make_run(tmp_path / "b", only_beta, {"Beta/0": [True, True]}, model="b")
-    refused(capsys, ["compare", str(a), str(b)], "no scored task in common")
+    refused(capsys, ["compare", str(a), str(b)], "different data", "--mixed")
+    refused(capsys, ["compare", str(a), str(b), "--mixed"], "no scored task in common")
 
 
 def test_import_upstream_refuses_a_missing_folder_and_a_full_out(

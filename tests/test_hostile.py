@@ -246,7 +246,7 @@ def test_fake_and_enormous_images_are_validation_errors(
     text = "".join(capsys.readouterr())
     assert "Fake_Annotation.json" in text and "not a readable image" in text
     assert "Bomb_Annotation.json" in text and "too large" in text
-    assert "Trunc_Annotation.json" not in text  # its header is fine: caught at call time
+    assert "Trunc_Annotation.json" in text and "truncated" in text  # its data is checked too
     code = main(
         [
             "eval",
@@ -264,25 +264,22 @@ def test_fake_and_enormous_images_are_validation_errors(
     assert "too large" in capsys.readouterr().err
 
 
-def test_a_truncated_screenshot_is_a_step_error_and_no_call_is_made(
+def test_a_truncated_screenshot_is_a_data_error_and_no_call_is_made(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "root"
     names = _hostile_images(root)
     write_app(root, "Good", [[step("Images/G/g.png", "Click the button", BOX)]])
-    load_dataset(root, apps=["Trunc", "Good"])  # the header is fine: it loads
+    with pytest.raises(DataError, match="truncated"):  # its data is checked on loading
+        load_dataset(root, apps=["Trunc", "Good"])
     with OpenAITestServer(answer="(150, 150)") as srv:
         out = tmp_path / "out"
         code = main(eval_args(root, out, srv.base_url, apps="Trunc,Good"))
-        assert code == 1  # incomplete: one errored step
-        assert srv.request_count == 1  # only the good screenshot was sent
-    recs = {r.step: r for r in read_journal(out / "predictions.jsonl")}
-    assert recs["Good/0/1"].error is None
-    err = recs["Trunc/0/1"].error
-    assert err is not None and "truncated" in err and names["Trunc"].split("/")[-1] in err
-    info = json.loads((out / "run.json").read_text())
-    assert info["errors"] == 1 and info["status"] == "incomplete"
-    assert "Traceback" not in capsys.readouterr().err
+        assert code == 2  # a data error, never a failed call retried on every resume
+        assert srv.request_count == 0
+    err = capsys.readouterr().err
+    assert "truncated" in err and names["Trunc"].split("/")[-1] in err
+    assert "Traceback" not in err
 
 
 def test_decoding_paths_refuse_a_bomb_quickly(tmp_path: Path) -> None:

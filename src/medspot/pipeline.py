@@ -21,8 +21,10 @@ from medspot.adapters.options import AdapterOptions, PromptStyleName
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
+from medspot.runfolder.guard import make_output_folder
 from medspot.runfolder.journal import Journal, JournalWriteError, read_journal
 from medspot.runfolder.layout import JOURNAL, RunFolder
+from medspot.runfolder.lock import run_folder_lock
 from medspot.runfolder.runinfo import (
     FORMAT_VERSION,
     DatasetInfo,
@@ -72,13 +74,7 @@ def _protocol(name: str, tolerance_px: float | None) -> Protocol:
 
 
 def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
-    return DatasetInfo(
-        source=ds.source or str(ds.root),
-        root=str(ds.root),
-        fingerprint=ds.fingerprint,
-        apps=list(ds.app_names),
-        limit=limit,
-    )
+    return DatasetInfo.of(ds, limit)
 
 
 def evaluate(
@@ -87,10 +83,15 @@ def evaluate(
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
     protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    make_output_folder(out)
+    with run_folder_lock(out):
+        return _evaluate_locked(req, protocol, on_progress)
+
+
+def _evaluate_locked(
+    req: EvalRequest, protocol: Protocol, on_progress: Callable[[ProgressEvent], None] | None
+) -> EvalOutcome:
+    out = req.out
     images = ImageStore(req.dataset.root)
     options = AdapterOptions.from_mapping(req.options).with_defaults(
         model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
@@ -208,6 +209,24 @@ def rescore(
 ) -> tuple[RunInfo, RunScore]:
     """Score `run_dir`'s journal (under another protocol if asked) into `out` (default:
     the run folder itself). No model call."""
+    RunInfo.load(RunFolder(run_dir).run_json)  # not a run folder: said before anything is made
+    target = out or run_dir
+    make_output_folder(target)
+    with run_folder_lock(target):
+        return _rescore_locked(
+            run_dir, dataset, protocol_name, tolerance_px, out=out, n_boot=n_boot
+        )
+
+
+def _rescore_locked(
+    run_dir: Path,
+    dataset: Dataset,
+    protocol_name: str | None,
+    tolerance_px: float | None,
+    *,
+    out: Path | None,
+    n_boot: int,
+) -> tuple[RunInfo, RunScore]:
     source = RunFolder(run_dir)
     info = RunInfo.load(source.run_json)
     journal_path = source.journal

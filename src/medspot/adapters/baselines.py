@@ -7,7 +7,6 @@ no other adapter may.
 from __future__ import annotations
 
 import hashlib
-import json
 import random as _random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +14,9 @@ from typing import Any
 
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
 from medspot.adapters.registry import AdapterEntry, register
+from medspot.adapters.replayfile import read_replay_file
 from medspot.dataset.records import Dataset
-from medspot.errors import ConfigError, ModelCallError
+from medspot.errors import ConfigError, DataError, ModelCallError
 from medspot.geometry import Point
 
 __all__ = ["CenterAdapter", "OracleAdapter", "RandomAdapter", "ReplayAdapter"]
@@ -117,27 +117,16 @@ class ReplayAdapter:
     max_concurrency: int = 64
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    dataset: Dataset | None = None
+
     def __post_init__(self) -> None:
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as e:
-            raise ConfigError(f"cannot read replay file {self.path}: {e.strerror or e}") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                uid = obj["step"]
-                if not isinstance(uid, str):
-                    raise TypeError("step must be a string")
-            except (ValueError, KeyError, TypeError) as e:
-                raise ConfigError(f"{self.path}, line {n}: not a replay record ({e})") from None
-            self.answers[uid] = obj
+        self.answers = read_replay_file(self.path, self.dataset)
 
     async def predict(self, request: StepRequest) -> Prediction:
         obj = self.answers.get(request.step_uid)
         if obj is None:
-            raise ModelCallError(f"no answer for step {request.step_uid} in {self.path}")
+            # the file is all there is: asking again cannot help, so this is not a failed call
+            raise DataError(f"the replay file {self.path} has no answer for this step")
         raw = obj.get("raw_text")
         if "point" in obj and obj["point"] is not None:
             x, y = _pair(obj["point"], request.step_uid)
@@ -211,7 +200,7 @@ def create_replay(ctx: AdapterContext) -> ReplayAdapter:
     if not path:
         raise ConfigError("--model replay needs --replay-file FILE (JSONL of step id to answer)")
     conv = ctx.options.convention or "rel1000"
-    return ReplayAdapter(Path(path), text_convention=str(conv))
+    return ReplayAdapter(Path(path), text_convention=str(conv), dataset=ctx.dataset)
 
 
 _M = "medspot.adapters.baselines"

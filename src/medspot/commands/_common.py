@@ -130,14 +130,15 @@ class _Bar:
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=0, unit="call", desc=self._desc, file=sys.stderr,
-                             dynamic_ncols=True, mininterval=0.5)  # fmt: skip
-        self._bar.total = max(ev.total, ev.done)
-        post: dict[str, object] = {"errors": ev.errors}
+            self._bar = tqdm(total=ev.units_total, unit=ev.unit, desc=self._desc,
+                             file=sys.stderr, dynamic_ncols=True, mininterval=0.5)  # fmt: skip
+        # tasks done of tasks (a sequential run asks a number of steps no one knows ahead:
+        # a total counted in calls would shrink with every miss); calls made beside it
+        post: dict[str, object] = {"calls": ev.done, "errors": ev.errors}
         if ev.cost_usd:
             post["cost"] = f"${ev.cost_usd:.4f}"
         self._bar.set_postfix(post, refresh=False)
-        self._bar.update(ev.done - self._bar.n)  # redraws at most every mininterval
+        self._bar.update(ev.units_done - self._bar.n)  # redraws at most every mininterval
 
     def close(self) -> None:
         if self._bar is not None:

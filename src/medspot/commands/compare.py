@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     p.add_argument(
-        "--mixed", action="store_true", help="allow runs scored under different protocols"
+        "--mixed",
+        action="store_true",
+        help="allow runs under different protocols or over different data (only tasks whose "
+        "annotations are the same are paired)",
     )
     p.set_defaults(func=_run)

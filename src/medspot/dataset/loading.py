@@ -7,6 +7,7 @@ is `scan` that refuses data with any error. `medspot validate` prints a `scan`.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -20,6 +21,13 @@ import orjson
 
 from medspot._gc import gc_paused
 from medspot.dataset import hub
+from medspot.dataset.appnames import app_name_problem, colliding_names
+from medspot.dataset.checks import (
+    duplicate_keys,
+    step_order_problem,
+    tiny_screenshot,
+    unknown_action_type,
+)
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Action, AppData, Dataset, Step, Task, step_uid
 from medspot.errors import ConfigError, DataError, Location
@@ -181,7 +189,13 @@ def _jtype(v: object) -> str:
 
 
 def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite JSON number that fits a float (an integer like 10**400 does not)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 _Loc = Callable[[str | None], Location]
@@ -224,6 +238,17 @@ class _Collector:
         except json.JSONDecodeError as e:
             self.error(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}", floc)
             return AppData(app, path, ())
+        except ValueError as e:  # an integer too long to read (Python's digit limit)
+            self.error(f"invalid JSON: {e}", floc)
+            return AppData(app, path, ())
+        dups = duplicate_keys(text)
+        if dups:
+            shown = ", ".join(repr(k) for k in dict.fromkeys(dups))
+            self.error(
+                f"{len(dups)} key(s) given twice in one object ({shown}): only one value "
+                "would be read; remove the other",
+                floc,
+            )
         if not isinstance(doc, dict):
             self.error(
                 f'the top level must be an object {{"tasks": [...]}}, got {_jtype(doc)}', floc
@@ -275,6 +300,9 @@ class _Collector:
             return None
         steps = [self._step(app, fname, ti, k, s) for k, s in enumerate(raw_steps, start=1)]
         good = tuple(s for s in steps if s is not None)
+        order = step_order_problem([s.step_id for s in good])
+        if order is not None:
+            self.error(order[1], Location(fname, ti, good[order[0] - 1].position, "step_id"))
         return Task(app, ti, overview.strip() if isinstance(overview, str) else "", good)
 
     def _step(self, app: str, fname: str, ti: int, k: int, raw: object) -> Step | None:
@@ -376,6 +404,8 @@ class _Collector:
                 if problem:
                     self.error(problem, loc(f"{f}.bbox"))
                     ok = False
+            if ok and isinstance(typ, str) and (unknown := unknown_action_type(typ.strip())):
+                self.warn(unknown, loc(f"{f}.type"))
             if ok:
                 assert isinstance(typ, str) and isinstance(target, str)
                 assert isinstance(bbox, list)
@@ -384,12 +414,17 @@ class _Collector:
         return tuple(out)
 
     def check_images(self, check: bool) -> None:
-        """Every distinct image path: safe (always) and, with `check`, a readable image."""
+        """Every distinct image path: safe (always) and, with `check`, a sound image: its
+        header readable and its data complete (`ImageStore.check`: PNG verified chunk by chunk
+        without decoding the pixels, a JPEG's end marker, other formats decoded)."""
         store = ImageStore(self.root)
         for rel, where in self.first_use.items():
             try:
                 if check:
-                    store.size(rel)
+                    _, size = store.check(rel)
+                    tiny = tiny_screenshot(size)
+                    if tiny is not None:
+                        self.warn(f"{tiny}: {rel}", where)
                 else:
                     store.path(rel)
             except DataError as e:
@@ -406,7 +441,8 @@ def _bbox_problem(bbox: object) -> str | None:
         return f"must be four numbers [x, y, w, h], got {len(bbox)} value(s)"
     for i, v in enumerate(bbox):
         if not _is_number(v):
-            return f"value {i} must be a finite number, got {_jtype(v)} {v!r}"
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:20] + f"... ({len(repr(v))} chars)"
+            return f"value {i} must be a finite number, got {_jtype(v)} {shown}"
     x, y, w, h = (float(v) for v in bbox)
     if w <= 0 or h <= 0:
         return f"width and height must be above 0, got w={w:g}, h={h:g}"
@@ -449,6 +485,16 @@ def scan(
                 f"ignored: the name does not end in {ANNOTATION_SUFFIX}",
                 Location(p.relative_to(root).as_posix()),
             )
+    for app in list(files):
+        problem = app_name_problem(app)
+        if problem is not None:
+            col.error(problem, Location(files.pop(app).relative_to(root).as_posix()))
+    for first, second in colliding_names(files):
+        col.error(
+            f"the application names {first!r} and {second!r} differ only in case or white "
+            f"space (their results would share a folder); rename one",
+            Location(files.pop(second).relative_to(root).as_posix()),
+        )
     if not files:
         col.error(f"no annotation files (*{ANNOTATION_SUFFIX})", Location(ANNOTATIONS_DIR))
     chosen = _select_apps(files, apps, annotations) if files else []
@@ -464,7 +510,7 @@ def scan(
                 Location(path.relative_to(root).as_posix()),
             )
             continue
-        digest.update(data)
+        digest.update(data.removeprefix(codecs.BOM_UTF8))  # a BOM is not a content change
         app_data.append(col.parse_file(app, path, data, limit))
     if check_images and col.first_use and not (root / "Images").exists():
         col.warn(

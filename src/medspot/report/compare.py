@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
+from medspot.report.comparable import data_mismatch, same_task
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import (
     METRIC_KEYS,
@@ -57,6 +58,7 @@ class Comparison:
     mcnemar_p: float
     n_boot: int
     seed: int
+    changed: tuple[str, ...] = ()  # same id, other annotations (mixed data): not paired
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class Comparison:
             "common_tasks": len(self.common),
             "only_in_a": list(self.only_a),
             "only_in_b": list(self.only_b),
+            "changed_tasks_not_paired": list(self.changed),
             "metrics": {
                 m.key: {
                     "a": m.a,
@@ -143,9 +146,17 @@ def compare_runs(
             f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
             "--mixed to compare anyway"
         )
+    data_problem = data_mismatch([a, b])
+    if data_problem is not None and not mixed:
+        raise ConfigError(f"{data_problem}; compare runs over the same data, or pass --mixed")
     scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
     scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
     common = tuple(tid for tid in scored_a if tid in scored_b)
+    changed: tuple[str, ...] = ()
+    fa, fb = a.info.dataset.fingerprint, b.info.dataset.fingerprint
+    if fa != fb:  # other annotations (or unknown ones): pair only tasks that are the same
+        changed = tuple(t for t in common if not same_task(scored_a[t], scored_b[t]))
+        common = tuple(t for t in common if t not in changed)
     if not common:
         raise ConfigError(f"{a.path} and {b.path} have no scored task in common")
     all_steps = a.all_steps and b.all_steps
@@ -192,6 +203,7 @@ def compare_runs(
         mcnemar_p=mcnemar_exact(len(a_only), len(b_only)),
         n_boot=n_boot,
         seed=seed,
+        changed=changed,
     )
 
 
@@ -219,6 +231,7 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
         f"{len(c.common)} tasks scored in both"
         + (f"; {len(c.only_a)} only in A" if c.only_a else "")
         + (f"; {len(c.only_b)} only in B" if c.only_b else "")
+        + (f"; {len(c.changed)} with other annotations in A and B, not paired" if c.changed else "")
         + f". Paired bootstrap over tasks, {c.n_boot} resamples, seed {c.seed}."
     )
     lines.append("")

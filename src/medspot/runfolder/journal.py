@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
@@ -47,6 +48,24 @@ class JournalRecord(BaseModel):
     retries: int = 0
     error: str | None = None
     time: str = ""
+
+    @model_validator(mode="after")
+    def _writable(self) -> JournalRecord:
+        """Only what reads back: a point that is not finite (NaN from an adapter) is no point
+        (flagged), non-finite numbers are null, text that is not UTF-8 is mended."""
+        if self.point is not None and not all(math.isfinite(v) for v in self.point):
+            self.point = None
+            self.flags = [*self.flags, "non_finite_point"]
+        self.extra_points = [p for p in self.extra_points if all(math.isfinite(v) for v in p)]
+        for name in ("latency_s", "cost_usd"):
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(v):
+                setattr(self, name, None)
+        for name in ("raw_text", "error"):
+            v = getattr(self, name)
+            if v is not None:
+                setattr(self, name, v.encode("utf-8", "replace").decode("utf-8"))
+        return self
 
     @property
     def ok(self) -> bool:
@@ -108,7 +127,7 @@ class Journal:
             raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
         self._repair_tail()
         try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as e:
             raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
         if fsync and fsync_interval > 0:

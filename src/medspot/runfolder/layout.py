@@ -1,6 +1,7 @@
 """The names of every file in a run folder (docs/results.md), and `RunFolder`, the one place
 that joins them to a path.
 
+    .medspot.lock                     the writer's advisory lock, holding its pid
     run.json                          what was run (`RunInfo`, with `format_version`)
     predictions.jsonl                 the journal: one record per model call
     overall_dataset_metrics.json      pooled metrics, intervals, macro average, breakdowns
@@ -26,6 +27,7 @@ __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
     "JOURNAL",
+    "LOCK",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
     "RUN_JSON",
@@ -36,6 +38,7 @@ __all__ = [
 
 RUN_JSON = "run.json"
 JOURNAL = "predictions.jsonl"
+LOCK = ".medspot.lock"  # the writer's lock (runfolder.lock)
 OVERALL_METRICS = "overall_dataset_metrics.json"
 OVERALL_FAILURES = "overall_failure_statistics.json"
 TASK_RESULTS = "task_results.json"
@@ -60,6 +63,10 @@ class RunFolder:
     @property
     def journal(self) -> Path:
         return self.path / JOURNAL
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK
 
     @property
     def overall_metrics(self) -> Path:

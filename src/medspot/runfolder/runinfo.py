@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from medspot._version import __version__
+from medspot.dataset.hub import is_hub_id
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
 
 __all__ = [
@@ -39,6 +41,20 @@ class DatasetInfo(BaseModel):
     fingerprint: str = ""
     apps: list[str] = Field(default_factory=list)
     limit: int | None = None
+
+    @classmethod
+    def of(cls, ds: Dataset, limit: int | None = None) -> DatasetInfo:
+        """How run.json names `ds`: its root as an absolute path (so that `score` and `report`
+        find it from any working directory), and as source the hub id it came from, or the
+        absolute path of the local folder given."""
+        root = str(Path(ds.root).resolve())
+        source = ds.source or root
+        if Path(source).exists() or not is_hub_id(source):
+            source = str(Path(source).resolve())  # else a hub dataset: recorded as its id
+        return cls(
+            source=source, root=root, fingerprint=ds.fingerprint, apps=list(ds.app_names),
+            limit=limit,
+        )  # fmt: skip
 
 
 class RunInfo(BaseModel):
@@ -92,8 +108,13 @@ class RunInfo(BaseModel):
             a, b = getattr(self, key), getattr(other, key)
             if a != b:
                 out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
-        if self.dataset.fingerprint and other.dataset.fingerprint != self.dataset.fingerprint:
+        mine, theirs = self.dataset, other.dataset
+        if mine.apps and theirs.apps and mine.apps != theirs.apps:
+            out.append(f"apps: run folder has {mine.apps}, this command asks {theirs.apps}")
+        elif self.dataset.fingerprint and other.dataset.fingerprint != self.dataset.fingerprint:
             out.append("dataset: the annotations differ from the ones this run was made on")
+        if mine.limit != theirs.limit:
+            out.append(f"limit: run folder has {mine.limit}, this command asks {theirs.limit}")
         return out
 
 

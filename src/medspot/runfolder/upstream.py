@@ -27,6 +27,7 @@ from medspot.errors import ConfigError, DataError
 from medspot.runfolder.layout import APP_FAILURES, APP_METRICS, TASK_RESULTS, RunFolder
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
 from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.runfolder.upstream_check import check_task_row
 from medspot.runfolder.writer import atomic_write_json, atomic_write_text
 from medspot.scoring.metrics import (
     SEQUENTIAL_KEYS,
@@ -34,6 +35,7 @@ from medspot.scoring.metrics import (
     metrics_from_sums,
     task_matrix,
 )
+from medspot.scoring.protocol import PRESETS, get_protocol
 
 __all__ = ["COORDS", "ImportResult", "guess_protocol", "import_upstream"]
 
@@ -371,7 +373,13 @@ def import_upstream(
         raise ConfigError(f"{out} exists and is not empty; choose another --out")
     name = model or src.name
     guessed = guess_protocol(src.name) if protocol is None else None
-    proto = protocol or guessed or "upstream"
+    proto = protocol or guessed
+    if proto is None:
+        raise ConfigError(
+            f"cannot tell from the folder name {src.name!r} which authors' script made it; "
+            f"pass --protocol (one of {', '.join(p for p in PRESETS if p.startswith('upstream-'))})"
+        )
+    get_protocol(proto)  # a real preset name, or a ConfigError naming them
     imp = _Importer(dataset, coords)
     if dataset is None:
         imp.lacks.update({"target_boxes", "instructions"})
@@ -394,7 +402,9 @@ def import_upstream(
                         f"{app}: {len(rows)} result rows for {len(ann_tasks)} annotated tasks"
                     )
         out_rows = []
+        rel_file = (d / TASK_RESULTS).as_posix()
         for i, obj in enumerate(rows):
+            check_task_row(obj, rel_file, i)
             ann = _match_task(ann_tasks, i, str(obj.get("task_overview") or ""))
             index = ann.index if ann is not None else i
             if ann_tasks and ann is None:
@@ -461,8 +471,10 @@ def import_upstream(
         adapter={"kind": "upstream-import", "name": name, "source": str(src)},
         protocol=proto,
         dataset=DatasetInfo(
-            source=dataset.source if dataset else "",
-            root=data_root or (str(dataset.root) if dataset else ""),
+            source=DatasetInfo.of(dataset).source if dataset else "",
+            root=str(Path(data_root).resolve())
+            if data_root
+            else (DatasetInfo.of(dataset).root if dataset else ""),
             fingerprint=dataset.fingerprint if dataset else "",
             apps=apps,
         ),

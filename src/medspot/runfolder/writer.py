@@ -33,6 +33,21 @@ __all__ = [
 ]
 
 
+def _file_mode() -> int:
+    """The mode a new file gets from the process umask (`mkstemp` would make it 0600). Read
+    from /proc where it can be (setting the umask to read it races with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the new one, never a part."""
     path = Path(path)
@@ -43,6 +58,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), _file_mode())
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

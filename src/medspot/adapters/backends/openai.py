@@ -104,6 +104,21 @@ class _Reply:
     meta: dict[str, Any]
 
 
+def _check_base_url(url: str) -> None:
+    """An http(s) URL with a host, or a `ConfigError` before any call (not retries per step)."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number raises
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(
+            f"--base-url {sanitize_url(url)!r} is not an http(s) URL "
+            "(like http://127.0.0.1:8000/v1)"
+        )
+
+
 class OpenAIAdapter:
     """A model card asked through an OpenAI-compatible server."""
 
@@ -131,6 +146,8 @@ class OpenAIAdapter:
             raise ConfigError(f"unknown balance {balance!r}; use least or round_robin")
         if not base_urls:
             raise ConfigError("no base URL")
+        for url in base_urls:
+            _check_base_url(url)
         self.card = card
         self.style_name = style
         self.spec: StyleSpec = card.style(style)
