@@ -27,10 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from medspot.adapters.backends.cardbase import CardAdapter, Generation, SentImage
 from medspot.adapters.backends.imageprep import ImagePrep
+from medspot.adapters.backends.openai_bodies import (
+    Reply,
+    chat_body,
+    read_chat,
+    read_responses,
+    responses_body,
+)
 from medspot.adapters.backends.pricing import CostMeter, PriceTable, load_price_table
-from medspot.adapters.base import Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec, prompt_record
+from medspot.adapters.base import StepRequest, Usage
+from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
 
@@ -96,14 +104,6 @@ class _Endpoint:
         return self.clients[self.calls % len(self.clients)]
 
 
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    usage: Usage | None
-    flags: tuple[str, ...]
-    meta: dict[str, Any]
-
-
 def _check_base_url(url: str) -> None:
     """An http(s) URL with a host, or a `ConfigError` before any call (not retries per step)."""
     try:
@@ -119,8 +119,10 @@ def _check_base_url(url: str) -> None:
         )
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(CardAdapter):
     """A model card asked through an OpenAI-compatible server."""
+
+    backend = "openai"
 
     def __init__(
         self,
@@ -148,11 +150,7 @@ class OpenAIAdapter:
             raise ConfigError("no base URL")
         for url in base_urls:
             _check_base_url(url)
-        self.card = card
-        self.style_name = style
-        self.spec: StyleSpec = card.style(style)
-        self.name = card.name
-        self.convention = self.spec.convention
+        super().__init__(card, style, card.checkpoint)
         self.max_concurrency = max(1, int(concurrency))
         self.model = model
         self.timeout = float(timeout)
@@ -226,9 +224,8 @@ class OpenAIAdapter:
             server_extras=options.server_extras,
         )
 
-    # -- the Adapter protocol ---------------------------------------------------------------
-    async def predict(self, request: StepRequest) -> Prediction:
-        spec = self.spec.build(request)
+    # -- generation -------------------------------------------------------------------------
+    async def _prepare(self, request: StepRequest, spec: PromptSpec) -> SentImage:
         image = await asyncio.to_thread(
             self.images.prepare,
             request.image_path,
@@ -236,59 +233,31 @@ class OpenAIAdapter:
             spec.resize,
             spec.image_format,
         )
-        url = image.data_url()
-        tries = 1 + max(0, spec.retries_on_no_point)
-        usage_in = usage_out = 0
-        have_usage = False
-        latency = 0.0
-        for attempt in range(tries):
-            temperature = spec.temperature if attempt == 0 else spec.retry_temperature
-            t0 = time.perf_counter()
-            reply = await self._call(spec, url, temperature, request.seed)
-            latency += time.perf_counter() - t0
-            if reply.usage is not None:
-                have_usage = True
-                usage_in += reply.usage.input_tokens
-                usage_out += reply.usage.output_tokens
-            parsed = self.spec.parse(reply.text, image.sent_size, request.image_size)
-            if parsed.point is not None:
-                break
-        usage = Usage(usage_in, usage_out) if have_usage else None
-        cost = self.prices.cost(self.model, usage)
-        self.cost_meter.add(usage, cost)
-        meta = {**reply.meta, "latency_s": round(latency, 4), "attempts": attempt + 1}
-        meta["image_reencoded"] = image.reencoded
-        return Prediction(
-            raw_text=reply.text,
-            point=parsed.point,
-            extra_points=parsed.extra_points,
-            flags=(*parsed.flags, *reply.flags),
-            sent_size=image.sent_size if image.resized else None,
-            usage=usage,
-            cost_usd=cost,
-            prompt=prompt_record(spec),
-            meta=meta,
+        return SentImage(
+            image.data_url(), image.sent_size, image.resized, {"image_reencoded": image.reencoded}
         )
 
-    def describe(self) -> dict[str, Any]:
+    async def _generate(
+        self, spec: PromptSpec, image: SentImage, temperature: float | None, seed: int
+    ) -> Generation:
+        reply = await self._call(spec, str(image.payload), temperature, seed)
+        return Generation(reply.text, reply.usage, reply.flags, reply.meta)
+
+    def _cost(self, usage: Usage | None) -> float | None:
+        cost = self.prices.cost(self.model, usage)
+        self.cost_meter.add(usage, cost)
+        return cost
+
+    def _describe_backend(self) -> dict[str, Any]:
         price = self.prices.get(self.model)
         return {
-            "name": self.card.name,
-            "kind": "model",
-            "backend": "openai",
-            "title": self.card.title,
-            "family": self.card.family,
-            "checkpoint": self.card.checkpoint,
             "api_model": self.model,
-            "convention": str(self.convention),
-            "prompt_style": str(self.style_name),
             "base_urls": [e.url for e in self._endpoints],
             "timeout_s": self.timeout,
             "max_concurrency": self.max_concurrency,
             "balance": self.balance,
             "server_extras": self.server_extras,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
-            "card_status": self.card.status,
         }
 
     async def aclose(self) -> None:
@@ -317,7 +286,7 @@ class OpenAIAdapter:
 
     async def _call(
         self, spec: PromptSpec, url: str, temperature: float | None, seed: int
-    ) -> _Reply:
+    ) -> Reply:
         ep = self._pick()
         client = ep.next_client()
         ep.in_flight += 1
@@ -352,12 +321,6 @@ class OpenAIAdapter:
             return TransientModelError(f"{ep.url}: malformed response ({self._redact(str(e))})")
         return TransientModelError(f"{ep.url}: {type(e).__name__}: {self._redact(str(e))}")
 
-    def _image_part_chat(self, spec: PromptSpec, url: str) -> dict[str, Any]:
-        image_url: dict[str, Any] = {"url": url}
-        if spec.detail:
-            image_url["detail"] = spec.detail
-        return {"type": "image_url", "image_url": image_url}
-
     async def _chat(
         self,
         ep: _Endpoint,
@@ -366,121 +329,27 @@ class OpenAIAdapter:
         url: str,
         temperature: float | None,
         seed: int,
-    ) -> _Reply:
-        img = self._image_part_chat(spec, url)
-        txt = {"type": "text", "text": spec.user_text}
-        messages: list[dict[str, Any]] = []
-        if spec.system:
-            messages.append({"role": "system", "content": spec.system})
-        messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
-        extra: dict[str, Any] = {}
-        flags: list[str] = []
-        prefill = spec.assistant_prefill
-        if prefill is None and spec.generation_prompt:
-            # A continued assistant message: vLLM renders it with the model's chat template,
-            # `<|im_start|>assistant\n` + the prefill (one newline more than the hf prompt).
-            # Without server extras it would be a finished turn, so it is not sent then.
-            approx = spec.generation_prompt.removeprefix("<|im_start|>assistant")
-            prefill = approx if self.server_extras else None
-            flags.append(
-                "generation_prompt_approximated" if prefill else "generation_prompt_dropped"
-            )
-        if prefill:
-            messages.append({"role": "assistant", "content": prefill})
-            if self.server_extras:
-                extra.update(continue_final_message=True, add_generation_prompt=False)
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_completion_tokens": spec.max_new_tokens,
-        }
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        if spec.stop:
-            kwargs["stop"] = list(spec.stop)
-        if spec.reasoning_effort:
-            kwargs["reasoning_effort"] = spec.reasoning_effort
-        if self.server_extras:
-            kwargs["seed"] = seed
-            if spec.keep_special_tokens:
-                extra["skip_special_tokens"] = False
+    ) -> Reply:
+        built = chat_body(
+            spec,
+            model=self.model,
+            url=url,
+            temperature=temperature,
+            seed=seed,
+            server_extras=self.server_extras,
+        )
         # The prepared body is posted as it is: the SDK's request transform walks every
         # message (and the image's base64 text) again per call, which was ~20% of the
         # harness's CPU per step (benchmarks/README.md, harness cost); the response is still
         # parsed into the SDK's model, and errors still arrive as the SDK's exceptions.
         resp = await client.post(
-            "/chat/completions", body={**kwargs, **extra}, cast_to=self._chat_completion
+            "/chat/completions", body=built.body, cast_to=self._chat_completion
         )
-        if isinstance(resp, str):
-            raise TransientModelError(f"{ep.url}: the response is not JSON")
-        choices = getattr(resp, "choices", None)
-        if not choices:
-            raise TransientModelError(f"{ep.url}: the response has no choices")
-        choice = choices[0]
-        msg = getattr(choice, "message", None)
-        content = getattr(msg, "content", None)
-        finish = getattr(choice, "finish_reason", None)
-        if not isinstance(content, str):
-            refusal = getattr(msg, "refusal", None)
-            if isinstance(refusal, str) and refusal:
-                content = refusal
-                flags.append("refusal")
-            elif finish == "length":
-                content = ""
-                flags.append("truncated")
-            else:
-                raise TransientModelError(f"{ep.url}: the response has no message content")
-        elif finish == "length":
-            flags.append("truncated")
-        u = getattr(resp, "usage", None)
-        usage = None
-        if u is not None:
-            usage = Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
-        meta = {"finish_reason": finish, "endpoint": ep.url, "served_model": resp.model}
-        return _Reply(content, usage, tuple(flags), meta)
+        return read_chat(resp, ep.url, built.flags)
 
     async def _responses(
         self, ep: _Endpoint, client: Any, spec: PromptSpec, url: str, temperature: float | None
-    ) -> _Reply:
-        img = {"type": "input_image", "image_url": url, "detail": spec.detail or "auto"}
-        txt = {"type": "input_text", "text": spec.user_text}
-        content = [img, txt] if spec.image_first else [txt, img]
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "input": [{"role": "user", "content": content}],
-            "max_output_tokens": spec.max_new_tokens,
-        }
-        if spec.system:
-            kwargs["instructions"] = spec.system
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        if spec.reasoning_effort:
-            kwargs["reasoning"] = {"effort": spec.reasoning_effort}
-        resp = await client.responses.create(**kwargs)
-        if isinstance(resp, str):
-            raise TransientModelError(f"{ep.url}: the response is not JSON")
-        output = getattr(resp, "output", None)
-        if not isinstance(output, list):
-            raise TransientModelError(f"{ep.url}: the response has no output")
-        texts: list[str] = []
-        for item in output:
-            if getattr(item, "type", None) != "message":
-                continue
-            for part in getattr(item, "content", None) or []:
-                if getattr(part, "type", None) == "output_text":
-                    texts.append(str(getattr(part, "text", "") or ""))
-        status = getattr(resp, "status", None)
-        flags: list[str] = []
-        meta: dict[str, Any] = {"status": status, "endpoint": ep.url, "served_model": resp.model}
-        if status == "incomplete":
-            details = getattr(resp, "incomplete_details", None)
-            reason = getattr(details, "reason", None)
-            flags.append(f"incomplete:{reason}" if reason else "incomplete")
-            meta["incomplete_reason"] = reason
-        elif not texts:
-            raise TransientModelError(f"{ep.url}: the response has no output text")
-        u = getattr(resp, "usage", None)
-        usage = None
-        if u is not None:
-            usage = Usage(int(u.input_tokens or 0), int(u.output_tokens or 0))
-        return _Reply("".join(texts), usage, tuple(flags), meta)
+    ) -> Reply:
+        body = responses_body(spec, model=self.model, url=url, temperature=temperature)
+        resp = await client.responses.create(**body)
+        return read_responses(resp, ep.url)

@@ -16,16 +16,16 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from medspot.adapters.backends.cardbase import CardAdapter, Generation, SentImage
 from medspot.adapters.backends.hf.families import default_device, load_runner
 from medspot.adapters.backends.hf.imagecheck import resize_within
 from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.backends.imageprep import ImagePrep
-from medspot.adapters.base import Convention, Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptStyle, StyleSpec, prompt_record
+from medspot.adapters.base import Convention, StepRequest, Usage
+from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, MedspotError, ModelCallError
 
@@ -36,8 +36,10 @@ log = logging.getLogger(__name__)
 _Job = tuple[GenItem, "asyncio.Future[GenOut]"]
 
 
-class HFAdapter:
+class HFAdapter(CardAdapter):
     """A model card run in this process through transformers."""
+
+    backend = "hf"
 
     def __init__(
         self,
@@ -51,13 +53,8 @@ class HFAdapter:
         batch_size: int = 1,
         batch_wait: float = 0.02,
     ) -> None:
-        self.card = card
-        self.style_name = style
-        self.spec: StyleSpec = card.style(style)
-        self.name = card.name
-        self.convention = self.spec.convention
+        super().__init__(card, style, checkpoint)
         self.runner = runner
-        self.checkpoint = checkpoint
         self.device = device
         self.dtype = dtype
         self.batch_size = max(1, batch_size) if runner.batchable else 1
@@ -94,57 +91,35 @@ class HFAdapter:
             batch_wait=float(options.batch_wait if options.batch_wait is not None else 0.02),
         )
 
-    # -- the Adapter protocol ---------------------------------------------------------------
-    async def predict(self, request: StepRequest) -> Prediction:
-        spec = self.spec.build(request)
-        abs_resized = self.convention is Convention.ABS_RESIZED and spec.resize is not None
+    # -- generation -------------------------------------------------------------------------
+    def _abs_resized(self, spec: PromptSpec) -> bool:
+        return self.convention is Convention.ABS_RESIZED and spec.resize is not None
+
+    async def _prepare(self, request: StepRequest, spec: PromptSpec) -> SentImage:
         resize = spec.resize
-        if abs_resized:  # the model answers in pixels of what it saw: stay in its bounds
+        if self._abs_resized(spec):  # the model answers in pixels of what it saw: stay in bounds
             resize = resize_within(resize, self.runner.pixel_bounds)
         prepared = await asyncio.to_thread(
             self.images.prepare, request.image_path, request.image_size, resize, "original"
         )
         image = await asyncio.to_thread(prepared.to_pil)
-        tries = 1 + max(0, spec.retries_on_no_point)
-        n_in = n_out = 0
-        t0 = time.perf_counter()
-        for attempt in range(tries):
-            temperature = spec.temperature if attempt == 0 else spec.retry_temperature
-            expect = prepared.sent_size if abs_resized else None
-            out = await self._submit(GenItem(spec, image, request.image_path, temperature, expect))
-            n_in += out.input_tokens
-            n_out += out.output_tokens
-            parsed = self.spec.parse(out.text, prepared.sent_size, request.image_size)
-            if parsed.point is not None:
-                break
-        return Prediction(
-            raw_text=out.text,
-            point=parsed.point,
-            extra_points=parsed.extra_points,
-            flags=parsed.flags,
-            sent_size=prepared.sent_size if prepared.resized else None,
-            usage=Usage(n_in, n_out),
-            cost_usd=None,
-            prompt=prompt_record(spec),
-            meta={"latency_s": round(time.perf_counter() - t0, 4), "attempts": attempt + 1},
-        )
+        return SentImage((image, request.image_path), prepared.sent_size, prepared.resized)
 
-    def describe(self) -> dict[str, Any]:
+    async def _generate(
+        self, spec: PromptSpec, image: SentImage, temperature: float | None, seed: int
+    ) -> Generation:
+        pil, path = image.payload
+        expect = image.sent_size if self._abs_resized(spec) else None
+        out = await self._submit(GenItem(spec, pil, path, temperature, expect))
+        return Generation(out.text, Usage(out.input_tokens, out.output_tokens))
+
+    def _describe_backend(self) -> dict[str, Any]:
         return {
-            "name": self.card.name,
-            "kind": "model",
-            "backend": "hf",
-            "title": self.card.title,
-            "family": self.card.family,
-            "checkpoint": self.checkpoint,
-            "convention": str(self.convention),
-            "prompt_style": str(self.style_name),
             "device": self.device,
             "dtype": self.dtype,
             "batch_size": self.batch_size,
             "decoding": "greedy",
             **self.runner.info,
-            "card_status": self.card.status,
         }
 
     async def aclose(self) -> None:
