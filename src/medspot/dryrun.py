@@ -9,7 +9,6 @@ from medspot.adapters.options import AdapterOptions
 from medspot.dataset.images import ImageStore
 from medspot.runfolder.journal import read_journal
 from medspot.runfolder.layout import RunFolder
-from medspot.scoring.protocol import get_protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def dry_run(req: EvalRequest) -> str:
     """A plain-text plan: calls certain now, the most the run can make, the estimated cost."""
-    protocol = get_protocol(req.protocol_name, tolerance_px=req.tolerance_px)
+    protocol = req.protocol
     done, _ = latest_predictions(read_journal(RunFolder(req.out).journal))
     images = ImageStore(req.dataset.root)
     first: list[str] = []

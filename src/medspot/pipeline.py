@@ -10,7 +10,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,8 @@ class EvalRequest:
     dataset: Dataset
     model: str
     out: Path
-    protocol_name: str = "medspot-v1"
-    tolerance_px: float | None = None
+    # Resolved once, where the request is made (the CLI: `get_protocol(--protocol, --tolerance)`).
+    protocol: Protocol = field(default_factory=lambda: get_protocol("medspot-v1"))
     all_steps: bool = False
     prompt_style: PromptStyleName = "native"
     history: HistoryMode = "none"
@@ -61,16 +61,21 @@ class EvalRequest:
     options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
 
+    @property
+    def protocol_name(self) -> str:
+        return self.protocol.name
+
+    @property
+    def tolerance_px(self) -> float | None:
+        """The tolerance override the run records (None: the protocol's own)."""
+        return self.protocol.tolerance_px if self.protocol.tolerance_overridden else None
+
 
 @dataclass(frozen=True)
 class EvalOutcome:
     info: RunInfo
     score: RunScore
     stats: RunStats
-
-
-def _protocol(name: str, tolerance_px: float | None) -> Protocol:
-    return get_protocol(name, tolerance_px=tolerance_px)
 
 
 def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
@@ -81,15 +86,14 @@ def evaluate(
     req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> EvalOutcome:
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
-    protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
     make_output_folder(out)
     with run_folder_lock(out):
-        return _evaluate_locked(req, protocol, on_progress)
+        return _evaluate_locked(req, on_progress)
 
 
 def _evaluate_locked(
-    req: EvalRequest, protocol: Protocol, on_progress: Callable[[ProgressEvent], None] | None
+    req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None
 ) -> EvalOutcome:
     out = req.out
     images = ImageStore(req.dataset.root)
@@ -123,7 +127,7 @@ def _evaluate_locked(
     atomic_write_json(run_json, info.model_dump())
 
     opts = RunOptions(
-        protocol=protocol,
+        protocol=req.protocol,
         all_steps=req.all_steps,
         concurrency=req.concurrency,
         max_retries=req.max_retries,
@@ -153,7 +157,7 @@ def _evaluate_locked(
         score = score_run(
             req.dataset,
             records,
-            protocol,
+            req.protocol,
             all_steps=req.all_steps,
             n_boot=req.n_boot,
             seed=req.seed,
@@ -238,7 +242,7 @@ def _rescore_locked(
         if tolerance_px is not None
         else (info.tolerance_px if protocol_name is None else None)
     )
-    protocol = _protocol(name, tol)
+    protocol = get_protocol(name, tolerance_px=tol)
     with gc_paused():
         records = list(read_journal(journal_path))
         score = score_run(

@@ -113,17 +113,16 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.runfolder.writer import metrics_table
     from medspot.scoring.protocol import get_protocol
 
-    protocol = args.protocol or "medspot-v1"
-    preset = get_protocol(protocol)  # bad options are reported before the data is read
+    # The protocol, resolved once: bad options are reported before the data is read.
+    protocol = get_protocol(args.protocol or "medspot-v1", tolerance_px=args.tolerance)
     registry.entry(args.model)
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
-    style = args.prompt or preset.prompt_style
+    style = args.prompt or protocol.prompt_style
     req = EvalRequest(
         dataset=ds,
         model=args.model,
         out=out_dir(args.out, args.model),
-        protocol_name=protocol,
-        tolerance_px=args.tolerance,
+        protocol=protocol,
         all_steps=args.all_steps,
         prompt_style=style,
         history=args.history,
@@ -160,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     info, score = outcome.info, outcome.score
     print(metrics_table(score))
     print(
-        f"\n{info.model} on {len(ds.app_names)} apps under {protocol} "
+        f"\n{info.model} on {len(ds.app_names)} apps under {protocol.name} "
         f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
         f"{dt:.1f}s. Results in {req.out}/"
     )
