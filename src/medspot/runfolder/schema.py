@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RowCounts", "StepRow", "TaskRow"]
+__all__ = ["RowCounts", "RowOutcome", "StepRow", "TaskRow"]
 
 Pair = tuple[float, float]
 
@@ -84,6 +84,23 @@ class TaskRow(BaseModel):
             independent_steps=len(ind),
         )
 
+    def outcome(self, s1a_step: str = "first_evaluable") -> RowOutcome:
+        """The row as the metrics' `TaskOutcome` (failure statistics, survival, breakdowns):
+        a failed task's type is its `failure_type`, typed by the size of its last judged step;
+        it ends at `failed_step` among all its steps."""
+        last = next((s for s in reversed(self.steps) if s.hit is not None), None)
+        c = self.counts(s1a_step)
+        return RowOutcome(
+            **{f: getattr(c, f) for f in RowCounts.__slots__},
+            status=self.status,
+            num_unannotated_steps=0,
+            histogram_type=None if self.completed else self.failure_type,
+            failed_difficulty=last.difficulty if last is not None else None,
+            end_rank=self.failed_step or None,
+            max_rank=len(self.steps),
+            steps=tuple(self.steps),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RowCounts:
@@ -98,3 +115,16 @@ class RowCounts:
     normalized_weighted_prefix_score: float
     independent_hits: int
     independent_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowOutcome(RowCounts):
+    """A task row as the metrics' `TaskOutcome` (`TaskRow.outcome`)."""
+
+    status: str
+    num_unannotated_steps: int
+    histogram_type: str | None
+    failed_difficulty: str | None
+    end_rank: int | None
+    max_rank: int
+    steps: tuple[StepRow, ...]

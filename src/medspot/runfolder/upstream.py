@@ -14,26 +14,26 @@ import json
 import logging
 import math
 import re
-from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from medspot.dataset.records import Dataset, Task, size_class
 from medspot.errors import ConfigError, DataError
 from medspot.runfolder.layout import APP_FAILURES, APP_METRICS, TASK_RESULTS, RunFolder
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
-from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.runfolder.schema import RowOutcome, StepRow, TaskRow
 from medspot.runfolder.upstream_check import check_task_row
 from medspot.runfolder.writer import atomic_write_json, atomic_write_text
 from medspot.scoring.metrics import (
     SEQUENTIAL_KEYS,
-    bootstrap_intervals,
-    metrics_from_sums,
-    task_matrix,
+    MetricSet,
+    breakdown,
+    compute_metrics,
+    failure_statistics,
+    macro_average,
+    survival,
 )
 from medspot.scoring.protocol import PRESETS, get_protocol
 
@@ -278,61 +278,21 @@ class _Importer:
         )
 
 
-def _metrics(tasks: Sequence[TaskRow], n_boot: int, seed: int) -> dict[str, Any]:
-    m = task_matrix([t.counts() for t in tasks])
-    vals = metrics_from_sums(m.sum(axis=0), len(tasks), False)
-    cis = bootstrap_intervals(m, all_steps=False, n_boot=n_boot, seed=seed)
-    out: dict[str, Any] = {}
-    for k in SEQUENTIAL_KEYS:
-        v = float(vals[k])
-        out[k] = v if math.isfinite(v) else None
-    out.update(
-        num_tasks=len(tasks),
-        num_steps=int(m[:, 3].sum()) if len(tasks) else 0,
-        num_excluded_tasks=0,
-        num_errored_tasks=0,
-        num_unannotated_steps=0,
-        complete=True,
-        confidence_intervals={k: list(v) if v else None for k, v in cis.items()},
-    )
-    return out
+def _outcomes(tasks: Sequence[TaskRow]) -> list[RowOutcome]:
+    return [t.outcome() for t in tasks]
+
+
+def _metrics(tasks: Sequence[TaskRow], n_boot: int, seed: int) -> MetricSet:
+    """The sequential metrics of imported rows, by the shared formulas (`compute_metrics`)."""
+    return compute_metrics(_outcomes(tasks), all_steps=False, n_boot=n_boot, seed=seed)
 
 
 def _failure_stats(tasks: Sequence[TaskRow]) -> dict[str, Any]:
-    hist: Counter[str] = Counter()
-    by: defaultdict[str, Counter[str]] = defaultdict(Counter)
-    for t in tasks:
-        if t.completed or t.failure_type is None:
-            continue
-        last = next((s for s in reversed(t.steps) if s.hit is not None), None)
-        hist[t.failure_type] += 1
-        by[(last.difficulty if last else None) or "unknown"][t.failure_type] += 1
-    return {
-        "failure_type_histogram": dict(hist),
-        "failure_by_difficulty": {k: dict(v) for k, v in by.items()},
-        "total_failed_tasks": sum(1 for t in tasks if not t.completed),
-    }
-
-
-def _survival(tasks: Sequence[TaskRow]) -> list[float]:
-    if not tasks:
-        return []
-    kmax = max(len(t.steps) for t in tasks)
-    ends = np.array([t.failed_step or np.inf for t in tasks], dtype=np.float64)
-    return [float(np.mean(ends > k)) for k in range(kmax + 1)]
-
-
-def _by_size(tasks: Sequence[TaskRow]) -> dict[str, dict[str, float | int | None]]:
-    acc: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for t in tasks:
-        for s in t.steps:
-            if s.hit is not None:
-                acc[s.difficulty or "unknown"][0] += 1
-                acc[s.difficulty or "unknown"][1] += int(s.hit)
-    return {
-        k: {"steps": n, "hits": h, "hit_rate": h / n if n else None}
-        for k, (n, h) in sorted(acc.items())
-    }
+    """Failure statistics of imported rows when the authors wrote none: the shared
+    `failure_statistics`. Where their `failure_statistics.json` exists it is copied as it is
+    instead (the authors' own semantics: their counting of types and totals, which this harness
+    does not recompute; `upstream_metrics` keeps their metrics beside ours the same way)."""
+    return failure_statistics(_outcomes(tasks), all_steps=False)
 
 
 def _match_task(app_tasks: Sequence[Task], index: int, overview: str) -> Task | None:
@@ -417,8 +377,9 @@ def import_upstream(
     overall_theirs = _load_dict(authors.overall_metrics) or {}
     all_tasks = [t for a in apps for t in tasks_by_app[a]]
 
-    per_app = {a: _metrics(tasks_by_app[a], n_boot, seed) for a in apps}
-    overall = _metrics(all_tasks, n_boot, seed)
+    per_app_sets = {a: _metrics(tasks_by_app[a], n_boot, seed) for a in apps}
+    per_app = {a: ms.to_json() for a, ms in per_app_sets.items()}
+    overall = _metrics(all_tasks, n_boot, seed).to_json()
     for where, mine, theirs in [
         *((a, per_app[a], upstream_metrics[a]) for a in apps),
         ("overall", overall, overall_theirs),
@@ -430,10 +391,7 @@ def import_upstream(
                     f"{where}: {k} recomputed from the task rows is {mine[k]:.6f}, their file "
                     f"says {v:.6f}"
                 )
-    macro: dict[str, float | None] = {}
-    for k in SEQUENTIAL_KEYS:
-        vs = [per_app[a][k] for a in apps if per_app[a][k] is not None]
-        macro[k] = float(np.mean(vs)) if vs else None
+    macro = macro_average(per_app_sets)
 
     for a in apps:
         atomic_write_json(dest.task_results(a), [t.model_dump() for t in tasks_by_app[a]])
@@ -455,8 +413,8 @@ def import_upstream(
         missing_steps=[],
         macro_average=macro,
         per_app=per_app,
-        survival=_survival(all_tasks),
-        by_target_size=_by_size(all_tasks),
+        survival=survival(_outcomes(all_tasks)),
+        by_target_size=breakdown(_outcomes(all_tasks), "target_size"),
         upstream_metrics=overall_theirs,
     )
     atomic_write_json(dest.overall_metrics, overall)
