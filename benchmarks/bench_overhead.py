@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _openai_adapter(ds: Dataset, url: str, concurrency: int) -> Any:
-    ctx = AdapterContext(
+    ctx = AdapterContext.with_options(
         dataset=None,
         images=ImageStore(ds.root),
         options={

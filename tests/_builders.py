@@ -34,7 +34,7 @@ def write_app(
     root: Path, app: str, tasks: list[list[dict[str, Any]]], size: tuple[int, int] = (1000, 500)
 ) -> None:
     """Write `root/Annotations/<app>_Annotation.json` and paint every image it names."""
-    ann = {"tasks": []}
+    ann: dict[str, list[dict[str, Any]]] = {"tasks": []}
     for ti, steps in enumerate(tasks):
         for k, s in enumerate(steps, 1):
             s["step_id"] = k

@@ -51,7 +51,7 @@ def _ask(name: str, url: str, req: StepRequest, **options: Any) -> Prediction:
     from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "openai", "base_urls": [url], **options}
-    adapter = build_adapter(get_card(name), AdapterContext(options=opts))
+    adapter = build_adapter(get_card(name), AdapterContext.with_options(opts))
 
     async def main() -> Prediction:
         try:

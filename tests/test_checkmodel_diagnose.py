@@ -4,6 +4,7 @@ each on synthetic screens answered by the test server as a model with that defec
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def _screen_for(size: tuple[int, int]) -> CheckScreen:
     raise AssertionError(f"no check screen of size {size}")
 
 
-def _check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
+def _check(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any], str]:
     code = main([*argv, "--json"])
     report = json.loads(capsys.readouterr().out)
     return code, report, ""

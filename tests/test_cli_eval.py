@@ -7,6 +7,7 @@ import json
 import shutil
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,8 +38,9 @@ def _eval(root: Path, out: Path, *extra: str) -> int:
     )
 
 
-def _overall(out: Path) -> dict:
-    return json.loads((out / "overall_dataset_metrics.json").read_text())
+def _overall(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "overall_dataset_metrics.json").read_text())
+    return data
 
 
 def test_oracle_is_perfect_under_medspot_v1(

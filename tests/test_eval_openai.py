@@ -423,7 +423,9 @@ def _colour(i: int) -> tuple[int, int, int]:
     return (40 + (i * 37) % 200, 40 + (i * 91) % 200, 40 + (i // 5 * 53) % 200)
 
 
-def _solid_root(tmp: Path, annotations: Path, apps: tuple[str, ...]) -> tuple[Path, dict]:
+def _solid_root(
+    tmp: Path, annotations: Path, apps: tuple[str, ...]
+) -> tuple[Path, dict[tuple[int, int, int], str]]:
     """A dataset root whose screenshots are flat colours, one per image file, at the
     placeholder size of their app: the colour survives resizing, the bytes do not."""
     from PIL import Image

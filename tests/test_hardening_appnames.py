@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,9 @@ BOX = (10.0, 10.0, 20.0, 20.0)
 
 
 def _file(root: Path, name: str) -> None:
-    ann = {"tasks": [{"task_overview": f"{name} task", "steps": [step("Images/a.png", "Go", BOX)]}]}
+    ann: dict[str, Any] = {
+        "tasks": [{"task_overview": f"{name} task", "steps": [step("Images/a.png", "Go", BOX)]}]
+    }
     ann["tasks"][0]["steps"][0]["step_id"] = 1
     (root / "Annotations").mkdir(parents=True, exist_ok=True)
     (root / "Annotations" / f"{name}_Annotation.json").write_text(json.dumps(ann))

@@ -283,7 +283,7 @@ def make(card: ModelCard, ckpt: Path, **options: Any) -> Any:
     from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "hf", "checkpoint": str(ckpt), "device": "cpu", **options}
-    return build_adapter(card, AdapterContext(options=opts))
+    return build_adapter(card, AdapterContext.with_options(opts))
 
 
 @pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])

@@ -63,7 +63,7 @@ def _make(card: ModelCard, ckpt: Path, style: str) -> Any:
     from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "hf", "checkpoint": str(ckpt), "device": "cpu", "prompt_style": style}
-    return build_adapter(card, AdapterContext(options=opts))
+    return build_adapter(card, AdapterContext.with_options(opts))
 
 
 @pytest.mark.parametrize("style", ["upstream", "native"])
@@ -81,7 +81,7 @@ def test_gui_actor_backend_output_is_read_by_both_parsers(
     want_k = card.style(adapter.style_name).build(_req(tmp_path)).topk
     assert call["topk"] == want_k
     assert pred.point is not None, pred.raw_text
-    assert pred.raw_text.startswith("[(")
+    assert pred.raw_text is not None and pred.raw_text.startswith("[(")
     assert len(pred.extra_points) == want_k - 1
     assert 0.0 < pred.point.x < 1.0 and 0.0 < pred.point.y < 1.0
 

@@ -22,6 +22,7 @@ from PIL import Image
 from _builders import step, write_app
 from _reliability import eval_args
 from medspot.adapters.backends.imageprep import ImagePrep
+from medspot.adapters.base import Convention
 from medspot.adapters.card import PromptStyle
 from medspot.adapters.cards import CARDS, make_generic_card
 from medspot.cli import main
@@ -181,7 +182,10 @@ answers = (
 def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
     sizes = ((1920, 1080), (1, 1), (3000, 17))
     specs = [c.style(s) for c in CARDS.values() for s in PromptStyle]
-    specs += [make_generic_card("x", conv, None).native for conv in ("rel1000", "rel1", "abs_sent")]
+    specs += [
+        make_generic_card("x", Convention(conv), None).native
+        for conv in ("rel1000", "rel1", "abs_sent")
+    ]
     for spec in specs:
         for size in sizes:
             parsed = spec.parse(text, size, size)

@@ -345,7 +345,7 @@ def test_generic_card_through_backend_factory(tmp_path: Path) -> None:
 
     req = make_request(tmp_path)
     with OpenAITestServer(answer="(250, 500)") as srv:
-        ctx = AdapterContext(options={"base_urls": [srv.base_url], "api_key": KEY})
+        ctx = AdapterContext.with_options({"base_urls": [srv.base_url], "api_key": KEY})
         ad = create_generic_adapter(ctx, "my-served-model")
         assert isinstance(ad, OpenAIAdapter)
         (pred,) = run(ad, req)
@@ -359,6 +359,6 @@ def test_backend_choice_errors() -> None:
 
     card = replace(make_card(), backends=("hf",))
     with pytest.raises(ConfigError, match="cannot run on the openai backend"):
-        build_adapter(card, AdapterContext(options={"backend": "openai"}))
+        build_adapter(card, AdapterContext.with_options({"backend": "openai"}))
     with pytest.raises(ConfigError, match="prompt style"):
-        build_adapter(make_card(), AdapterContext(options={"prompt_style": "fancy"}))
+        build_adapter(make_card(), AdapterContext.with_options({"prompt_style": "fancy"}))

@@ -12,7 +12,7 @@ from medspot.errors import ConfigError
 
 def test_a_misspelt_option_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"unknown adapter option.*base_ulrs"):
-        AdapterContext(options={"base_ulrs": ["http://127.0.0.1:1"]})
+        AdapterContext.with_options({"base_ulrs": ["http://127.0.0.1:1"]})
 
 
 @pytest.mark.parametrize(("key", "value"), [("backend", "tpu"), ("prompt_style", "fancy")])
@@ -22,7 +22,7 @@ def test_unknown_choices_are_errors(key: str, value: str) -> None:
 
 
 def test_mapping_becomes_typed_options() -> None:
-    ctx = AdapterContext(options={"base_url": "http://127.0.0.1:9/v1", "timeout": None})
+    ctx = AdapterContext.with_options({"base_url": "http://127.0.0.1:9/v1", "timeout": None})
     assert ctx.options.base_urls == ("http://127.0.0.1:9/v1",)
     assert ctx.options.timeout is None
     filled = ctx.options.with_defaults(model="center", base_urls=("http://other",))

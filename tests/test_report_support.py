@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -66,7 +67,7 @@ def write_dataset(
     """Write `root/Annotations/<App>_Annotation.json` (and the screenshots when `images`)."""
     (root / "Annotations").mkdir(parents=True, exist_ok=True)
     for app, tasks in DATA.items():
-        ann = {"tasks": []}
+        ann: dict[str, list[dict[str, Any]]] = {"tasks": []}
         for ti, steps in enumerate(tasks):
             out_steps = []
             for k, (instr, boxes) in enumerate(steps, 1):

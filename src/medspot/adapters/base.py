@@ -102,6 +102,19 @@ class AdapterContext:
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", AdapterOptions.from_mapping(self.options))
 
+    @classmethod
+    def with_options(
+        cls,
+        options: Mapping[str, Any] | AdapterOptions | None = None,
+        *,
+        dataset: Dataset | None = None,
+        images: ImageStore | None = None,
+        seed: int = 0,
+    ) -> AdapterContext:
+        """A context whose options are given as a plain mapping (validated here; an unknown
+        key is a `ConfigError` naming it)."""
+        return cls(dataset, images, seed, AdapterOptions.from_mapping(options))
+
 
 @runtime_checkable
 class Adapter(Protocol):

@@ -1,5 +1,7 @@
 """Stand-in for Qwen-VL-Chat's model: `chat` with Qwen-VL's signature and config fallback."""
 
+from typing import Any
+
 import torch
 from transformers import Qwen2ForCausalLM
 
@@ -7,15 +9,15 @@ from transformers import Qwen2ForCausalLM
 class FakeQwenVL(Qwen2ForCausalLM):
     def chat(
         self,
-        tokenizer,
-        query,
-        history,
-        system="You are a helpful assistant.",
-        append_history=True,
-        stop_words_ids=None,
-        generation_config=None,
-        **kwargs,
-    ):
+        tokenizer: Any,
+        query: str,
+        history: list[tuple[str, str]] | None,
+        system: str = "You are a helpful assistant.",
+        append_history: bool = True,
+        stop_words_ids: Any = None,
+        generation_config: Any = None,
+        **kwargs: Any,
+    ) -> tuple[str, list[tuple[str, str]]]:
         generation_config = (
             generation_config if generation_config is not None else (self.generation_config)
         )

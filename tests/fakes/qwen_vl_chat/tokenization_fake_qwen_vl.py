@@ -1,5 +1,7 @@
 """Stand-in for Qwen-VL-Chat's tokenizer: a fast tokenizer with `from_list_format`."""
 
+from typing import Any
+
 from transformers import PreTrainedTokenizerFast
 
 
@@ -7,7 +9,7 @@ class FakeQwenVLTokenizer(PreTrainedTokenizerFast):
     image_start_tag = "<img>"
     image_end_tag = "</img>"
 
-    def from_list_format(self, list_format):
+    def from_list_format(self, list_format: list[dict[str, Any]]) -> str:
         text = ""
         num_images = 0
         for ele in list_format:
