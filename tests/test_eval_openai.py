@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from _builders import run_eval
 from medspot.cli import main
 from medspot.dataset.loading import load_dataset
 from medspot.dataset.records import Dataset, Step, Task
@@ -182,25 +183,8 @@ def script(placeholder_root: Path) -> Script:
 
 
 def _eval(root: Path, out: Path, srv: OpenAITestServer, *extra: str) -> int:
-    return main(
-        [
-            "eval",
-            "--data",
-            str(root),
-            "--out",
-            str(out),
-            "--model",
-            "openai:scripted",
-            "--convention",
-            "rel1000",
-            "--base-url",
-            srv.base_url,
-            "--no-progress",
-            "--bootstrap",
-            "50",
-            *extra,
-        ]
-    )
+    model = ("--model", "openai:scripted", "--convention", "rel1000", "--base-url", srv.base_url)
+    return run_eval(root, out, *model, *extra, bootstrap=50)
 
 
 def _json(path: Path) -> Any:

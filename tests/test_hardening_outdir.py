@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _builders import step, write_app
+from _builders import eval_argv, step, write_app
 from medspot.cli import main
 
 
@@ -23,8 +23,7 @@ def _dataset(root: Path, tasks: int = 3) -> Path:
 
 
 def _eval(root: Path, out: Path, *extra: str) -> list[str]:
-    return ["eval", "--data", str(root), "--model", "oracle", "--out", str(out),
-            "--no-progress", "--bootstrap", "10", *extra]  # fmt: skip
+    return eval_argv(root, out, "--model", "oracle", *extra, bootstrap=10)
 
 
 def test_eval_refuses_the_dataset_root_and_a_foreign_folder(

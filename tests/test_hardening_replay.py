@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from _builders import step, write_app
+from _builders import eval_argv, step, write_app
 from medspot.adapters.base import Prediction, StepRequest
 from medspot.cli import main
 from medspot.geometry import Point
@@ -33,8 +33,7 @@ def _root(tmp_path: Path) -> Path:
 
 
 def _eval(root: Path, replay: Path, out: Path) -> list[str]:
-    return ["eval", "--data", str(root), "--model", "replay", "--replay-file", str(replay),
-            "--out", str(out), "--no-progress", "--bootstrap", "10"]  # fmt: skip
+    return eval_argv(root, out, "--model", "replay", "--replay-file", str(replay), bootstrap=10)
 
 
 GOOD = [

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from _builders import save_processor, tiny_tokenizer
 from medspot.adapters.base import AdapterContext, Prediction, StepRequest
 from medspot.adapters.card import ModelCard, ResizeSpec
 
@@ -54,29 +55,11 @@ SENTENCES = [
 ]
 
 
-def _tokenizer(specials: list[str], eos: str, pad: str) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+def qwen_tokenizer() -> Any:
+    """The tiny Qwen-style tokenizer every tiny Qwen checkpoint here uses."""
+    return tiny_tokenizer(
+        QWEN_SPECIALS, SENTENCES, vocab_size=400, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
-    tok.train_from_iterator(SENTENCES * 4, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad)
-
-
-def _save_processor_parts(out: Path, tok: Any, image_processor: Any, cls: str, chat: str) -> None:
-    import json
-
-    tok.chat_template = chat
-    tok.save_pretrained(out)
-    image_processor.save_pretrained(out)
-    (out / "chat_template.jinja").write_text(chat)
-    (out / "processor_config.json").write_text(json.dumps({"processor_class": cls}))
 
 
 def _qwen_ids(tok: Any) -> dict[str, int]:
@@ -102,7 +85,7 @@ def _text_cfg(vocab: int, ids: dict[str, int], **extra: Any) -> dict[str, Any]:
 def build_qwen(out: Path, family: str) -> Path:
     """A tiny Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint in `out`."""
     tf = transformers
-    tok = _tokenizer(QWEN_SPECIALS, "<|im_end|>", "<|endoftext|>")
+    tok = qwen_tokenizer()
     ids = _qwen_ids(tok)
     vocab = len(tok)
     patch = 16 if family == "qwen3_vl" else 14
@@ -183,7 +166,7 @@ def build_qwen(out: Path, family: str) -> Path:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out)
-    _save_processor_parts(out, tok, ip, proc_cls, QWEN_TEMPLATE)
+    save_processor(out, tok, ip, proc_cls, QWEN_TEMPLATE)
     return out
 
 

@@ -22,11 +22,10 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from test_hf_backend import (  # noqa: E402
-    QWEN_SPECIALS,
     _qwen_ids,
     _text_cfg,
-    _tokenizer,
     build_qwen,
+    qwen_tokenizer,
     run_adapter,
     step,
 )
@@ -106,7 +105,7 @@ def build_qwen_vl_chat(out: Path) -> Path:
     import json
     import shutil
 
-    tok = _tokenizer(QWEN_SPECIALS, "<|im_end|>", "<|endoftext|>")
+    tok = qwen_tokenizer()
     ids = _qwen_ids(tok)
     cfg = transformers.Qwen2Config(**_text_cfg(len(tok), ids))
     cfg.auto_map = {"AutoModelForCausalLM": "modeling_fake_qwen_vl.FakeQwenVL"}
