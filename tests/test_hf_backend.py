@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -293,6 +294,27 @@ def test_card_path_runs_on_tiny_qwen(
     assert adapter.batches == [2]  # both steps in one forward pass
     d = adapter.describe()
     assert d["backend"] == "hf" and d["checkpoint"] == str(ckpt) and d["batch_size"] == 2
+
+
+def test_a_slowly_read_image_still_joins_the_batch(
+    tiny_checkpoints: dict[str, Path | str], tmp_path: Path
+) -> None:
+    """Batching does not race the clock: a request still reading its image when the batch
+    starts joins it, however long the reading takes (a loaded machine once split this pair)."""
+    ckpt = checkpoint(tiny_checkpoints, "qwen2_5_vl")
+    adapter = make(qwen_card("qwen2_5_vl"), ckpt, batch_size=2)
+    prepare = adapter.images.prepare
+
+    def slow_prepare(path: Path, *args: Any) -> Any:
+        if path.name == "b.png":
+            time.sleep(20 * adapter.batch_wait)  # far past the batch's wait
+        return prepare(path, *args)
+
+    adapter.images.prepare = slow_prepare
+    reqs = [step(tmp_path, name="a.png"), step(tmp_path, size=(140, 112), name="b.png")]
+    preds = run_adapter(adapter, reqs)
+    assert len(preds) == 2
+    assert adapter.batches == [2]
 
 
 def test_abs_resized_sends_the_resized_frame(

@@ -4,6 +4,10 @@ The runner calls `predict()` concurrently up to `max_concurrency` (= `batch_size
 are collected from an asyncio queue into batches of at most `batch_size` and run by
 `generate` on one worker thread, greedy unless the card asks for sampling (a re-ask).
 
+A batch closes when it is full, or when no request is still preparing its image and
+`batch_wait` has passed since its first request: a request whose image is being read when a
+batch starts always joins it, however slow the reading (no race against the clock).
+
 Options: `checkpoint` (hub id or local directory; default the card's), `device` (cpu, cuda,
 cuda:1, auto = device_map="auto"; default cuda when available), `dtype` (bfloat16, float16,
 float32; default bfloat16 on GPU, float32 on CPU), `batch_size` (default 1), `batch_wait`
@@ -34,6 +38,16 @@ __all__ = ["HFAdapter"]
 log = logging.getLogger(__name__)
 
 _Job = tuple[GenItem, "asyncio.Future[GenOut]"]
+_POLL_S = 0.001  # how often a forming batch looks for requests that finished preparing
+
+
+class _Arrival:
+    """One prediction on its way to the queue (counted in `HFAdapter._arriving` until queued)."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
 
 
 class HFAdapter(CardAdapter):
@@ -66,6 +80,7 @@ class HFAdapter(CardAdapter):
         self._queue: asyncio.Queue[_Job] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._arriving = 0  # predictions preparing their image, not yet queued
 
     @classmethod
     def from_options(
@@ -99,18 +114,30 @@ class HFAdapter(CardAdapter):
         resize = spec.resize
         if self._abs_resized(spec):  # the model answers in pixels of what it saw: stay in bounds
             resize = resize_within(resize, self.runner.pixel_bounds)
-        prepared = await asyncio.to_thread(
-            self.images.prepare, request.image_path, request.image_size, resize, "original"
-        )
-        image = await asyncio.to_thread(prepared.to_pil)
-        return SentImage((image, request.image_path), prepared.sent_size, prepared.resized)
+        arrival = _Arrival()
+        self._arriving += 1
+        try:
+            prepared = await asyncio.to_thread(
+                self.images.prepare, request.image_path, request.image_size, resize, "original"
+            )
+            image = await asyncio.to_thread(prepared.to_pil)
+        except BaseException:
+            self._arrived(arrival)
+            raise
+        payload = (image, request.image_path, arrival)
+        return SentImage(payload, prepared.sent_size, prepared.resized)
+
+    def _arrived(self, arrival: _Arrival) -> None:
+        if not arrival.done:
+            arrival.done = True
+            self._arriving -= 1
 
     async def _generate(
         self, spec: PromptSpec, image: SentImage, temperature: float | None, seed: int
     ) -> Generation:
-        pil, path = image.payload
+        pil, path, arrival = image.payload
         expect = image.sent_size if self._abs_resized(spec) else None
-        out = await self._submit(GenItem(spec, pil, path, temperature, expect))
+        out = await self._submit(GenItem(spec, pil, path, temperature, expect), arrival)
         return Generation(out.text, Usage(out.input_tokens, out.output_tokens))
 
     def _describe_backend(self) -> dict[str, Any]:
@@ -131,24 +158,37 @@ class HFAdapter(CardAdapter):
         self._queue = None
 
     # -- batching ---------------------------------------------------------------------------
-    async def _submit(self, item: GenItem) -> GenOut:
+    async def _submit(self, item: GenItem, arrival: _Arrival) -> GenOut:
         loop = asyncio.get_running_loop()
         if self._queue is None or self._loop is not loop or self._worker is None:
             self._loop = loop
             self._queue = asyncio.Queue()
             self._worker = loop.create_task(self._work(self._queue))
         fut: asyncio.Future[GenOut] = loop.create_future()
-        await self._queue.put((item, fut))
+        self._queue.put_nowait((item, fut))  # the queue is unbounded
+        self._arrived(arrival)  # queued: no longer arriving (a re-ask was queued before)
         return await fut
+
+    async def _collect(self, queue: asyncio.Queue[_Job]) -> list[_Job]:
+        """The next batch: full, or closed once nothing is arriving and `batch_wait` passed."""
+        batch = [await queue.get()]
+        if self.batch_size == 1:
+            return batch
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.batch_wait
+        while len(batch) < self.batch_size:
+            if not queue.empty():
+                batch.append(queue.get_nowait())
+            elif self._arriving == 0 and loop.time() >= deadline:
+                break
+            else:
+                await asyncio.sleep(_POLL_S)
+        return batch
 
     async def _work(self, queue: asyncio.Queue[_Job]) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await queue.get()]
-            if self.batch_size > 1:
-                await asyncio.sleep(self.batch_wait)  # let concurrent requests join
-                while len(batch) < self.batch_size and not queue.empty():
-                    batch.append(queue.get_nowait())
+            batch = await self._collect(queue)
             items = [job[0] for job in batch]
             self.batches.append(len(items))
             try:
