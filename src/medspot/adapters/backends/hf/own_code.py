@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medspot.adapters.backends.hf.families import load_processor
+from medspot.adapters.backends.hf.processor import load_processor
 from medspot.adapters.backends.hf.runner import GenItem, GenOut, Runner
 from medspot.adapters.card import ModelCard
 from medspot.adapters.cards.gui_actor import format_points
