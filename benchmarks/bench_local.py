@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from bench_throughput import default_annotations  # noqa: E402
 
-from medspot.data import load_dataset  # noqa: E402
-from medspot.images import ImageStore  # noqa: E402
-from medspot.journal import Journal, read_journal  # noqa: E402
-from medspot.protocol import get_protocol  # noqa: E402
+from medspot.dataset.images import ImageStore  # noqa: E402
+from medspot.dataset.loading import load_dataset  # noqa: E402
+from medspot.runfolder.journal import Journal, read_journal  # noqa: E402
 from medspot.runner import RunOptions, run_model  # noqa: E402
+from medspot.scoring.protocol import get_protocol  # noqa: E402
 from medspot.testing import make_placeholder_root  # noqa: E402
 
 

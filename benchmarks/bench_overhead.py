@@ -31,12 +31,12 @@ from bench_throughput import default_annotations
 
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
-from medspot.data import load_dataset
-from medspot.images import ImageStore
-from medspot.journal import Journal
-from medspot.protocol import get_protocol
-from medspot.records import Dataset
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset
+from medspot.runfolder.journal import Journal
 from medspot.runner import RunOptions, run_model
+from medspot.scoring.protocol import get_protocol
 from medspot.testing import make_placeholder_root
 
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _openai_adapter(ds: Dataset, url: str, concurrency: int) -> Any:
-    ctx = AdapterContext(
+    ctx = AdapterContext.with_options(
         dataset=None,
         images=ImageStore(ds.root),
         options={

@@ -23,9 +23,9 @@ from typing import Any
 
 def build(root: Path, n_steps: int, seed: int = 0) -> None:
     """The synthetic suite (small), its tasks repeated to `n_steps` steps, and a journal."""
-    from medspot.data import load_dataset
-    from medspot.images import ImageStore
-    from medspot.runinfo import DatasetInfo, RunInfo
+    from medspot.dataset.images import ImageStore
+    from medspot.dataset.loading import load_dataset
+    from medspot.runfolder.runinfo import DatasetInfo, RunInfo
     from medspot.synth import generate
 
     generate(root, tasks=12, seed=seed, apps=3)
@@ -78,11 +78,11 @@ def build(root: Path, n_steps: int, seed: int = 0) -> None:
 
 def child(root: Path) -> dict[str, Any]:
     """The phases of `medspot score`, timed, in this (fresh) process."""
-    from medspot.data import load_dataset
-    from medspot.journal import read_journal
-    from medspot.protocol import get_protocol
-    from medspot.results import write_results
-    from medspot.scoring import score_run
+    from medspot.dataset.loading import load_dataset
+    from medspot.runfolder.journal import read_journal
+    from medspot.runfolder.writer import write_results
+    from medspot.scoring.protocol import get_protocol
+    from medspot.scoring.score import score_run
 
     out: dict[str, Any] = {}
     t = time.perf_counter()

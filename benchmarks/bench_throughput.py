@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scripted import ScriptedAnswers, protocol_minimum
 
-from medspot.data import load_dataset
-from medspot.protocol import get_protocol
+from medspot.dataset.loading import load_dataset
+from medspot.scoring.protocol import get_protocol
 from medspot.testing import make_placeholder_root
 from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from medspot.adapters.base import StepRequest
 from medspot.adapters.ocr import OcrAdapter
-from medspot.data import load_dataset
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
 from medspot.geometry import point_in_box
-from medspot.images import ImageStore
 from medspot.synth import META_FILE, generate
 
 

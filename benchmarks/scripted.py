@@ -17,12 +17,12 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Dataset, Step
 from medspot.geometry import Box
-from medspot.images import ImageStore
-from medspot.journal import JournalRecord
-from medspot.protocol import Protocol
-from medspot.records import Dataset, Step
-from medspot.scoring import next_step, steps_to_ask_all
+from medspot.runfolder.journal import JournalRecord
+from medspot.scoring.protocol import Protocol
+from medspot.scoring.score import next_step, steps_to_ask_all
 from medspot.testing.openai_server import SeenRequest
 
 __all__ = ["ScriptedAnswers", "protocol_minimum"]

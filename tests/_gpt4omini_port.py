@@ -214,8 +214,8 @@ def compute_metrics(results):  # type: ignore[no-untyped-def]
 
 
 def failure_statistics(results):  # type: ignore[no-untyped-def]
-    counter = Counter()
-    by_difficulty = defaultdict(Counter)
+    counter: Counter[str] = Counter()
+    by_difficulty: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     for r in results:
         if not r["completed"] and r["steps"]:

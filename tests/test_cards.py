@@ -164,7 +164,7 @@ def test_native_prompts_of_gui_models() -> None:
     )
     assert native_spec("cogagent-9b").user_text == (
         f"Task: {INSTR}\nHistory steps: \n(Platform: WIN)\n"
-        "(Answer in Action-Operation-Sensitive format.)\n"
+        "(Answer in Action-Operation-Sensitive format.)"
     )
     assert native_spec("os-atlas-7b").user_text == (
         "In this UI screenshot, what is the position of the element corresponding to the "
@@ -175,7 +175,7 @@ def test_native_prompts_of_gui_models() -> None:
         f'command "{INSTR}" (with point)?'
     )
     assert native_spec("uground-v1-7b").user_text == (
-        "Your task is to help the user identify the precise coordinates (x, y) of a specific "
+        "\nYour task is to help the user identify the precise coordinates (x, y) of a specific "
         "area/element/object on the screen based on a description.\n\n- Your response should "
         "aim to point to the center or a representative point within the described "
         "area/element/object as accurately as possible.\n- If the description is unclear or "
@@ -210,7 +210,7 @@ def test_history_modes_reach_the_prompt() -> None:
         "Overall task: Open a study\nPrevious steps:\n1. Click File\nCurrent step: " + INSTR
     )
     cog = native_spec("cogagent-9b", **kw).user_text
-    assert "History steps: \n0. Click File\n(Platform: WIN)" in cog
+    assert "History steps: \n0. Click File\t\n(Platform: WIN)" in cog
     assert "Previous actions:\nClick File\n" in native_spec("aguvis-7b-720p", **kw).user_text
 
 
@@ -363,6 +363,6 @@ def test_registry_lists_cards_without_heavy_imports() -> None:
     assert set(REQUIRED) <= set(data["names"])
     assert "openai" in data["names"] and data["generic"] == "openai"
     assert data["targets"] == [
-        "medspot.adapters.backend:create_card_adapter",
-        "medspot.adapters.backend:create_generic_adapter",
+        "medspot.adapters.factory:create_card_adapter",
+        "medspot.adapters.factory:create_generic_adapter",
     ]

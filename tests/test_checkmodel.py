@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from medspot.checkmodel import SCREENS, fit_axis, render_screens
 from medspot.cli import main
+from medspot.commands.check_model_fit import SCREENS, fit_axis, render_screens
 from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 
 BY_SIZE = {s.size: s for s in SCREENS}
@@ -81,7 +81,7 @@ def test_check_model_pixels_under_rel1000_card(
 
 
 def test_check_model_pixel_fit_scale(tmp_path: Path) -> None:
-    from medspot.checkmodel import check_model
+    from medspot.commands.check_model_fit import check_model
 
     with OpenAITestServer(answer=pixel_answer) as srv:
         report = check_model("openai:m", {"base_urls": [srv.base_url]}, tmp_path)

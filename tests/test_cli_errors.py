@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from _builders import eval_argv
 from medspot.cli import main
 from test_report_support import PLAN_A, make_run, write_dataset
 
@@ -34,33 +35,29 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *fragments: str
     return err
 
 
-def _eval(root: Path, out: Path, *extra: str) -> list[str]:
-    return ["eval", "--data", str(root), "--out", str(out), "--no-progress", *extra]
-
-
 def test_eval_apps_with_no_name(
     tiny: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = _eval(tiny["root"], tmp_path / "o", "--model", "oracle", "--apps", " , ")
+    argv = eval_argv(tiny["root"], tmp_path / "o", "--model", "oracle", "--apps", " , ")
     refused(capsys, argv, "--apps needs at least one application name")
 
 
 def test_eval_unknown_app(
     tiny: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = _eval(tiny["root"], tmp_path / "o", "--model", "oracle", "--apps", "Alpha,Gamma")
+    argv = eval_argv(tiny["root"], tmp_path / "o", "--model", "oracle", "--apps", "Alpha,Gamma")
     refused(capsys, argv, "unknown application(s) Gamma in ", "known: Alpha, Beta")
 
 
 def test_eval_unknown_model(
     tiny: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = _eval(tiny["root"], tmp_path / "o", "--model", "no-such-model")
+    argv = eval_argv(tiny["root"], tmp_path / "o", "--model", "no-such-model")
     refused(capsys, argv, "unknown model 'no-such-model'", "medspot models")
 
 
 def test_eval_without_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = _eval(tmp_path / "missing", tmp_path / "o", "--model", "oracle")
+    argv = eval_argv(tmp_path / "missing", tmp_path / "o", "--model", "oracle")
     refused(capsys, argv, "no dataset at", "missing")
     assert not (tmp_path / "o" / "run.json").exists()
 
@@ -70,7 +67,7 @@ def test_eval_on_broken_annotations_points_to_validate(
 ) -> None:
     root = write_dataset(tmp_path / "data")
     (root / "Annotations" / "Beta_Annotation.json").write_text('{"tasks": [')
-    argv = _eval(root, tmp_path / "o", "--model", "oracle")
+    argv = eval_argv(root, tmp_path / "o", "--model", "oracle")
     refused(capsys, argv, "Beta_Annotation.json: invalid JSON", f"medspot validate {root}")
 
 
@@ -81,7 +78,7 @@ def test_eval_refuses_a_journal_without_run_json_and_leaves_it_alone(
     out.mkdir()
     journal = (tiny["run"] / "predictions.jsonl").read_bytes()
     (out / "predictions.jsonl").write_bytes(journal)
-    argv = _eval(tiny["root"], out, "--model", "oracle")
+    argv = eval_argv(tiny["root"], out, "--model", "oracle")
     refused(capsys, argv, "predictions.jsonl but no run.json", "another --out")
     assert (out / "predictions.jsonl").read_bytes() == journal
     assert not (out / "run.json").exists()
@@ -137,7 +134,8 @@ def test_compare_runs_without_a_common_task(
     (only_beta / "Annotations" / "Alpha_Annotation.json").unlink()
     a = make_run(tmp_path / "a", only_alpha, {"Alpha/0": [True, True]}, model="a")
     b = make_run(tmp_path / "b", only_beta, {"Beta/0": [True, True]}, model="b")
-    refused(capsys, ["compare", str(a), str(b)], "no scored task in common")
+    refused(capsys, ["compare", str(a), str(b)], "different data", "--mixed")
+    refused(capsys, ["compare", str(a), str(b), "--mixed"], "no scored task in common")
 
 
 def test_import_upstream_refuses_a_missing_folder_and_a_full_out(

@@ -7,11 +7,13 @@ import json
 import shutil
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from _builders import run_eval
 from medspot.cli import main
-from medspot.journal import read_journal
+from medspot.runfolder.journal import read_journal
 
 SECTION4_APP_FILES = (
     "task_results.json",
@@ -21,31 +23,16 @@ SECTION4_APP_FILES = (
 )
 
 
-def _eval(root: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "eval",
-            "--data",
-            str(root),
-            "--out",
-            str(out),
-            "--no-progress",
-            "--bootstrap",
-            "200",
-            *extra,
-        ]
-    )
-
-
-def _overall(out: Path) -> dict:
-    return json.loads((out / "overall_dataset_metrics.json").read_text())
+def _overall(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "overall_dataset_metrics.json").read_text())
+    return data
 
 
 def test_oracle_is_perfect_under_medspot_v1(
     placeholder_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "oracle"
-    assert _eval(placeholder_root, out, "--model", "oracle") == 0
+    assert run_eval(placeholder_root, out, "--model", "oracle") == 0
     m = _overall(out)
     assert m["task_completion_accuracy"] == 1.0
     assert m["step1_accuracy"] == 1.0
@@ -71,10 +58,10 @@ def test_oracle_is_perfect_under_medspot_v1(
 def test_second_eval_makes_no_new_calls(placeholder_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "random"
     args = ("--model", "random", "--apps", "Weasis,Orthanc")
-    assert _eval(placeholder_root, out, *args) == 0
+    assert run_eval(placeholder_root, out, *args) == 0
     n = len((out / "predictions.jsonl").read_bytes().splitlines())
     before = _overall(out)
-    assert _eval(placeholder_root, out, *args) == 0
+    assert run_eval(placeholder_root, out, *args) == 0
     assert len((out / "predictions.jsonl").read_bytes().splitlines()) == n
     after = _overall(out)
     assert before["task_completion_accuracy"] == after["task_completion_accuracy"]
@@ -85,7 +72,7 @@ def test_random_sequential_calls_are_the_protocol_minimum(
     placeholder_root: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "r"
-    assert _eval(placeholder_root, out, "--model", "random", "--seed", "7") == 0
+    assert run_eval(placeholder_root, out, "--model", "random", "--seed", "7") == 0
     tasks = []
     for app in json.loads((out / "run.json").read_text())["dataset"]["apps"]:
         tasks += json.loads((out / app / "task_results.json").read_text())
@@ -100,8 +87,8 @@ def test_a_resumed_run_in_another_setting_is_refused(
     placeholder_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "x"
-    assert _eval(placeholder_root, out, "--model", "random", "--apps", "Orthanc") == 0
-    code = _eval(placeholder_root, out, "--model", "center", "--apps", "Orthanc")
+    assert run_eval(placeholder_root, out, "--model", "random", "--apps", "Orthanc") == 0
+    code = run_eval(placeholder_root, out, "--model", "center", "--apps", "Orthanc")
     assert code == 2
     assert "model" in capsys.readouterr().err
 
@@ -114,7 +101,7 @@ def test_score_of_all_steps_run_equals_eval_under_preset(
 ) -> None:
     base = tmp_path / "all"
     common = ("--model", "random", "--seed", "3", "--apps", "3DSlicer,Weasis,DICOMscope")
-    assert _eval(placeholder_root, base, *common, "--all-steps") == 0
+    assert run_eval(placeholder_root, base, *common, "--all-steps") == 0
     rescored = tmp_path / f"rescored-{preset}"
     assert (
         main(
@@ -124,7 +111,7 @@ def test_score_of_all_steps_run_equals_eval_under_preset(
     )
     direct = tmp_path / f"direct-{preset}"
     assert (
-        _eval(
+        run_eval(
             placeholder_root,
             direct,
             *common,
@@ -157,7 +144,7 @@ def test_score_of_sequential_run_under_other_preset_is_marked_incomplete(
 ) -> None:
     out = tmp_path / "seq"
     assert (
-        _eval(
+        run_eval(
             placeholder_root,
             out,
             "--model",
@@ -193,7 +180,7 @@ def test_oracle_ceilings_of_upstream_c_and_d(placeholder_root: Path, tmp_path: P
     for preset, shr in (("upstream-c", None), ("upstream-d", Fraction(537, 607))):
         out = tmp_path / preset
         assert (
-            _eval(
+            run_eval(
                 placeholder_root,
                 out,
                 "--model",
@@ -220,7 +207,7 @@ def test_models_lists_baselines(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_replay_scores_predictions_made_elsewhere(placeholder_root: Path, tmp_path: Path) -> None:
     # answers for Orthanc: the oracle's points for task 0, nothing readable for the rest
-    from medspot.data import load_dataset
+    from medspot.dataset.loading import load_dataset
 
     ds = load_dataset(placeholder_root, apps=["Orthanc"])
     lines = []
@@ -235,7 +222,7 @@ def test_replay_scores_predictions_made_elsewhere(placeholder_root: Path, tmp_pa
     f.write_text("\n".join(json.dumps(x) for x in lines))
     out = tmp_path / "replay"
     assert (
-        _eval(
+        run_eval(
             placeholder_root, out, "--model", "replay", "--replay-file", str(f), "--apps", "Orthanc"
         )
         == 0

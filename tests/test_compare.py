@@ -12,7 +12,7 @@ import pytest
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.compare import compare_runs, mcnemar_exact, paired_bootstrap
-from medspot.report.load import load_run
+from medspot.runfolder.reader import load_run
 from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 

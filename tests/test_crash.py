@@ -19,9 +19,9 @@ from _reliability import (
     start_eval,
     wait_for_lines,
 )
-from medspot.data import load_dataset
-from medspot.journal import read_journal
-from medspot.protocol import get_protocol
+from medspot.dataset.loading import load_dataset
+from medspot.runfolder.journal import read_journal
+from medspot.scoring.protocol import get_protocol
 from medspot.testing.openai_server import OpenAITestServer
 
 APPS = "Orthanc,Bluelight,Weasis"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.loading import load_dataset
 from medspot.errors import DataError
 from medspot.testing import write_dataset
 

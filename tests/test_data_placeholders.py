@@ -6,8 +6,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from medspot.data import load_dataset
-from medspot.images import ImageStore
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
 from medspot.testing import DEFAULT_SIZES, paint_placeholders, size_for_app
 
 

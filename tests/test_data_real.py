@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from medspot.data import find_root, load_dataset, scan
+from medspot.dataset.loading import find_root, load_dataset, scan
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError, DataError
-from medspot.records import Dataset
 
 APPS = (
     "3DSlicer", "Bluelight", "DICOMscope", "GingkoCadx", "ITKsnap",

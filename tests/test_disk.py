@@ -18,8 +18,8 @@ import pytest
 
 from _reliability import ScriptedAnswers, eval_args, results_of
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.journal import Journal, JournalRecord, JournalWriteError, read_journal
+from medspot.dataset.loading import load_dataset
+from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
 from medspot.testing.openai_server import OpenAITestServer
 
 APPS = "Orthanc,Bluelight,Weasis"

@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 
+from _builders import run_eval
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.records import Dataset, Step, Task
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset, Step, Task
 from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
 
 pytest.importorskip("openai")
@@ -182,25 +183,8 @@ def script(placeholder_root: Path) -> Script:
 
 
 def _eval(root: Path, out: Path, srv: OpenAITestServer, *extra: str) -> int:
-    return main(
-        [
-            "eval",
-            "--data",
-            str(root),
-            "--out",
-            str(out),
-            "--model",
-            "openai:scripted",
-            "--convention",
-            "rel1000",
-            "--base-url",
-            srv.base_url,
-            "--no-progress",
-            "--bootstrap",
-            "50",
-            *extra,
-        ]
-    )
+    model = ("--model", "openai:scripted", "--convention", "rel1000", "--base-url", srv.base_url)
+    return run_eval(root, out, *model, *extra, bootstrap=50)
 
 
 def _json(path: Path) -> Any:
@@ -372,7 +356,7 @@ def _image_tiles(w: int, h: int) -> int:
 def test_dry_run_prints_plan_and_cost_and_calls_nothing(
     placeholder_root: Path, script: Script, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.pricing import TYPICAL_OUTPUT_TOKENS, TYPICAL_TEXT_TOKENS
+    from medspot.adapters.backends.pricing import TYPICAL_OUTPUT_TOKENS, TYPICAL_TEXT_TOKENS
     from medspot.testing import DEFAULT_SIZES
 
     out = tmp_path / "dry"
@@ -423,7 +407,9 @@ def _colour(i: int) -> tuple[int, int, int]:
     return (40 + (i * 37) % 200, 40 + (i * 91) % 200, 40 + (i // 5 * 53) % 200)
 
 
-def _solid_root(tmp: Path, annotations: Path, apps: tuple[str, ...]) -> tuple[Path, dict]:
+def _solid_root(
+    tmp: Path, annotations: Path, apps: tuple[str, ...]
+) -> tuple[Path, dict[tuple[int, int, int], str]]:
     """A dataset root whose screenshots are flat colours, one per image file, at the
     placeholder size of their app: the colour survives resizing, the bytes do not."""
     from PIL import Image

@@ -12,9 +12,9 @@ import pytest
 
 from _reliability import ScriptedAnswers, eval_args, protocol_minimum, results_of
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.journal import read_journal
-from medspot.protocol import get_protocol
+from medspot.dataset.loading import load_dataset
+from medspot.runfolder.journal import read_journal
+from medspot.scoring.protocol import get_protocol
 from medspot.testing.openai_server import Fault, OpenAITestServer
 
 APPS = "Orthanc,Bluelight,Weasis"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from _builders import save_processor, tiny_tokenizer
 from medspot.adapters.base import AdapterContext, Prediction, StepRequest
 from medspot.adapters.card import ModelCard, ResizeSpec
 
@@ -54,29 +56,11 @@ SENTENCES = [
 ]
 
 
-def _tokenizer(specials: list[str], eos: str, pad: str) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+def qwen_tokenizer() -> Any:
+    """The tiny Qwen-style tokenizer every tiny Qwen checkpoint here uses."""
+    return tiny_tokenizer(
+        QWEN_SPECIALS, SENTENCES, vocab_size=400, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
-    tok.train_from_iterator(SENTENCES * 4, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos, pad_token=pad)
-
-
-def _save_processor_parts(out: Path, tok: Any, image_processor: Any, cls: str, chat: str) -> None:
-    import json
-
-    tok.chat_template = chat
-    tok.save_pretrained(out)
-    image_processor.save_pretrained(out)
-    (out / "chat_template.jinja").write_text(chat)
-    (out / "processor_config.json").write_text(json.dumps({"processor_class": cls}))
 
 
 def _qwen_ids(tok: Any) -> dict[str, int]:
@@ -102,7 +86,7 @@ def _text_cfg(vocab: int, ids: dict[str, int], **extra: Any) -> dict[str, Any]:
 def build_qwen(out: Path, family: str) -> Path:
     """A tiny Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint in `out`."""
     tf = transformers
-    tok = _tokenizer(QWEN_SPECIALS, "<|im_end|>", "<|endoftext|>")
+    tok = qwen_tokenizer()
     ids = _qwen_ids(tok)
     vocab = len(tok)
     patch = 16 if family == "qwen3_vl" else 14
@@ -183,7 +167,7 @@ def build_qwen(out: Path, family: str) -> Path:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out)
-    _save_processor_parts(out, tok, ip, proc_cls, QWEN_TEMPLATE)
+    save_processor(out, tok, ip, proc_cls, QWEN_TEMPLATE)
     return out
 
 
@@ -280,10 +264,10 @@ def run_adapter(adapter: Any, reqs: list[StepRequest]) -> list[Prediction]:
 
 
 def make(card: ModelCard, ckpt: Path, **options: Any) -> Any:
-    from medspot.adapters.backend import build_adapter
+    from medspot.adapters.factory import build_adapter
 
     opts = {"backend": "hf", "checkpoint": str(ckpt), "device": "cpu", **options}
-    return build_adapter(card, AdapterContext(options=opts))
+    return build_adapter(card, AdapterContext.with_options(opts))
 
 
 @pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
@@ -310,6 +294,27 @@ def test_card_path_runs_on_tiny_qwen(
     assert adapter.batches == [2]  # both steps in one forward pass
     d = adapter.describe()
     assert d["backend"] == "hf" and d["checkpoint"] == str(ckpt) and d["batch_size"] == 2
+
+
+def test_a_slowly_read_image_still_joins_the_batch(
+    tiny_checkpoints: dict[str, Path | str], tmp_path: Path
+) -> None:
+    """Batching does not race the clock: a request still reading its image when the batch
+    starts joins it, however long the reading takes (a loaded machine once split this pair)."""
+    ckpt = checkpoint(tiny_checkpoints, "qwen2_5_vl")
+    adapter = make(qwen_card("qwen2_5_vl"), ckpt, batch_size=2)
+    prepare = adapter.images.prepare
+
+    def slow_prepare(path: Path, *args: Any) -> Any:
+        if path.name == "b.png":
+            time.sleep(20 * adapter.batch_wait)  # far past the batch's wait
+        return prepare(path, *args)
+
+    adapter.images.prepare = slow_prepare
+    reqs = [step(tmp_path, name="a.png"), step(tmp_path, size=(140, 112), name="b.png")]
+    preds = run_adapter(adapter, reqs)
+    assert len(preds) == 2
+    assert adapter.batches == [2]
 
 
 def test_abs_resized_sends_the_resized_frame(

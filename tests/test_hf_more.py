@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from _builders import save_processor, tiny_tokenizer
 from medspot.cli import main
 
 pytestmark = pytest.mark.hf
@@ -36,28 +37,7 @@ SENTENCES = [
 
 
 def _tokenizer(specials: list[str], **named: Any) -> Any:
-    """A byte-level BPE tokenizer with `specials` as special tokens; `named` gives the
-    tokenizer's special-token attributes (bos_token, eos_token, pad_token, extra ones)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(SENTENCES * 4, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **named)
-
-
-def _save_processor(out: Path, tok: Any, ip: Any, cls: str, chat: str, **extra: Any) -> None:
-    tok.chat_template = chat
-    tok.save_pretrained(out)
-    ip.save_pretrained(out)
-    (out / "chat_template.jinja").write_text(chat)
-    (out / "processor_config.json").write_text(json.dumps({"processor_class": cls, **extra}))
+    return tiny_tokenizer(specials, SENTENCES, vocab_size=320, **named)
 
 
 def _ids(tok: Any, names: list[str]) -> dict[str, int]:
@@ -141,7 +121,7 @@ def build_gemma3(out: Path) -> Path:
     )
     model = tf.Gemma3ForConditionalGeneration(cfg)
     _finish(model, out, ids["<end_of_turn>"], ids["<pad>"])
-    _save_processor(out, tok, ip, "Gemma3Processor", GEMMA_TEMPLATE, image_seq_length=4)
+    save_processor(out, tok, ip, "Gemma3Processor", GEMMA_TEMPLATE, image_seq_length=4)
     return out
 
 
@@ -209,7 +189,7 @@ def build_mllama(out: Path) -> Path:
     )
     model = tf.MllamaForConditionalGeneration(cfg)
     _finish(model, out, ids["<|eot_id|>"], ids["<|finetune_right_pad_id|>"])
-    _save_processor(out, tok, ip, "MllamaProcessor", MLLAMA_TEMPLATE)
+    save_processor(out, tok, ip, "MllamaProcessor", MLLAMA_TEMPLATE)
     return out
 
 
@@ -277,7 +257,7 @@ def build_mistral3(out: Path) -> Path:
     )
     model = tf.Mistral3ForConditionalGeneration(cfg)
     _finish(model, out, ids["</s>"], ids["<pad>"])
-    _save_processor(
+    save_processor(
         out, tok, ip, "PixtralProcessor", MISTRAL_TEMPLATE, patch_size=14, spatial_merge_size=2
     )
     return out
@@ -357,7 +337,7 @@ class Capture:
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[Capture]:
     """Every processor the hf backend loads, wrapped in a Capture."""
-    from medspot.adapters import hf_families
+    from medspot.adapters.backends.hf import families as hf_families
 
     made: list[Capture] = []
     real = hf_families.load_processor
@@ -513,7 +493,8 @@ def test_eval_hf_on_tiny_qwen2_vl_through_the_cli(
     assert _run(tiny_data, out, "qwen2-vl-7b", ckpt, "--batch-size", "2") == 0
     (proc,) = captured
     prompts = {
-        uid: f"Output the bounding box of the UI element for: {text.split(chr(10))[0]}"
+        uid: "Output the bounding box in the image corresponding to the instruction "
+        f'"{text.split(chr(10))[0]}" with grounding.'
         for uid, text in PROMPTS.items()
     }
     _check_run(out, proc.texts, prompts, "<|im_start|>assistant\n")

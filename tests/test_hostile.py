@@ -21,13 +21,14 @@ from PIL import Image
 
 from _builders import step, write_app
 from _reliability import eval_args
+from medspot.adapters.backends.imageprep import ImagePrep
+from medspot.adapters.base import Convention
 from medspot.adapters.card import PromptStyle
 from medspot.adapters.cards import CARDS, make_generic_card
-from medspot.adapters.imageprep import ImagePrep
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.loading import load_dataset
 from medspot.errors import DataError
-from medspot.journal import read_journal
+from medspot.runfolder.journal import read_journal
 from medspot.testing import write_dataset
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -181,7 +182,10 @@ answers = (
 def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
     sizes = ((1920, 1080), (1, 1), (3000, 17))
     specs = [c.style(s) for c in CARDS.values() for s in PromptStyle]
-    specs += [make_generic_card("x", conv, None).native for conv in ("rel1000", "rel1", "abs_sent")]
+    specs += [
+        make_generic_card("x", Convention(conv), None).native
+        for conv in ("rel1000", "rel1", "abs_sent")
+    ]
     for spec in specs:
         for size in sizes:
             parsed = spec.parse(text, size, size)
@@ -246,7 +250,7 @@ def test_fake_and_enormous_images_are_validation_errors(
     text = "".join(capsys.readouterr())
     assert "Fake_Annotation.json" in text and "not a readable image" in text
     assert "Bomb_Annotation.json" in text and "too large" in text
-    assert "Trunc_Annotation.json" not in text  # its header is fine: caught at call time
+    assert "Trunc_Annotation.json" in text and "truncated" in text  # its data is checked too
     code = main(
         [
             "eval",
@@ -264,30 +268,27 @@ def test_fake_and_enormous_images_are_validation_errors(
     assert "too large" in capsys.readouterr().err
 
 
-def test_a_truncated_screenshot_is_a_step_error_and_no_call_is_made(
+def test_a_truncated_screenshot_is_a_data_error_and_no_call_is_made(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "root"
     names = _hostile_images(root)
     write_app(root, "Good", [[step("Images/G/g.png", "Click the button", BOX)]])
-    load_dataset(root, apps=["Trunc", "Good"])  # the header is fine: it loads
+    with pytest.raises(DataError, match="truncated"):  # its data is checked on loading
+        load_dataset(root, apps=["Trunc", "Good"])
     with OpenAITestServer(answer="(150, 150)") as srv:
         out = tmp_path / "out"
         code = main(eval_args(root, out, srv.base_url, apps="Trunc,Good"))
-        assert code == 1  # incomplete: one errored step
-        assert srv.request_count == 1  # only the good screenshot was sent
-    recs = {r.step: r for r in read_journal(out / "predictions.jsonl")}
-    assert recs["Good/0/1"].error is None
-    err = recs["Trunc/0/1"].error
-    assert err is not None and "truncated" in err and names["Trunc"].split("/")[-1] in err
-    info = json.loads((out / "run.json").read_text())
-    assert info["errors"] == 1 and info["status"] == "incomplete"
-    assert "Traceback" not in capsys.readouterr().err
+        assert code == 2  # a data error, never a failed call retried on every resume
+        assert srv.request_count == 0
+    err = capsys.readouterr().err
+    assert "truncated" in err and names["Trunc"].split("/")[-1] in err
+    assert "Traceback" not in err
 
 
 def test_decoding_paths_refuse_a_bomb_quickly(tmp_path: Path) -> None:
     """Paths that decode without the header check first (re-encoding for a model, report
-    thumbnails) are capped by Pillow's limit, which medspot.images sets."""
+    thumbnails) are capped by Pillow's limit, which medspot.dataset.images sets."""
     bomb = tmp_path / "b.png"
     bomb.write_bytes(_png_header_only(30000, 30000))
     from medspot.adapters.card import ResizeSpec

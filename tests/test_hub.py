@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from medspot import hub
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset import hub
+from medspot.dataset.loading import load_dataset
 from medspot.errors import ConfigError, DataError
 
 COMMIT = "3f2c1e0d9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e"

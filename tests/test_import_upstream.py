@@ -13,8 +13,8 @@ import pytest
 
 from medspot.cli import main
 from medspot.report.build import build_report
-from medspot.report.load import load_run
-from medspot.report.upstream_import import guess_protocol
+from medspot.runfolder.reader import load_run
+from medspot.runfolder.upstream import guess_protocol
 from test_report_support import PLAN_A, make_run, write_dataset
 
 

@@ -12,7 +12,7 @@ import pytest
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.leaderboard import build_leaderboard, latex_escape, render
-from medspot.report.load import load_runs
+from medspot.runfolder.reader import load_runs
 from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 ALL_HIT = {

@@ -6,20 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medspot import metrics as M
-from medspot.protocol import get_protocol
-from medspot.scoring import score_run
+from medspot.dataset.records import Dataset
+from medspot.runfolder.journal import JournalRecord
+from medspot.scoring import metrics as M
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 from test_scoring_support import BOX, CLICK, IN, OUT, make_dataset, rec
 
 V1 = get_protocol("medspot-v1")
 SMALL = (0.5, 0.5, 0.51, 0.51)
 
 
-def records(ds, points):  # {step uid: point}
+def records(ds: Dataset, points: dict[str, tuple[float, float]]) -> list[JournalRecord]:
     return [rec(uid, p) for uid, p in points.items()]
 
 
-def three_tasks():
+def three_tasks() -> tuple[Dataset, list[JournalRecord]]:
     # task 0: hit, hit (completed); task 1: hit, miss, not reached; task 2: miss (small target)
     ds = make_dataset({"A": [[CLICK, CLICK], [CLICK, CLICK, CLICK], [[("click", SMALL)]]]})
     pts = {"A/0/1": IN, "A/0/2": IN, "A/1/1": IN, "A/1/2": OUT, "A/2/1": OUT}

@@ -126,9 +126,9 @@ def test_registered_without_importing_ocr_packages() -> None:
 @pytest.mark.skipif(importlib.util.find_spec("rapidocr") is None, reason="needs rapidocr")
 def test_real_ocr_hits_text_targets_on_generated_screens(tmp_path: Path) -> None:
     from medspot.adapters.ocr import rapidocr_reader
-    from medspot.data import load_dataset
+    from medspot.dataset.images import ImageStore
+    from medspot.dataset.loading import load_dataset
     from medspot.geometry import point_in_box
-    from medspot.images import ImageStore
     from medspot.synth import META_FILE, generate
 
     root = tmp_path / "suite"

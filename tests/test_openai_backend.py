@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from medspot.adapters.backends.openai import OpenAIAdapter, parse_retry_after, sanitize_url
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
 from medspot.adapters.card import (
     ModelCard,
@@ -23,7 +24,6 @@ from medspot.adapters.card import (
     ResizeSpec,
     StyleSpec,
 )
-from medspot.adapters.openai_backend import OpenAIAdapter, parse_retry_after, sanitize_url
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
 from medspot.geometry import Point
 from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
@@ -341,11 +341,11 @@ def test_official_url_gets_no_server_extras() -> None:
 def test_generic_card_through_backend_factory(tmp_path: Path) -> None:
     cards = pytest.importorskip("medspot.adapters.cards")
     assert hasattr(cards, "make_generic_card")
-    from medspot.adapters.backend import create_generic_adapter
+    from medspot.adapters.factory import create_generic_adapter
 
     req = make_request(tmp_path)
     with OpenAITestServer(answer="(250, 500)") as srv:
-        ctx = AdapterContext(options={"base_urls": [srv.base_url], "api_key": KEY})
+        ctx = AdapterContext.with_options({"base_urls": [srv.base_url], "api_key": KEY})
         ad = create_generic_adapter(ctx, "my-served-model")
         assert isinstance(ad, OpenAIAdapter)
         (pred,) = run(ad, req)
@@ -355,10 +355,10 @@ def test_generic_card_through_backend_factory(tmp_path: Path) -> None:
 
 
 def test_backend_choice_errors() -> None:
-    from medspot.adapters.backend import build_adapter
+    from medspot.adapters.factory import build_adapter
 
     card = replace(make_card(), backends=("hf",))
     with pytest.raises(ConfigError, match="cannot run on the openai backend"):
-        build_adapter(card, AdapterContext(options={"backend": "openai"}))
+        build_adapter(card, AdapterContext.with_options({"backend": "openai"}))
     with pytest.raises(ConfigError, match="prompt style"):
-        build_adapter(make_card(), AdapterContext(options={"prompt_style": "fancy"}))
+        build_adapter(make_card(), AdapterContext.with_options({"prompt_style": "fancy"}))

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from medspot.adapters.base import Usage
-from medspot.errors import ConfigError
-from medspot.pricing import (
+from medspot.adapters.backends.pricing import (
     CostMeter,
     PriceTable,
     estimate_cost,
     image_tokens_high,
     load_price_table,
 )
+from medspot.adapters.base import Usage
+from medspot.errors import ConfigError
 
 
 def test_image_tokens_high_detail_rule() -> None:

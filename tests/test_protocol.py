@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medspot.errors import ConfigError
-from medspot.protocol import PRESETS, get_protocol, protocol_names
+from medspot.scoring.protocol import PRESETS, get_protocol, protocol_names
 from test_scoring_support import BOX, make_task
 
 

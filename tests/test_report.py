@@ -12,7 +12,7 @@ from PIL import Image
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.build import build_report
-from medspot.report.load import load_run
+from medspot.runfolder.reader import load_run
 from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 EVIL_INSTR = "<script>window.__pwned = 1</script>Open it"

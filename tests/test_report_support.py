@@ -1,23 +1,24 @@
 """Helpers for the report, leaderboard, compare and import tests: a small dataset written in
 the real annotation format with painted screenshots, and run folders produced through the real
-scoring and results writer (`medspot.scoring.score_run`, `medspot.results.write_results`) from
-hand-made journal records. No test lives here."""
+scoring and results writer (`medspot.scoring.score.score_run`,
+`medspot.runfolder.writer.write_results`) from hand-made journal records. No test lives here."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
-from medspot.data import load_dataset
-from medspot.journal import JournalRecord
-from medspot.protocol import get_protocol
-from medspot.records import Dataset
-from medspot.results import atomic_write_json, write_results
-from medspot.runinfo import DatasetInfo, RunInfo
-from medspot.scoring import score_run
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset
+from medspot.runfolder.journal import JournalRecord
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo
+from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 
 SIZE = (1000, 500)
 
@@ -66,7 +67,7 @@ def write_dataset(
     """Write `root/Annotations/<App>_Annotation.json` (and the screenshots when `images`)."""
     (root / "Annotations").mkdir(parents=True, exist_ok=True)
     for app, tasks in DATA.items():
-        ann = {"tasks": []}
+        ann: dict[str, list[dict[str, Any]]] = {"tasks": []}
         for ti, steps in enumerate(tasks):
             out_steps = []
             for k, (instr, boxes) in enumerate(steps, 1):

@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from medspot.errors import ConfigError
-from medspot.protocol import get_protocol
-from medspot.results import atomic_write_json, atomic_write_text, metrics_table, write_results
-from medspot.scoring import score_run
+from medspot.runfolder.writer import (
+    atomic_write_json,
+    atomic_write_text,
+    metrics_table,
+    write_results,
+)
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 from test_scoring_support import CLICK, IN, OUT, make_dataset, rec
 
 STEP_KEYS = {

@@ -11,14 +11,14 @@ import pytest
 
 from _builders import step, write_app
 from medspot.adapters.base import Convention, Prediction, StepRequest
-from medspot.data import load_dataset
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset
 from medspot.errors import ModelCallError, TransientModelError
 from medspot.geometry import Point
-from medspot.images import ImageStore
-from medspot.journal import Journal, read_journal
-from medspot.protocol import get_protocol
-from medspot.records import Dataset
+from medspot.runfolder.journal import Journal, read_journal
 from medspot.runner import RunOptions, run_model
+from medspot.scoring.protocol import get_protocol
 
 HIT_BOX = (10.0, 10.0, 20.0, 20.0)  # percent: centre (0.2, 0.2)
 

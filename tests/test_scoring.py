@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from medspot.geometry import Box, Point
-from medspot.protocol import get_protocol
-from medspot.scoring import (
+from medspot.scoring.protocol import Protocol, get_protocol
+from medspot.scoring.score import (
     classify_failure,
     judge_step,
     latest_predictions,
@@ -22,7 +22,12 @@ A, B, C, D, E = (get_protocol(f"upstream-{x}") for x in "abcde")
 UNANNOTATED: list[tuple[str, tuple[float, float, float, float]]] = []
 
 
-def one_step_hit(p: tuple[float, float] | None, proto=V1, box=BOX, size=(1000, 1000)) -> bool:
+def one_step_hit(
+    p: tuple[float, float] | None,
+    proto: Protocol = V1,
+    box: tuple[float, float, float, float] = BOX,
+    size: tuple[int, int] = (1000, 1000),
+) -> bool:
     task = make_task("A", 0, [[("click", box)]])
     return judge_step(task.steps[0], proto, rec(task.steps[0].uid, p, size=size)).hit
 

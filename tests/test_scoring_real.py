@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from medspot import metrics as M
-from medspot.data import load_dataset
-from medspot.journal import JournalRecord
-from medspot.protocol import get_protocol
-from medspot.records import Dataset
-from medspot.scoring import score_run
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset
+from medspot.runfolder.journal import JournalRecord
+from medspot.scoring import metrics as M
+from medspot.scoring.protocol import get_protocol
+from medspot.scoring.score import score_run
 
 
 @pytest.fixture(scope="module")

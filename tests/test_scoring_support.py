@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import EllipsisType
 
+from medspot.dataset.records import Action, AppData, Dataset, Step, Task
 from medspot.geometry import Box
-from medspot.journal import JournalRecord
-from medspot.records import Action, AppData, Dataset, Step, Task
+from medspot.runfolder.journal import JournalRecord
 
 # a step spec: a list of (action type, box); [] is an unannotated step
 StepSpec = Sequence[tuple[str, tuple[float, float, float, float]]]
@@ -80,12 +81,14 @@ def rec(
 
 
 def preds(
-    task: Task, points: Sequence[tuple[float, float] | None], **kw: object
+    task: Task,
+    points: Sequence[tuple[float, float] | EllipsisType | None],
+    **kw: object,
 ) -> dict[str, JournalRecord]:
     """One record per step of `task`, in order (use ... to leave a step without a record)."""
     out = {}
     for step, p in zip(task.steps, points, strict=False):
-        if p is ...:  # type: ignore[comparison-overlap]
+        if p is ... or isinstance(p, EllipsisType):
             continue
         out[step.uid] = rec(step.uid, p, **kw)  # type: ignore[arg-type]
     return out

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.stats import dataset_stats, format_stats
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.summary import dataset_stats, format_stats
 from medspot.testing import write_dataset
 
 

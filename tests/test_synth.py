@@ -13,7 +13,7 @@ import pytest
 from PIL import Image, ImageChops
 
 from medspot.cli import main
-from medspot.data import load_dataset
+from medspot.dataset.loading import load_dataset
 from medspot.synth import META_FILE, generate
 from medspot.synth.generate import bbox_percent
 from medspot.synth.themes import THEMES

@@ -34,8 +34,8 @@ from PIL import Image
 
 from _gpt4omini_port import evaluate_step, extract_pixel_point, upstream_main
 from medspot.cli import main
-from medspot.data import load_dataset
-from medspot.records import Dataset, Step
+from medspot.dataset.loading import load_dataset
+from medspot.dataset.records import Dataset, Step
 from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 
 pytest.importorskip("openai")

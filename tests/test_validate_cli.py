@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from medspot.cli import main
-from medspot.validate import format_report, validate_dataset
+from medspot.dataset.validate import format_report, validate_dataset
 
 
 def test_real_annotations_without_images(

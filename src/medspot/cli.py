@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
-from medspot import __version__
+from medspot._version import __version__
 from medspot.errors import MedspotError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
@@ -28,6 +29,7 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.leaderboard",
     "medspot.commands.compare",
     "medspot.commands.import_upstream",
+    "medspot.commands.serve_test",
     "medspot.commands.live",
 ]
 
@@ -69,6 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("medspot: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `medspot ... | head`: the reader left; stop quietly
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports it
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

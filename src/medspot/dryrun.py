@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from medspot.images import ImageStore
-from medspot.journal import read_journal
-from medspot.protocol import get_protocol
-from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+from medspot.adapters.options import AdapterOptions
+from medspot.dataset.images import ImageStore
+from medspot.runfolder.journal import read_journal
+from medspot.runfolder.layout import RunFolder
+from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 if TYPE_CHECKING:
     from medspot.pipeline import EvalRequest
@@ -20,8 +21,8 @@ log = logging.getLogger(__name__)
 
 def dry_run(req: EvalRequest) -> str:
     """A plain-text plan: calls certain now, the most the run can make, the estimated cost."""
-    protocol = get_protocol(req.protocol_name, tolerance_px=req.tolerance_px)
-    done, _ = latest_predictions(read_journal(req.out / "predictions.jsonl"))
+    protocol = req.protocol
+    done, _ = latest_predictions(read_journal(RunFolder(req.out).journal))
     images = ImageStore(req.dataset.root)
     first: list[str] = []
     most = 0
@@ -59,12 +60,12 @@ def dry_run(req: EvalRequest) -> str:
 
 def _estimate(req: EvalRequest, sizes: list[tuple[int, int]]) -> float | None:
     try:
-        from medspot.pricing import estimate_cost
+        from medspot.adapters.backends.pricing import estimate_cost
     except ImportError:
         return None
-    opts = dict(req.options or {})
-    price_file = opts.get("price_file")
-    model = str(opts.get("api_model") or req.model)
+    opts = AdapterOptions.from_mapping(req.options)
+    price_file = opts.price_file
+    model = str(opts.api_model or req.model)
     try:
         value = estimate_cost(model, sizes, price_file=price_file)
     except Exception as e:  # an estimate must not stop a dry run

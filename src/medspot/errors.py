@@ -1,4 +1,17 @@
-"""The exception hierarchy: every error medspot raises on purpose derives from `MedspotError`."""
+"""The exception hierarchy: every error medspot raises on purpose derives from `MedspotError`.
+
+    MedspotError                 exit 1; the CLI prints the message, never a traceback
+    ├── DataError                exit 2; malformed or missing benchmark data, with a `Location`
+    ├── ConfigError              exit 2; a bad option, config file or run folder
+    │   └── RunFolderError       exit 2; a run folder cannot be written (full disk, read-only)
+    │       └── runfolder.journal.JournalWriteError   the journal in particular
+    ├── AdapterUnavailable       exit 2; an adapter cannot be built here (extra, package, key)
+    ├── ModelCallError           a failed model call: journaled as an error, never a miss
+    │   └── TransientModelError  worth retrying (429, 5xx, timeout), with `retry_after`
+    └── BudgetExceeded           exit 3; `--max-cost` reached, the run stops and resumes later
+
+`RunFolderError` derives from `ConfigError` so that code catching the latter keeps working.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +25,7 @@ __all__ = [
     "Location",
     "MedspotError",
     "ModelCallError",
+    "RunFolderError",
     "TransientModelError",
 ]
 
@@ -57,6 +71,10 @@ class ConfigError(MedspotError):
     """A bad command-line option, config file or a run folder that does not match. Exit 2."""
 
     exit_code = 2
+
+
+class RunFolderError(ConfigError):
+    """A run folder cannot be written or read back (full disk, read-only folder). Exit 2."""
 
 
 class AdapterUnavailable(MedspotError):

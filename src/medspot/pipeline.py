@@ -10,29 +10,37 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
+from medspot.adapters.options import AdapterOptions, PromptStyleName
+from medspot.dataset.images import ImageStore
+from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
-from medspot.images import ImageStore
-from medspot.journal import Journal, JournalWriteError, read_journal
-from medspot.protocol import Protocol, get_protocol
-from medspot.records import Dataset
-from medspot.results import atomic_write_json, write_results
-from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
-from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
-from medspot.scoring import RunScore, score_run
+from medspot.runfolder.guard import make_output_folder
+from medspot.runfolder.journal import Journal, JournalWriteError, read_journal
+from medspot.runfolder.layout import JOURNAL, RunFolder
+from medspot.runfolder.lock import run_folder_lock
+from medspot.runfolder.runinfo import (
+    FORMAT_VERSION,
+    DatasetInfo,
+    RunInfo,
+    git_revision,
+    now_iso,
+    package_versions,
+)
+from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
+from medspot.scoring.protocol import Protocol, get_protocol
+from medspot.scoring.score import RunScore, score_run
 
 __all__ = ["EvalOutcome", "EvalRequest", "evaluate", "rescore"]
 
 log = logging.getLogger(__name__)
-
-JOURNAL = "predictions.jsonl"
-RUN_JSON = "run.json"
 
 
 @dataclass(frozen=True)
@@ -40,18 +48,27 @@ class EvalRequest:
     dataset: Dataset
     model: str
     out: Path
-    protocol_name: str = "medspot-v1"
-    tolerance_px: float | None = None
+    # Resolved once, where the request is made (the CLI: `get_protocol(--protocol, --tolerance)`).
+    protocol: Protocol = field(default_factory=lambda: get_protocol("medspot-v1"))
     all_steps: bool = False
-    prompt_style: str = "native"
-    history: str = "none"
+    prompt_style: PromptStyleName = "native"
+    history: HistoryMode = "none"
     concurrency: int = 16
     max_retries: int = 4
     max_cost: float | None = None
     seed: int = 0
     n_boot: int = 2000
-    options: Mapping[str, Any] | None = None  # adapter options (backend, base URLs, ...)
+    options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocol.name
+
+    @property
+    def tolerance_px(self) -> float | None:
+        """The tolerance override the run records (None: the protocol's own)."""
+        return self.protocol.tolerance_px if self.protocol.tolerance_overridden else None
 
 
 @dataclass(frozen=True)
@@ -61,35 +78,28 @@ class EvalOutcome:
     stats: RunStats
 
 
-def _protocol(name: str, tolerance_px: float | None) -> Protocol:
-    return get_protocol(name, tolerance_px=tolerance_px)
-
-
 def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
-    return DatasetInfo(
-        source=ds.source or str(ds.root),
-        root=str(ds.root),
-        fingerprint=ds.fingerprint,
-        apps=list(ds.app_names),
-        limit=limit,
-    )
+    return DatasetInfo.of(ds, limit)
 
 
 def evaluate(
     req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> EvalOutcome:
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
-    protocol = _protocol(req.protocol_name, req.tolerance_px)
     out = req.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    make_output_folder(out)
+    with run_folder_lock(out):
+        return _evaluate_locked(req, on_progress)
+
+
+def _evaluate_locked(
+    req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None
+) -> EvalOutcome:
+    out = req.out
     images = ImageStore(req.dataset.root)
-    options = dict(req.options or {})
-    options.setdefault("model", req.model)
-    options.setdefault("prompt_style", req.prompt_style)
-    options.setdefault("concurrency", req.concurrency)
+    options = AdapterOptions.from_mapping(req.options).with_defaults(
+        model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
+    )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
 
@@ -107,24 +117,17 @@ def evaluate(
         git_revision=git_revision(),
         started=now_iso(),
     )
-    run_json = out / RUN_JSON
-    journal_path = out / JOURNAL
-    if run_json.exists():
-        previous = RunInfo.load(run_json)
-        problems = previous.mismatches(info)
-        if problems:
-            raise ConfigError(
-                f"{out} holds a run made with other settings; use another --out, or delete "
-                "the folder to start again:\n  " + "\n  ".join(problems)
-            )
+    folder = RunFolder(out)
+    run_json = folder.run_json
+    journal_path = folder.journal
+    previous = folder.resume_guard(info)
+    if previous is not None:
         info.started = previous.started or info.started
-    elif journal_path.exists() and journal_path.stat().st_size:
-        raise ConfigError(f"{out} has {JOURNAL} but no {RUN_JSON}; use another --out")
     existing = list(read_journal(journal_path))
     atomic_write_json(run_json, info.model_dump())
 
     opts = RunOptions(
-        protocol=protocol,
+        protocol=req.protocol,
         all_steps=req.all_steps,
         concurrency=req.concurrency,
         max_retries=req.max_retries,
@@ -154,7 +157,7 @@ def evaluate(
         score = score_run(
             req.dataset,
             records,
-            protocol,
+            req.protocol,
             all_steps=req.all_steps,
             n_boot=req.n_boot,
             seed=req.seed,
@@ -210,8 +213,27 @@ def rescore(
 ) -> tuple[RunInfo, RunScore]:
     """Score `run_dir`'s journal (under another protocol if asked) into `out` (default:
     the run folder itself). No model call."""
-    info = RunInfo.load(run_dir / RUN_JSON)
-    journal_path = run_dir / JOURNAL
+    RunInfo.load(RunFolder(run_dir).run_json)  # not a run folder: said before anything is made
+    target = out or run_dir
+    make_output_folder(target)
+    with run_folder_lock(target):
+        return _rescore_locked(
+            run_dir, dataset, protocol_name, tolerance_px, out=out, n_boot=n_boot
+        )
+
+
+def _rescore_locked(
+    run_dir: Path,
+    dataset: Dataset,
+    protocol_name: str | None,
+    tolerance_px: float | None,
+    *,
+    out: Path | None,
+    n_boot: int,
+) -> tuple[RunInfo, RunScore]:
+    source = RunFolder(run_dir)
+    info = RunInfo.load(source.run_json)
+    journal_path = source.journal
     if not journal_path.exists():
         raise ConfigError(f"{run_dir} has no {JOURNAL}")
     name = protocol_name or info.protocol
@@ -220,7 +242,7 @@ def rescore(
         if tolerance_px is not None
         else (info.tolerance_px if protocol_name is None else None)
     )
-    protocol = _protocol(name, tol)
+    protocol = get_protocol(name, tolerance_px=tol)
     with gc_paused():
         records = list(read_journal(journal_path))
         score = score_run(
@@ -229,14 +251,18 @@ def rescore(
         target = out or run_dir
         target.mkdir(parents=True, exist_ok=True)
         write_results(target, score, dataset=dataset)
-    new_info = info.model_copy(deep=True)
-    new_info.protocol = name
-    new_info.tolerance_px = tol
-    new_info.status = "complete" if score.complete else "incomplete"
-    setattr(new_info, "rescored_from", str(run_dir))  # noqa: B010
+    new_info = info.model_copy(
+        deep=True,
+        update={
+            "format_version": FORMAT_VERSION,
+            "protocol": name,
+            "tolerance_px": tol,
+            "status": "complete" if score.complete else "incomplete",
+            "rescored_from": str(run_dir),
+        },
+    )
+    dest = RunFolder(target)
+    atomic_write_json(dest.run_json, new_info.model_dump())
     if target != run_dir:
-        atomic_write_json(target / RUN_JSON, new_info.model_dump())
-        (target / JOURNAL).write_bytes(journal_path.read_bytes())
-    else:
-        atomic_write_json(target / RUN_JSON, new_info.model_dump())
+        dest.journal.write_bytes(journal_path.read_bytes())
     return new_info, score

@@ -18,21 +18,64 @@ import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, get_args
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.errors import MedspotError, ModelCallError, TransientModelError
-from medspot.images import ImageStore
-from medspot.journal import Journal, JournalRecord
-from medspot.protocol import Protocol
-from medspot.records import Dataset, Step, Task
-from medspot.scoring import latest_predictions, next_step, steps_to_ask_all
+from medspot.dataset.images import ImageStore
+from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
+from medspot.dataset.records import Dataset, Step, Task
+from medspot.errors import DataError, Location, MedspotError, ModelCallError, TransientModelError
+from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
+from medspot.scoring.protocol import Protocol
+from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
-__all__ = ["HISTORY_MODES", "ProgressEvent", "RunOptions", "RunStats", "run_model"]
+__all__ = [
+    "HISTORY_MODES",
+    "HistoryMode",
+    "ProgressEvent",
+    "RunOptions",
+    "RunStats",
+    "call_record",
+    "run_model",
+]
 
 log = logging.getLogger(__name__)
 
-HISTORY_MODES = ("none", "text", "actions")
+HistoryMode = Literal["none", "text", "actions"]
+HISTORY_MODES: tuple[str, ...] = get_args(HistoryMode)
+
+
+def call_record(
+    req: StepRequest,
+    pred: Prediction | None,
+    *,
+    latency_s: float,
+    retries: int,
+    error: str | None = None,
+) -> JournalRecord:
+    """The journal record of one call (`pred` None: an error record)."""
+    usage = pred.usage if pred else None
+    return JournalRecord(
+        step=req.step_uid,
+        task=req.task_uid,
+        image_path=req.image_rel,
+        image_size=req.image_size,
+        prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
+        raw_text=pred.raw_text if pred else None,
+        point=(pred.point.x, pred.point.y) if pred and pred.point else None,
+        extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
+        flags=list(pred.flags) if pred else [],
+        sent_size=pred.sent_size if pred else None,
+        latency_s=round(latency_s, 6),
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        cost_usd=pred.cost_usd if pred else None,
+        retries=retries,
+        error=error,
+        time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+    )
 
 
 @dataclass(frozen=True)
@@ -44,7 +87,7 @@ class RunOptions:
     backoff_base: float = 0.5  # seconds; doubles each retry, with jitter
     backoff_max: float = 30.0
     retry_after_max: float = 120.0
-    history: str = "none"
+    history: HistoryMode = "none"
     seed: int = 0
     max_cost: float | None = None
 
@@ -55,6 +98,11 @@ class ProgressEvent:
     total: int  # current estimate of the calls this run makes
     errors: int
     cost_usd: float
+    # a measure that does not shrink: tasks finished of the tasks to run (steps with
+    # --all-steps, where every step is asked), for a progress bar
+    units_done: int = 0
+    units_total: int = 0
+    unit: str = "task"
 
 
 @dataclass
@@ -93,11 +141,13 @@ class _Scheduler:
         self.queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
         self.seq = 0
         self.pending_tasks = 0
+        self.units_total = 0
         self.total = 0
         self.in_flight = 0
         self.idle = asyncio.Event()
         self.done_event = asyncio.Event()
         self.stop = False
+        self.fatal: DataError | None = None  # bad data found while asking: ends the run
 
     # -- what to ask -------------------------------------------------------------------------
     def _remaining(self, task: Task) -> int:
@@ -123,6 +173,7 @@ class _Scheduler:
             self.pending_tasks += 1 if not self.opts.all_steps else len(ready)
             for s in ready:
                 self._push(s, remaining)
+        self.units_total = self.pending_tasks
 
     # -- asking ------------------------------------------------------------------------------
     async def _request(self, step: Step) -> StepRequest:
@@ -167,9 +218,7 @@ class _Scheduler:
         while True:
             try:
                 pred: Prediction = await self.adapter.predict(req)
-                return JournalRecord.from_prediction(
-                    req, pred, latency_s=time.perf_counter() - t0, retries=retries
-                )
+                return call_record(req, pred, latency_s=time.perf_counter() - t0, retries=retries)
             except TransientModelError as e:
                 if retries >= self.opts.max_retries:
                     return self._error(req, t0, retries, f"{e} (after {retries} retries)")
@@ -180,6 +229,8 @@ class _Scheduler:
                 await asyncio.sleep(delay)
             except ModelCallError as e:
                 return self._error(req, t0, retries, str(e))
+            except DataError:  # bad data is not a failed call: retrying cannot help
+                raise
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # an adapter bug must not kill the run or become a miss
@@ -190,11 +241,16 @@ class _Scheduler:
         t0 = time.perf_counter()
         try:
             req = await self._request(step)
-        except MedspotError as e:  # a bad screenshot: an error of the step, no call made
+        except DataError as e:  # a bad screenshot: a data error of the run, no call made
+            raise _step_data_error(step, e, "image_path") from None
+        except MedspotError as e:
             req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
             rec = self._error(req, t0, 0, str(e))
             return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
-        return await self._call(req)
+        try:
+            return await self._call(req)
+        except DataError as e:  # bad data the adapter found (an undecodable image, a replay
+            raise _step_data_error(step, e, None) from None  # file without this step)
 
     def _backoff(self, retries: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -203,7 +259,7 @@ class _Scheduler:
         return float(base * (0.5 + random.random() / 2))
 
     def _error(self, req: StepRequest, t0: float, retries: int, msg: str) -> JournalRecord:
-        return JournalRecord.from_prediction(
+        return call_record(
             req, None, latency_s=time.perf_counter() - t0, retries=retries, error=msg
         )
 
@@ -232,6 +288,11 @@ class _Scheduler:
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.in_flight)
             try:
                 rec = await self._ask(step)
+            except DataError as e:  # stop asking; calls in flight finish and are journaled
+                self.fatal = self.fatal or e
+                self.stop = True
+                self.done_event.set()
+                return
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
@@ -261,6 +322,9 @@ class _Scheduler:
                         self.total,
                         self.stats.errors,
                         self.stats.previous_cost_usd + self.stats.cost_usd,
+                        units_done=self.units_total - self.pending_tasks,
+                        units_total=self.units_total,
+                        unit="step" if self.opts.all_steps else "task",
                     )
                 )
 
@@ -272,6 +336,16 @@ class _Scheduler:
         self.pending_tasks -= 1
         if self.pending_tasks <= 0:
             self.done_event.set()
+
+
+def _step_data_error(step: Step, e: DataError, field: str | None) -> DataError:
+    """Bad data met while asking `step` (a screenshot that cannot be used, a replay file that
+    lacks the step), located at the step: the run stops (exit 2) rather than recording a
+    failed call that every resume would try again."""
+    name = f"{ANNOTATIONS_DIR}/{step.app}{ANNOTATION_SUFFIX}"
+    where = Location(name, step.task_index, step.position, field)
+    hint = " (`medspot validate` checks every screenshot)" if field == "image_path" else ""
+    return DataError(e.message + hint, where)
 
 
 async def run_model(
@@ -302,6 +376,8 @@ async def run_model(
         sch.stop = True
         if sch.in_flight:  # budget reached: let the calls already paid for finish
             await sch.idle.wait()
+        if sch.fatal is not None:
+            raise sch.fatal
     except asyncio.CancelledError:
         sch.stats.interrupted = True
         raise

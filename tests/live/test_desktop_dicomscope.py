@@ -96,6 +96,7 @@ def test_killing_the_application_is_an_environment_fault(tmp_path: Path, seed_ca
     try:
         task = BY_ID["preset-lung"]
         env.reset(task)
+        assert task.steps[0].target is not None
         box = env.locate(task.steps[0].target)
         assert box is not None
         os.killpg(env._app.pid, signal.SIGKILL)  # type: ignore[attr-defined]

@@ -115,7 +115,7 @@ def test_oracle_completes_every_task(ohif_env: Any, tasks: LiveTaskFile) -> None
     assert len(tasks.tasks) >= 20
     assert all(2 <= len(t.steps) <= 6 for t in tasks.tasks)
     assert sum(any(s.action == "drag" for s in t.steps) for t in tasks.tasks) >= 10
-    problems = []
+    problems: list[tuple[Any, ...]] = []
     for task in tasks.tasks:
         w = walk_oracle(ohif_env, task)
         if w.success_at_start or not w.success or w.fired or not all(w.located):
@@ -139,7 +139,7 @@ def test_a_drag_between_the_wrong_points_fails(ohif_env: Any, tasks: LiveTaskFil
     ohif_env.reset(task)
     ohif_env.act(Click(*ohif_env.locate(Locator(data_cy="Length-btn")).center))
     a, c = ohif_env.locate(Locator(landmark="A")), ohif_env.locate(Locator(landmark="C"))
-    ohif_env.act(Drag(*a.center, *c.center))  # A to C instead of A to B
+    ohif_env.act(Drag(a.center[0], a.center[1], c.center[0], c.center[1]))  # A to C, not B
     assert ohif_env.check(count1)
     assert ohif_env.check(CheckSpec(kind="ohif.measurement", **{"from": "A", "to": "C"}))
     assert not any(ohif_env.check(s) for s in want)
@@ -148,7 +148,7 @@ def test_a_drag_between_the_wrong_points_fails(ohif_env: Any, tasks: LiveTaskFil
     ohif_env.act(Click(*ohif_env.locate(Locator(data_cy="Length-btn")).center))
     a, b = ohif_env.locate(Locator(landmark="A")), ohif_env.locate(Locator(landmark="B"))
     short = 8 * _screen_mm(ohif_env)
-    ohif_env.act(Drag(*a.center, b.center[0] - short, b.center[1]))
+    ohif_env.act(Drag(a.center[0], a.center[1], b.center[0] - short, b.center[1]))
     assert ohif_env.check(count1)
     assert not any(ohif_env.check(s) for s in want)
     assert ohif_env.check(
@@ -164,7 +164,9 @@ def test_two_environments_side_by_side(
     from medspot.live.base import create_environment
 
     task = _task(tasks, "measure-ab-ct-doe-john")
-    other = create_environment("ohif", workdir=tmp_path, chromium=CHROMIUM, seed_cache=seed_cache)
+    other: Any = create_environment(
+        "ohif", workdir=tmp_path, chromium=CHROMIUM, seed_cache=seed_cache
+    )
     try:
         other.start()
         assert other.server.port != ohif_env.server.port
@@ -174,7 +176,10 @@ def test_two_environments_side_by_side(
         for step in task.steps:
             box = other.locate(step.target)
             to = other.locate(step.to) if step.to is not None else None
-            other.act(Drag(*box.center, *to.center) if to else Click(*box.center))
+            if to is not None:
+                other.act(Drag(box.center[0], box.center[1], to.center[0], to.center[1]))
+            else:
+                other.act(Click(*box.center))
         assert all(other.check(s) for s in task.success)
         assert not any(ohif_env.check(s) for s in task.success)  # untouched by the other
         assert ohif_env.check(CheckSpec(kind="ohif.measurement_count", count=0))

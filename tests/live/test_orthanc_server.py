@@ -119,7 +119,7 @@ def test_reset_removes_foreign_instances(orthanc_env: Any, tmp_path: Path) -> No
 
 def test_two_environments_side_by_side(tmp_path: Path, seed_cache: Path) -> None:
     require_orthanc_stack()
-    envs = [
+    envs: list[Any] = [
         create_environment(
             "orthanc-explorer", workdir=tmp_path / f"e{i}", chromium=CHROMIUM, seed_cache=seed_cache
         )
@@ -150,7 +150,7 @@ def test_two_environments_side_by_side(tmp_path: Path, seed_cache: Path) -> None
 
 def test_killing_orthanc_mid_task_is_an_environment_fault(tmp_path: Path, seed_cache: Path) -> None:
     require_orthanc_stack()
-    env = create_environment(
+    env: Any = create_environment(
         "orthanc-explorer", workdir=tmp_path / "k", chromium=CHROMIUM, seed_cache=seed_cache
     )
     try:

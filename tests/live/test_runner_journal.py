@@ -12,6 +12,7 @@ from medspot.live.actions import Click, Drag, Key, Scroll, TypeText
 from medspot.live.base import PixelBox
 from medspot.live.journal import (
     FaultRecord,
+    LiveRecord,
     ResumeState,
     StepRecord,
     TaskRecord,
@@ -44,7 +45,7 @@ def test_journal_round_trip_and_torn_tail(tmp_path: Path) -> None:
 
 
 def test_resume_state_replays_answers_across_attempts() -> None:
-    recs = [
+    recs: list[LiveRecord] = [
         _step("a", 1, 1, raw_text="one"),  # the answer line
         _step("a", 1, 1, raw_text="one", executed=True, hit_intended=True),  # its effect
         _step("a", 1, 2, raw_text="two"),  # answered, then the environment died
@@ -113,7 +114,7 @@ def test_live_metrics() -> None:
     tasks = [_task("ok", 2, ("a",)), _task("recovered", 2, ("a", "b")), _task("harm", 1, ("b",)),
              _task("budget", 1), _task("env", 1)]  # fmt: skip
     ex = {"executed": True, "action": {"kind": "click", "x": 1.0, "y": 1.0}}
-    recs = [
+    recs: list[LiveRecord] = [
         _step("ok", 1, 1, hit_intended=True, **ex), _step("ok", 1, 2, hit_intended=True, **ex),
         TaskRecord(task="ok", env="e", attempt=1, outcome="success", achieved=2),
         _step("recovered", 1, 1, hit_intended=False, **ex),

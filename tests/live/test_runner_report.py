@@ -26,7 +26,7 @@ from medspot.live.runner import screen_rel
 from medspot.live.tasks import LiveTask
 from medspot.live.writer import PROTOCOL, write_live_results
 from medspot.report.build import build_report
-from medspot.report.load import load_run
+from medspot.runfolder.reader import load_run
 from test_report_browser import CHROMIUM, FLAGS, Page
 
 ENV = "ohif"

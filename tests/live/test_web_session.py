@@ -173,7 +173,8 @@ def test_downloads_and_popups(web: WebSession) -> None:
     pop = web.locate(Locator(text="Open viewer"))
     assert pop is not None
     web.act(Click(*pop.center))
-    assert web.observe().url.endswith("#popup")  # the session follows the new page
+    url = web.observe().url
+    assert url is not None and url.endswith("#popup")  # the session follows the new page
 
 
 def test_closed_browser_is_an_environment_fault(web: WebSession) -> None:

@@ -15,11 +15,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from medspot.adapters.options import AdapterOptions
 from medspot.geometry import Point
 
 if TYPE_CHECKING:
-    from medspot.images import ImageStore
-    from medspot.records import Dataset
+    from medspot.dataset.images import ImageStore
+    from medspot.dataset.records import Dataset
 
 __all__ = [
     "Adapter",
@@ -90,12 +91,29 @@ class AdapterContext:
     """What a registry factory may use to build an adapter.
 
     `dataset` is given for baselines that need it (`oracle`); model adapters must not read
-    targets from it. `options` carries CLI options (backend, base URLs, prompt style, ...)."""
+    targets from it. `options` carries the adapter options (backend, base URLs, prompt style,
+    ...); a plain mapping is validated into `AdapterOptions` here."""
 
     dataset: Dataset | None = None
     images: ImageStore | None = None
     seed: int = 0
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: AdapterOptions = field(default_factory=AdapterOptions)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", AdapterOptions.from_mapping(self.options))
+
+    @classmethod
+    def with_options(
+        cls,
+        options: Mapping[str, Any] | AdapterOptions | None = None,
+        *,
+        dataset: Dataset | None = None,
+        images: ImageStore | None = None,
+        seed: int = 0,
+    ) -> AdapterContext:
+        """A context whose options are given as a plain mapping (validated here; an unknown
+        key is a `ConfigError` naming it)."""
+        return cls(dataset, images, seed, AdapterOptions.from_mapping(options))
 
 
 @runtime_checkable

@@ -7,7 +7,6 @@ no other adapter may.
 from __future__ import annotations
 
 import hashlib
-import json
 import random as _random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import Any
 
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
 from medspot.adapters.registry import AdapterEntry, register
-from medspot.errors import ConfigError, ModelCallError
+from medspot.adapters.replayfile import read_replay_file
+from medspot.dataset.records import Dataset
+from medspot.errors import ConfigError, DataError, ModelCallError
 from medspot.geometry import Point
-from medspot.records import Dataset
 
 __all__ = ["CenterAdapter", "OracleAdapter", "RandomAdapter", "ReplayAdapter"]
 
@@ -117,27 +117,16 @@ class ReplayAdapter:
     max_concurrency: int = 64
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    dataset: Dataset | None = None
+
     def __post_init__(self) -> None:
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as e:
-            raise ConfigError(f"cannot read replay file {self.path}: {e.strerror or e}") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                uid = obj["step"]
-                if not isinstance(uid, str):
-                    raise TypeError("step must be a string")
-            except (ValueError, KeyError, TypeError) as e:
-                raise ConfigError(f"{self.path}, line {n}: not a replay record ({e})") from None
-            self.answers[uid] = obj
+        self.answers = read_replay_file(self.path, self.dataset)
 
     async def predict(self, request: StepRequest) -> Prediction:
         obj = self.answers.get(request.step_uid)
         if obj is None:
-            raise ModelCallError(f"no answer for step {request.step_uid} in {self.path}")
+            # the file is all there is: asking again cannot help, so this is not a failed call
+            raise DataError(f"the replay file {self.path} has no answer for this step")
         raw = obj.get("raw_text")
         if "point" in obj and obj["point"] is not None:
             x, y = _pair(obj["point"], request.step_uid)
@@ -207,11 +196,11 @@ def create_oracle(ctx: AdapterContext) -> OracleAdapter:
 
 
 def create_replay(ctx: AdapterContext) -> ReplayAdapter:
-    path = ctx.options.get("replay_file")
+    path = ctx.options.replay_file
     if not path:
         raise ConfigError("--model replay needs --replay-file FILE (JSONL of step id to answer)")
-    conv = ctx.options.get("convention") or "rel1000"
-    return ReplayAdapter(Path(path), text_convention=str(conv))
+    conv = ctx.options.convention or "rel1000"
+    return ReplayAdapter(Path(path), text_convention=str(conv), dataset=ctx.dataset)
 
 
 _M = "medspot.adapters.baselines"
@@ -245,5 +234,16 @@ register(
         "normalised",
         "answers from a JSONL file (--replay-file): points or raw text",
         kind="baseline",
+    )
+)
+# The OCR baseline: its module imports rapidocr only when an adapter is built.
+register(
+    AdapterEntry(
+        "ocr",
+        "medspot.adapters.ocr:create",
+        "normalised",
+        "OCR (rapidocr) + fuzzy match of what the instruction names; offline, CPU",
+        kind="baseline",
+        extra="ocr",
     )
 )

@@ -22,6 +22,7 @@ __all__ = [
     "PromptStyle",
     "ResizeSpec",
     "StyleSpec",
+    "prompt_record",
 ]
 
 
@@ -113,3 +114,14 @@ class ModelCard:
 
     def style(self, style: PromptStyle) -> StyleSpec:
         return self.native if style is PromptStyle.NATIVE else self.upstream
+
+
+def prompt_record(spec: PromptSpec) -> str:
+    """The prompt text recorded with a prediction (no image, no secrets): the system text, if
+    any, a blank line, then the user text; an assistant prefill is appended after a marker."""
+    parts = [spec.system, spec.user_text] if spec.system else [spec.user_text]
+    text = "\n\n".join(p for p in parts if p is not None)
+    prefill = spec.assistant_prefill or spec.generation_prompt
+    if prefill:
+        text += f"\n\n[assistant prefill] {prefill}"
+    return text

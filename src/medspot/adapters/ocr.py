@@ -294,7 +294,7 @@ class OcrAdapter:
 
 
 def create(ctx: AdapterContext) -> OcrAdapter:
-    raw = ctx.options.get("ocr_min_score", 80.0)
+    raw = ctx.options.ocr_min_score if ctx.options.ocr_min_score is not None else 80.0
     try:
         min_score = float(raw)
     except (TypeError, ValueError):

@@ -53,7 +53,6 @@ def _load_builtin() -> None:
 _BUILTIN_MODULES: list[str] = [
     "medspot.adapters.baselines",
     "medspot.adapters.cards",
-    "medspot.adapters.ocr_entry",
 ]
 _loaded = False
 

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
+from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
 
-__all__ = ["add_data_args", "add_protocol_args", "parse_apps", "positive_int"]
+__all__ = [
+    "adapter_options",
+    "add_data_args",
+    "add_protocol_args",
+    "parse_apps",
+    "positive_int",
+    "progress_bar",
+]
 
 
 def positive_int(text: str) -> int:
@@ -80,3 +91,62 @@ def out_dir(value: str | None, model: str) -> Path:
         return Path(value)
     safe = model.replace("/", "_").replace(":", "_")
     return Path("results") / safe
+
+
+_ADAPTER_OPTIONS = (
+    "backend",
+    "timeout",
+    "checkpoint",
+    "device",
+    "dtype",
+    "batch_size",
+    "replay_file",
+    "convention",
+    "prompt_template",
+    "price_file",
+    "api_model",
+)
+
+
+def adapter_options(args: argparse.Namespace) -> AdapterOptions:
+    """The adapter options of the parsed command line (those a command defines), without
+    unset ones. The API key is read from the environment variable `--api-key-env` names."""
+    opts: dict[str, Any] = {k: getattr(args, k, None) for k in _ADAPTER_OPTIONS}
+    opts["base_urls"] = getattr(args, "base_url", None) or []
+    env = getattr(args, "api_key_env", None)
+    if env and os.environ.get(env):
+        opts["api_key"] = os.environ[env]
+    return AdapterOptions.from_mapping({k: v for k, v in opts.items() if v not in (None, [])})
+
+
+class _Bar:
+    """Drawn from the first call on, so that an error before any call prints no empty bar."""
+
+    def __init__(self, desc: str) -> None:
+        self._desc = desc
+        self._bar: Any = None
+
+    def update(self, ev: Any) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=ev.units_total, unit=ev.unit, desc=self._desc,
+                             file=sys.stderr, dynamic_ncols=True, mininterval=0.5)  # fmt: skip
+        # tasks done of tasks (a sequential run asks a number of steps no one knows ahead:
+        # a total counted in calls would shrink with every miss); calls made beside it
+        post: dict[str, object] = {"calls": ev.done, "errors": ev.errors}
+        if ev.cost_usd:
+            post["cost"] = f"${ev.cost_usd:.4f}"
+        self._bar.set_postfix(post, refresh=False)
+        self._bar.update(ev.units_done - self._bar.n)  # redraws at most every mininterval
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def progress_bar(disabled: bool, desc: str = "eval") -> _Bar | None:
+    """A progress bar on stderr for `runner.ProgressEvent`s, or None when disabled."""
+    if disabled:
+        return None
+    return _Bar(desc)

@@ -6,29 +6,28 @@ when the answers are consistent with the card's convention, 1 when not."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from medspot.commands._common import non_negative_float, positive_int
+from medspot.adapters.options import AdapterOptions
+from medspot.commands._common import adapter_options, non_negative_float, positive_int
 
 __all__ = ["options_from_args", "register"]
 
 
-def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+def options_from_args(args: argparse.Namespace) -> AdapterOptions:
     """Adapter options, as `eval` builds them, plus the prompt style and concurrency."""
-    from medspot.commands.eval import adapter_options
-
-    opts = adapter_options(args)
-    for key, value in (("prompt_style", args.prompt), ("concurrency", args.concurrency)):
-        if value is not None:
-            opts[key] = value
-    return opts
+    return dataclasses.replace(
+        adapter_options(args),
+        prompt_style=args.prompt,
+        concurrency=args.concurrency,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.checkmodel import check_model, format_report
+    from medspot.commands.check_model_fit import check_model, format_report
 
     opts = options_from_args(args)
     if args.keep:

@@ -15,7 +15,7 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.report.compare import compare_runs, format_comparison
-    from medspot.report.load import load_runs
+    from medspot.runfolder.reader import load_runs
 
     a, b = load_runs([Path(args.run_a), Path(args.run_b)])
     c = compare_runs(a, b, n_boot=args.bootstrap, seed=args.seed, mixed=args.mixed)
@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     p.add_argument(
-        "--mixed", action="store_true", help="allow runs scored under different protocols"
+        "--mixed",
+        action="store_true",
+        help="allow runs under different protocols or over different data (only tasks whose "
+        "annotations are the same are paired)",
     )
     p.set_defaults(func=_run)

@@ -34,8 +34,8 @@ def _suite(cache: Path, tasks: int, seed: int, apps: int) -> tuple[Path, bool]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.commands.eval import progress_bar
-    from medspot.data import load_dataset
+    from medspot.commands._common import progress_bar
+    from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
 
     t_all = time.perf_counter()

@@ -4,55 +4,22 @@ same command again resumes: steps already in predictions.jsonl are not asked aga
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from typing import Any
 
 from medspot.commands._common import (
+    adapter_options,
     add_data_args,
     add_protocol_args,
     non_negative_float,
     out_dir,
     parse_apps,
     positive_int,
+    progress_bar,
 )
 from medspot.errors import BudgetExceeded
 
-__all__ = ["adapter_options", "progress_bar", "register", "resolve_prompt_style"]
-
-
-def resolve_prompt_style(prompt: str | None, protocol: str) -> str:
-    """An upstream-* protocol selects the authors' prompt unless --prompt says otherwise."""
-    if prompt:
-        return prompt
-    return "upstream" if protocol.startswith("upstream-") else "native"
-
-
-_ADAPTER_OPTIONS = (
-    "backend",
-    "timeout",
-    "checkpoint",
-    "device",
-    "dtype",
-    "batch_size",
-    "replay_file",
-    "convention",
-    "prompt_template",
-    "price_file",
-    "api_model",
-)
-
-
-def adapter_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The adapter options of the parsed command line (those a command defines), without
-    unset ones. The API key is read from the environment variable `--api-key-env` names."""
-    opts: dict[str, Any] = {k: getattr(args, k, None) for k in _ADAPTER_OPTIONS}
-    opts["base_urls"] = getattr(args, "base_url", None) or []
-    env = getattr(args, "api_key_env", None)
-    if env and os.environ.get(env):
-        opts["api_key"] = os.environ[env]
-    return {k: v for k, v in opts.items() if v not in (None, [])}
+__all__ = ["register"]
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -141,22 +108,21 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.adapters import registry
-    from medspot.data import load_dataset
+    from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
-    from medspot.protocol import get_protocol
-    from medspot.results import metrics_table
+    from medspot.runfolder.writer import metrics_table
+    from medspot.scoring.protocol import get_protocol
 
-    protocol = args.protocol or "medspot-v1"
-    get_protocol(protocol)  # bad options are reported before the data is read
+    # The protocol, resolved once: bad options are reported before the data is read.
+    protocol = get_protocol(args.protocol or "medspot-v1", tolerance_px=args.tolerance)
     registry.entry(args.model)
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
-    style = resolve_prompt_style(args.prompt, protocol)
+    style = args.prompt or protocol.prompt_style
     req = EvalRequest(
         dataset=ds,
         model=args.model,
         out=out_dir(args.out, args.model),
-        protocol_name=protocol,
-        tolerance_px=args.tolerance,
+        protocol=protocol,
         all_steps=args.all_steps,
         prompt_style=style,
         history=args.history,
@@ -193,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     info, score = outcome.info, outcome.score
     print(metrics_table(score))
     print(
-        f"\n{info.model} on {len(ds.app_names)} apps under {protocol} "
+        f"\n{info.model} on {len(ds.app_names)} apps under {protocol.name} "
         f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
         f"{dt:.1f}s. Results in {req.out}/"
     )
@@ -217,38 +183,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
-
-
-class _Bar:
-    """Drawn from the first call on, so that an error before any call prints no empty bar."""
-
-    def __init__(self, desc: str) -> None:
-        self._desc = desc
-        self._bar: Any = None
-
-    def update(self, ev: Any) -> None:
-        if self._bar is None:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=0, unit="call", desc=self._desc, file=sys.stderr,
-                             dynamic_ncols=True, mininterval=0.5)  # fmt: skip
-        self._bar.total = max(ev.total, ev.done)
-        post: dict[str, object] = {"errors": ev.errors}
-        if ev.cost_usd:
-            post["cost"] = f"${ev.cost_usd:.4f}"
-        self._bar.set_postfix(post, refresh=False)
-        self._bar.update(ev.done - self._bar.n)  # redraws at most every mininterval
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
-def progress_bar(disabled: bool, desc: str = "eval") -> _Bar | None:
-    """A progress bar on stderr for `runner.ProgressEvent`s, or None when disabled."""
-    if disabled:
-        return None
-    return _Bar(desc)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,11 +15,11 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.report.upstream_import import import_upstream
+    from medspot.runfolder.upstream import import_upstream
 
     dataset = None
     if args.data:
-        from medspot.data import load_dataset
+        from medspot.dataset.loading import load_dataset
 
         dataset = load_dataset(args.data, check_images=False)
     res = import_upstream(

@@ -1,10 +1,12 @@
 """`medspot leaderboard RUN_DIR ...`: one row per run, every metric with its 95% interval,
-sorted, as Markdown, CSV or LaTeX. Runs scored under different protocols are refused unless
---mixed is given."""
+sorted, as Markdown, CSV or LaTeX. Runs scored under different protocols or over different
+data (annotations, apps, --limit, task counts) are refused unless --mixed is given; incomplete
+runs are left out unless --include-incomplete."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 __all__ = ["register"]
@@ -12,11 +14,22 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.report.leaderboard import build_leaderboard, render, resolve_metric
-    from medspot.report.load import load_runs
-    from medspot.results import atomic_write_text
+    from medspot.runfolder.reader import load_runs
+    from medspot.runfolder.writer import atomic_write_text
 
     runs = load_runs([Path(p) for p in args.run_dirs])
-    lb = build_leaderboard(runs, mixed=args.mixed, sort=resolve_metric(args.sort))
+    lb = build_leaderboard(
+        runs,
+        mixed=args.mixed,
+        sort=resolve_metric(args.sort),
+        include_incomplete=args.include_incomplete,
+    )
+    if lb.left_out:
+        print(
+            "medspot: note: left out as incomplete (--include-incomplete ranks them): "
+            + ", ".join(lb.left_out),
+            file=sys.stderr,
+        )
     text = render(lb, args.format)
     if args.out:
         atomic_write_text(Path(args.out), text)
@@ -36,7 +49,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("md", "csv", "latex"), default="md")
     p.add_argument("--sort", default="TCA", metavar="METRIC", help="sort key (default TCA)")
     p.add_argument(
-        "--mixed", action="store_true", help="allow runs scored under different protocols"
+        "--mixed",
+        action="store_true",
+        help="allow runs under different protocols or over different data (labelled per row)",
+    )
+    p.add_argument(
+        "--include-incomplete",
+        action="store_true",
+        help="rank incomplete runs too (marked *; by default they are left out)",
     )
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=_run)

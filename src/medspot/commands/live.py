@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from medspot.commands._common import positive_int
-from medspot.commands.eval import adapter_options, add_model_args, progress_bar
+from medspot.commands._common import adapter_options, positive_int, progress_bar
+from medspot.commands.eval import add_model_args
 from medspot.errors import ConfigError
 
 __all__ = ["parse_env_options", "register"]

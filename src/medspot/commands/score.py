@@ -13,13 +13,14 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.data import load_dataset
-    from medspot.pipeline import RUN_JSON, rescore
-    from medspot.results import metrics_table
-    from medspot.runinfo import RunInfo
+    from medspot.dataset.loading import load_dataset
+    from medspot.pipeline import rescore
+    from medspot.runfolder.layout import RunFolder
+    from medspot.runfolder.runinfo import RunInfo
+    from medspot.runfolder.writer import metrics_table
 
     run_dir = Path(args.run_dir)
-    info = RunInfo.load(run_dir / RUN_JSON)
+    info = RunInfo.load(RunFolder(run_dir).run_json)
     source = args.data or info.dataset.root or info.dataset.source
     if not source:
         raise ConfigError(f"{run_dir}/run.json names no dataset; pass --data")

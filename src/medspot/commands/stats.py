@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medspot.data import load_dataset
-    from medspot.stats import dataset_stats, format_stats
+    from medspot.dataset.loading import load_dataset
+    from medspot.dataset.summary import dataset_stats, format_stats
 
     ds = load_dataset(
         args.data, apps=parse_apps(args.apps), limit=args.limit, check_images=not args.no_images

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from medspot.validate import format_report, validate_dataset
+    from medspot.dataset.validate import format_report, validate_dataset
 
     report = validate_dataset(
         args.data, check_images=not args.no_images, apps=parse_apps(args.apps)

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext, Prediction, StepRequest
+from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, ModelCallError, TransientModelError
 from medspot.geometry import Point
 from medspot.live.action_parse import Frame, parse_answer
@@ -318,34 +319,35 @@ class ReplayAgent:
 # ---- choosing one ---------------------------------------------------------------------------
 
 
-def adapter_options(model: str, options: Mapping[str, Any], *, prompt_style: str,
-                    concurrency: int) -> dict[str, Any]:  # fmt: skip
-    """The options `medspot eval` gives the registry factory (pipeline.evaluate)."""
-    opts = dict(options)
-    opts.setdefault("model", model)
-    opts.setdefault("prompt_style", prompt_style)
-    opts.setdefault("concurrency", concurrency)
-    return opts
+def adapter_options(
+    model: str,
+    options: AdapterOptions | Mapping[str, Any] | None,
+    *,
+    prompt_style: str,
+    concurrency: int,
+) -> AdapterOptions:
+    """The options `medspot eval` gives the registry factory (`pipeline.evaluate`)."""
+    return AdapterOptions.from_mapping(options).with_defaults(
+        model=model, prompt_style=prompt_style, concurrency=concurrency
+    )
 
 
 def create_agent(
     model: str,
     *,
-    options: Mapping[str, Any] | None = None,
+    options: AdapterOptions | Mapping[str, Any] | None = None,
     prompt_style: str = "native",
     concurrency: int = 4,
     seed: int = 0,
     max_retries: int = 4,
 ) -> LiveAgent:
-    options = dict(options or {})
+    opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
     if model == "oracle":
         return OracleAgent()
     if model == "replay":
-        path = options.get("replay_file")
-        if not path:
+        if not opts.replay_file:
             raise ConfigError("--model replay needs --replay-file FILE (live action JSON lines)")
-        return ReplayAgent(Path(str(path)))
-    opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
+        return ReplayAgent(Path(opts.replay_file))
     ctx = AdapterContext(dataset=None, images=None, seed=seed, options=opts)
     return ModelAgent(registry.create(model, ctx), max_retries=max_retries)
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from medspot.live.journal import FINAL_OUTCOMES, ResumeState, StepRecord, TaskRecord
-from medspot.live.runfolder import StaticRow
+from medspot.live.runfolder import StaticRow, percentile_intervals, resample_counts
 from medspot.live.tasks import LiveTask
 
 __all__ = [
@@ -146,28 +146,20 @@ def _ratio(num: float, den: float) -> float | None:
 def bootstrap_ratios(
     matrix: Array, *, n_boot: int, seed: int, level: float = 0.95
 ) -> dict[str, tuple[float, float] | None]:
-    """Percentile intervals of every ratio metric from resampling tasks (rows)."""
+    """Percentile intervals of every ratio metric from resampling tasks (rows), with the static
+    metrics' task bootstrap (`resample_counts`, `percentile_intervals`)."""
     n = matrix.shape[0]
     if n == 0 or n_boot <= 0:
         return dict.fromkeys(_RATIOS)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    counts = np.zeros((n_boot, n), dtype=np.float64)
-    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
-    sums = counts @ matrix
-    out: dict[str, tuple[float, float] | None] = {}
-    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    for key, (num, den) in _RATIOS.items():
-        a, b = sums[:, _COLS.index(num)], sums[:, _COLS.index(den)]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = a / b
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            out[key] = None
-        else:
-            lo, hi = np.percentile(v, [lo_q, hi_q])
-            out[key] = (float(lo), float(hi))
-    return out
+    sums = np.empty((n_boot, matrix.shape[1]), dtype=np.float64)
+    for rows, counts in resample_counts(n, n_boot, rng):
+        sums[rows] = counts @ matrix
+    samples = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for key, (num, den) in _RATIOS.items():
+            samples[key] = sums[:, _COLS.index(num)] / sums[:, _COLS.index(den)]
+    return percentile_intervals(samples, list(_RATIOS), level)
 
 
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:

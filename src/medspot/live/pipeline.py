@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, DataError, Location
 from medspot.live.agents import LiveAgent, create_agent
 from medspot.live.base import env_entry
@@ -91,7 +92,7 @@ class LiveRequest:
     seed: int = 0
     n_boot: int = 2000
     max_retries: int = 4
-    options: Mapping[str, Any] = field(default_factory=dict)  # adapter options, as eval's
+    options: AdapterOptions | Mapping[str, Any] = field(default_factory=dict)  # as eval's
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
     workroot: Path | None = None  # parent of the environments' private folders

@@ -16,18 +16,25 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from medspot.errors import ConfigError
-from medspot.journal import Journal, JournalRecord
-from medspot.metrics import METRIC_KEYS, SHORT_NAMES, compute_metrics
-from medspot.report.load import (
+from medspot.runfolder.journal import Journal, JournalRecord
+from medspot.runfolder.layout import (
     APP_FAILURES,
     APP_METRICS,
     OVERALL_FAILURES,
     OVERALL_METRICS,
     RUN_JSON,
+    TASK_FAILURES,
     TASK_RESULTS,
 )
-from medspot.results import atomic_write_json, atomic_write_json_lines, atomic_write_text
-from medspot.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
+from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines, atomic_write_text
+from medspot.scoring.metrics import (
+    METRIC_KEYS,
+    SHORT_NAMES,
+    compute_metrics,
+    percentile_intervals,
+    resample_counts,
+)
 
 __all__ = [
     "APP_FAILURES",
@@ -37,6 +44,7 @@ __all__ = [
     "OVERALL_METRICS",
     "RUN_JSON",
     "SHORT_NAMES",
+    "TASK_FAILURES",
     "TASK_RESULTS",
     "DatasetInfo",
     "LineJournal",
@@ -49,6 +57,8 @@ __all__ = [
     "git_revision",
     "now_iso",
     "package_versions",
+    "percentile_intervals",
+    "resample_counts",
     "static_metrics",
 ]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from medspot.errors import AdapterUnavailable, ConfigError
 from medspot.report.html import write_site
 from medspot.report.live import live_images
-from medspot.report.load import Run, load_runs
 from medspot.report.plots import PLOT_DIR, write_plots
 from medspot.report.thumbs import Thumb, make_thumbnails
+from medspot.runfolder.reader import Run, load_runs
 
 __all__ = ["ReportResult", "build_report"]
 

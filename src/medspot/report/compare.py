@@ -11,9 +11,16 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
-from medspot.metrics import METRIC_KEYS, SEQUENTIAL_KEYS
-from medspot.report.load import Run
-from medspot.report.taskstats import metrics_from_sums, task_matrix
+from medspot.report.comparable import data_mismatch, same_task
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import (
+    METRIC_KEYS,
+    SEQUENTIAL_KEYS,
+    metrics_from_sums,
+    percentile_intervals,
+    resample_counts,
+    task_matrix,
+)
 
 __all__ = [
     "Comparison",
@@ -51,6 +58,7 @@ class Comparison:
     mcnemar_p: float
     n_boot: int
     seed: int
+    changed: tuple[str, ...] = ()  # same id, other annotations (mixed data): not paired
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +69,7 @@ class Comparison:
             "common_tasks": len(self.common),
             "only_in_a": list(self.only_a),
             "only_in_b": list(self.only_b),
+            "changed_tasks_not_paired": list(self.changed),
             "metrics": {
                 m.key: {
                     "a": m.a,
@@ -112,30 +121,14 @@ def paired_bootstrap(
     if n == 0 or n_boot <= 0:
         return dict.fromkeys(keys)
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, 2_000_000 // max(n, 1)))
     sa = np.empty((n_boot, ma.shape[1]))
     sb = np.empty((n_boot, mb.shape[1]))
-    done = 0
-    while done < n_boot:
-        c = min(chunk, n_boot - done)
-        idx = rng.integers(0, n, size=(c, n)) + np.arange(c)[:, None] * n
-        counts = np.bincount(idx.ravel(), minlength=c * n).reshape(c, n).astype(np.float64)
-        sa[done : done + c] = counts @ ma
-        sb[done : done + c] = counts @ mb
-        done += c
-    va = metrics_from_sums(sa, n, all_steps=all_steps)
-    vb = metrics_from_sums(sb, n, all_steps=all_steps)
-    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    out: dict[str, tuple[float, float] | None] = {}
-    for k in keys:
-        d = vb[k] - va[k]
-        d = d[np.isfinite(d)]
-        if d.size == 0:
-            out[k] = None
-        else:
-            lo, hi = np.percentile(d, [lo_q, hi_q])
-            out[k] = (float(lo), float(hi))
-    return out
+    for rows, counts in resample_counts(n, n_boot, rng, max_cells=2_000_000):
+        sa[rows] = counts @ ma
+        sb[rows] = counts @ mb
+    va = metrics_from_sums(sa, n, all_steps)
+    vb = metrics_from_sums(sb, n, all_steps)
+    return percentile_intervals({k: vb[k] - va[k] for k in keys}, keys, level)
 
 
 def _finite(x: Any) -> float | None:
@@ -153,19 +146,31 @@ def compare_runs(
             f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
             "--mixed to compare anyway"
         )
+    data_problem = data_mismatch([a, b])
+    if data_problem is not None and not mixed:
+        raise ConfigError(f"{data_problem}; compare runs over the same data, or pass --mixed")
     scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
     scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
     common = tuple(tid for tid in scored_a if tid in scored_b)
+    changed: tuple[str, ...] = ()
+    fa, fb = a.info.dataset.fingerprint, b.info.dataset.fingerprint
+    if fa != fb:  # other annotations (or unknown ones): pair only tasks that are the same
+        changed = tuple(t for t in common if not same_task(scored_a[t], scored_b[t]))
+        common = tuple(t for t in common if t not in changed)
     if not common:
         raise ConfigError(f"{a.path} and {b.path} have no scored task in common")
     all_steps = a.all_steps and b.all_steps
     ta = [scored_a[t] for t in common]
     tb = [scored_b[t] for t in common]
-    ma = task_matrix(ta, str(a.protocol_settings.get("s1a_step", "first_evaluable")))
-    mb = task_matrix(tb, str(b.protocol_settings.get("s1a_step", "first_evaluable")))
+    ma = task_matrix(
+        [t.counts(str(a.protocol_settings.get("s1a_step", "first_evaluable"))) for t in ta]
+    )
+    mb = task_matrix(
+        [t.counts(str(b.protocol_settings.get("s1a_step", "first_evaluable"))) for t in tb]
+    )
     n = len(common)
-    pa = metrics_from_sums(ma.sum(axis=0), n, all_steps=all_steps)
-    pb = metrics_from_sums(mb.sum(axis=0), n, all_steps=all_steps)
+    pa = metrics_from_sums(ma.sum(axis=0), n, all_steps)
+    pb = metrics_from_sums(mb.sum(axis=0), n, all_steps)
     cis = paired_bootstrap(ma, mb, all_steps=all_steps, n_boot=n_boot, seed=seed)
     diffs = []
     for k in METRIC_KEYS if all_steps else SEQUENTIAL_KEYS:
@@ -198,6 +203,7 @@ def compare_runs(
         mcnemar_p=mcnemar_exact(len(a_only), len(b_only)),
         n_boot=n_boot,
         seed=seed,
+        changed=changed,
     )
 
 
@@ -225,6 +231,7 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
         f"{len(c.common)} tasks scored in both"
         + (f"; {len(c.only_a)} only in A" if c.only_a else "")
         + (f"; {len(c.only_b)} only in B" if c.only_b else "")
+        + (f"; {len(c.changed)} with other annotations in A and B, not paired" if c.changed else "")
         + f". Paired bootstrap over tasks, {c.n_boot} resamples, seed {c.seed}."
     )
     lines.append("")

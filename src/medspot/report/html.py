@@ -14,11 +14,12 @@ from importlib import resources
 from pathlib import Path
 
 from medspot.errors import MedspotError
-from medspot.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 from medspot.report.compare import Comparison, compare_runs
 from medspot.report.leaderboard import SHORT_NAMES, is_share
-from medspot.report.load import Run, StepRow, TaskRow
 from medspot.report.thumbs import Thumb
+from medspot.runfolder.reader import Run
+from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.scoring.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 
 __all__ = ["PageSet", "task_outcome", "write_site"]
 
@@ -111,8 +112,11 @@ def _run_card(r: Run, task_page: str) -> str:
         if lacks:
             warn += f'<div class="warn">imported run lacks: {e(", ".join(map(str, lacks)))}</div>'
     adapter = _kv((str(k), v) for k, v in sorted(info.adapter.items()))
+    brief = f"{info.status}, protocol {r.protocol}, {info.calls} calls, {info.errors} errors"
     return (
         f'<div class="runcard"><h3>{e(r.name)}{kind}</h3>{warn}'
+        + f'<p><a href="{e(task_page)}">Every task of this run, step by step</a></p>'
+        + f"<details><summary>run metadata ({e(brief)})</summary>"
         + _kv(
             [
                 ("folder", r.path),
@@ -135,8 +139,8 @@ def _run_card(r: Run, task_page: str) -> str:
                 ("versions", ", ".join(f"{k} {v}" for k, v in sorted(info.versions.items()))),
             ]
         )
-        + f"<details><summary>model card and adapter settings</summary>{adapter}</details>"
-        + f'<p><a href="{e(task_page)}">Every task of this run, step by step</a></p></div>'
+        + "</details>"
+        + f"<details><summary>model card and adapter settings</summary>{adapter}</details></div>"
     )
 
 
@@ -206,8 +210,19 @@ def _survival_table(runs: Sequence[Run]) -> str:
     )
 
 
-def _count_table(table_id: str, first: str, rows: dict[str, dict[str, int]]) -> str:
-    types = list(dict.fromkeys(t for hist in rows.values() for t in hist))
+def _failure_order(*tables: dict[str, dict[str, int]]) -> list[str]:
+    """One column order for every failure table: the most frequent type first."""
+    totals: dict[str, int] = {}
+    for rows in tables:
+        for hist in rows.values():
+            for t, n in hist.items():
+                totals[t] = totals.get(t, 0) + int(n)
+    return sorted(totals, key=lambda t: (-totals[t], t))
+
+
+def _count_table(
+    table_id: str, first: str, rows: dict[str, dict[str, int]], types: list[str]
+) -> str:
     if not types:
         return '<p class="note">No failed task.</p>'
     head = "".join(f"<th>{e(t)}</th>" for t in types)
@@ -228,11 +243,12 @@ def _failures(r: Run, idx: int) -> str:
         a: dict((r.app_failures.get(a) or {}).get("failure_type_histogram") or {}) for a in r.apps
     }
     by_size = dict(r.overall_failures.get("failure_by_difficulty") or {})
+    types = _failure_order(by_app, by_size)
     return (
         f"<h3>{e(r.name)}</h3><p>By application:</p>"
-        + _count_table(f"fail-app-{idx}", "application", by_app)
+        + _count_table(f"fail-app-{idx}", "application", by_app, types)
         + "<p>By target size of the step that ended the task:</p>"
-        + _count_table(f"fail-size-{idx}", "target size", by_size)
+        + _count_table(f"fail-size-{idx}", "target size", by_size, types)
     )
 
 
@@ -289,11 +305,11 @@ def summary_page(pages: PageSet, plot_files: Sequence[str], title: str) -> str:
             '<div class="warn">The runs were made on different annotation files (dataset '
             "fingerprints differ).</div>"
         )
+    body += "<h2>Metrics</h2>" + _metrics_table(runs)
+    body += "<h2>Per application</h2>" + _per_app_table(runs)
     body += "<h2>Runs</h2>" + "".join(
         _run_card(r, p) for r, p in zip(runs, pages.task_pages, strict=True)
     )
-    body += "<h2>Metrics</h2>" + _metrics_table(runs)
-    body += "<h2>Per application</h2>" + _per_app_table(runs)
     body += "<h2>Survival</h2>" + _survival_table(runs)
     body += "<h2>Failure taxonomy</h2>" + "".join(_failures(r, i) for i, r in enumerate(runs))
     body += "<h2>Error distance</h2>" + _offsets(runs)
@@ -372,7 +388,7 @@ def _step(s: StepRow, t: TaskRow, thumbs: Mapping[str, Thumb]) -> str:
     return (
         f'<figure class="{classes}" data-step="{e(s.step)}">{frame}<figcaption>'
         + " · ".join(info)
-        + f'<span class="instr">{e(s.instruction)}</span><span class="note">{e(point)} · </span>'
+        + f'<span class="instr">{e(s.instruction)}</span><span class="note">{e(point)}</span>'
         + raw
         + "</figcaption></figure>"
     )

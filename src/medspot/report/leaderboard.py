@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
-from medspot.report.load import Run
+from medspot.report.comparable import data_key, data_mismatch, refuse_repeated_runs
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",
@@ -49,6 +50,7 @@ class Row:
     num_tasks: int | None
     values: dict[str, float | None]
     intervals: dict[str, tuple[float, float] | None]
+    data: str = ""  # the run's data, named in the rows of a table over mixed data
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class Leaderboard:
     keys: tuple[str, ...]
     protocols: tuple[str, ...]
     sort_key: str
+    mixed_data: bool = False
+    left_out: tuple[str, ...] = ()  # incomplete runs not ranked
 
     @property
     def caption(self) -> str:
@@ -66,20 +70,47 @@ class Leaderboard:
             proto = "MIXED protocols (" + ", ".join(self.protocols) + "): rows are not comparable"
         notes = [
             f"MedSPOT leaderboard, {proto}",
+            *(
+                ["MIXED data (see the data column): rows are not comparable"]
+                if self.mixed_data
+                else []
+            ),
             f"sorted by {SHORT_NAMES[self.sort_key]}",
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
         if any(not r.complete for r in self.rows):
             notes.append("* incomplete run: metrics over the tasks that were scored")
+        if self.left_out:
+            notes.append("left out as incomplete: " + ", ".join(self.left_out))
         if any(r.kind in ("oracle", "baseline") for r in self.rows):
             notes.append("oracle/baseline rows are pipeline checks, not models")
         return "; ".join(notes) + "."
 
 
-def build_leaderboard(runs: Sequence[Run], *, mixed: bool = False, sort: str = TCA) -> Leaderboard:
+def build_leaderboard(
+    runs: Sequence[Run],
+    *,
+    mixed: bool = False,
+    sort: str = TCA,
+    include_incomplete: bool = False,
+) -> Leaderboard:
+    """Rank `runs`. Different protocols or data are refused unless `mixed` (then each row
+    names them); incomplete runs are left out (and named) unless `include_incomplete`."""
     if not runs:
         raise ConfigError("no run to rank")
+    refuse_repeated_runs(runs)
+    left_out = () if include_incomplete else tuple(r.name for r in runs if not r.complete)
+    if not include_incomplete:
+        runs = [r for r in runs if r.complete]
+        if not runs:
+            raise ConfigError(
+                "every run is incomplete (" + ", ".join(left_out) + "); finish them, or pass "
+                "--include-incomplete to rank them anyway"
+            )
+    data_problem = data_mismatch(runs)
+    if data_problem is not None and not mixed:
+        raise ConfigError(f"{data_problem}; rank runs over the same data, or pass --mixed")
     protocols = tuple(dict.fromkeys(r.protocol for r in runs))
     if len(protocols) > 1 and not mixed:
         detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
@@ -99,11 +130,19 @@ def build_leaderboard(runs: Sequence[Run], *, mixed: bool = False, sort: str = T
             num_tasks=r.overall.get("num_tasks"),
             values={k: r.metric(k) for k in keys},
             intervals={k: r.interval(k) for k in keys},
+            data=data_key(r).label,
         )
         for r in runs
     ]
     rows.sort(key=lambda row: (row.values[sort] is None, -(row.values[sort] or 0.0), row.label))
-    return Leaderboard(rows=tuple(rows), keys=keys, protocols=protocols, sort_key=sort)
+    return Leaderboard(
+        rows=tuple(rows),
+        keys=keys,
+        protocols=protocols,
+        sort_key=sort,
+        mixed_data=data_problem is not None,
+        left_out=left_out,
+    )
 
 
 def _fmt(key: str, v: float | None) -> str:
@@ -128,17 +167,22 @@ def _row_label(row: Row) -> str:
 
 
 def _md(lb: Leaderboard, mixed: bool) -> str:
-    head = ["#", "run", *(["protocol"] if mixed else []), "tasks"]
+    data = ["data"] if lb.mixed_data else []
+    head = ["#", "run", *(["protocol"] if mixed else []), *data, "tasks"]
     head += [SHORT_NAMES[k] for k in lb.keys]
     out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
     out.append(
         "|"
-        + "|".join(["---"] * 2 + (["---"] if mixed else []) + ["---:"] * (len(head) - 2 - mixed))
+        + "|".join(
+            ["---"] * (2 + mixed + len(data)) + ["---:"] * (len(head) - 2 - mixed - len(data))
+        )
         + "|"
     )
     for i, r in enumerate(lb.rows, 1):
         label = _row_label(r).replace("|", "\\|")
-        cells = [str(i), label, *([r.protocol] if mixed else []), str(r.num_tasks or "-")]
+        cells = [str(i), label, *([r.protocol] if mixed else [])]
+        cells += [r.data.replace("|", "\\|")] if data else []
+        cells.append(str(r.num_tasks or "-"))
         cells += [_cell(k, r) for k in lb.keys]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
@@ -147,12 +191,12 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
 def _csv(lb: Leaderboard) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks"]
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data"]
     for k in lb.keys:
         head += [k, f"{k}_lo", f"{k}_hi"]
     w.writerow(head)
     for i, r in enumerate(lb.rows, 1):
-        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks]
+        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data]
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)
             line += [
@@ -183,8 +227,9 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(lb: Leaderboard, mixed: bool) -> str:
-    cols = "rl" + ("l" if mixed else "") + "r" + "c" * len(lb.keys)
-    head = ["\\#", "Run", *(["Protocol"] if mixed else []), "Tasks"]
+    cols = "rl" + ("l" if mixed else "") + ("l" if lb.mixed_data else "") + "r" + "c" * len(lb.keys)
+    head = ["\\#", "Run", *(["Protocol"] if mixed else []), *(["Data"] if lb.mixed_data else [])]
+    head.append("Tasks")
     head += [latex_escape(SHORT_NAMES[k]) for k in lb.keys]
     out = [
         "\\begin{table}[t]",
@@ -201,6 +246,8 @@ def _latex(lb: Leaderboard, mixed: bool) -> str:
         cells = [str(i), latex_escape(_row_label(r))]
         if mixed:
             cells.append(latex_escape(r.protocol))
+        if lb.mixed_data:
+            cells.append(latex_escape(r.data))
         cells.append(str(r.num_tasks or "-"))
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)

@@ -13,8 +13,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from medspot.report.load import Run, StepRow, TaskRow
 from medspot.report.thumbs import Thumb
+from medspot.runfolder.reader import Run
+from medspot.runfolder.schema import StepRow, TaskRow
 
 __all__ = ["is_live", "live_images", "live_page", "live_page_name"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import AdapterUnavailable
-from medspot.metrics import TCA
-from medspot.report.load import Run
+from medspot.runfolder.reader import Run
+from medspot.scoring.metrics import TCA
 
 __all__ = ["PLOT_DIR", "write_plots"]
 
@@ -42,6 +42,17 @@ def _save(plt: Any, fig: Any, out_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
+def _legend_outside(ax: Any) -> None:
+    """The legend right of the axes, where it hides no bar."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def _integer_locator() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
 def _caption(runs: Sequence[Run]) -> str:
     protos = sorted({r.protocol for r in runs})
     return "protocol " + ", ".join(protos)
@@ -68,7 +79,7 @@ def _per_app(plt: Any, runs: Sequence[Run], out_dir: Path, key: str) -> list[Pat
     ax.set_ylabel("task completion accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"Task completion by application, 95% intervals ({_caption(runs)})")
-    ax.legend(fontsize="small")
+    _legend_outside(ax)
     return _save(plt, fig, out_dir, "per_app_tca")
 
 
@@ -91,9 +102,10 @@ def _failures(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
             bottom = [b + c for b, c in zip(bottom, counts, strict=True)]
         ax.set_xticks(range(len(r.apps)), list(r.apps), rotation=30, ha="right")
         ax.set_ylabel("failed tasks")
+        ax.yaxis.set_major_locator(_integer_locator())  # counts: whole numbers only
         ax.set_title(f"{r.name}: failure type of the step that ended each task")
     if types:
-        axes[0, 0].legend(fontsize="small", ncol=2)
+        _legend_outside(axes[0, 0])
     return _save(plt, fig, out_dir, "failure_types")
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from medspot.dataset.images import resolve_image_path
 from medspot.errors import DataError
-from medspot.images import resolve_image_path
 
 __all__ = ["THUMB_DIR", "Thumb", "make_thumbnails", "thumb_name"]
 

@@ -9,7 +9,7 @@ from medspot.synth.slices import PRESETS
 from medspot.synth.widgets import Canvas, Widget
 
 if TYPE_CHECKING:
-    from medspot.synth.render import ScreenState
+    from medspot.synth.state import ScreenState
 
 __all__ = ["DIALOGS", "DIALOG_TITLES", "FILES", "MEASURE_TABS", "draw_dialog"]
 

@@ -26,7 +26,8 @@ from typing import Any
 from PIL import Image
 
 from medspot.errors import ConfigError, MedspotError
-from medspot.synth.render import Renderer, ScreenState
+from medspot.synth.render import Renderer
+from medspot.synth.state import ScreenState
 from medspot.synth.themes import Theme, select_themes
 from medspot.synth.widgets import Rect, Widget
 from medspot.synth.workflows import WORKFLOWS, PlannedTask, initial_state, plan_task

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from medspot.synth.dialogs import FILES, MEASURE_TABS
-from medspot.synth.render import LAYOUTS, PATIENTS, TOOLS, ScreenState
+from medspot.synth.render import LAYOUTS, PATIENTS, TOOLS
 from medspot.synth.slices import PRESETS, SERIES
+from medspot.synth.state import ScreenState
 from medspot.synth.themes import Theme
 
 __all__ = ["WORKFLOWS", "PlannedStep", "PlannedTask", "initial_state", "plan_task"]

@@ -122,10 +122,12 @@ class OpenAITestServer:
         max_body: int = 64 * 1024 * 1024,
         keep_requests: int = 1000,
         host: str = "127.0.0.1",
+        port: int = 0,  # 0: a free port chosen by the system
     ) -> None:
         if host not in ("127.0.0.1", "localhost"):
             raise ValueError("the test server only serves loopback (127.0.0.1)")
         self.answer = answer
+        self._wanted_port = port
         self.latency = latency
         self.faults = tuple(faults)
         self.usage = usage
@@ -142,7 +144,7 @@ class OpenAITestServer:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> OpenAITestServer:
         handler = type("_Handler", (_Handler,), {"server_ref": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
+        httpd = _Server(("127.0.0.1", self._wanted_port), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self._thread = threading.Thread(

@@ -14,9 +14,9 @@ import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from medspot.dataset.images import resolve_image_path
+from medspot.dataset.records import Dataset, Step
 from medspot.errors import DataError
-from medspot.images import resolve_image_path
-from medspot.records import Dataset, Step
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -55,7 +55,7 @@ def paint_placeholders(
     to load without images (`medspot validate --no-images` passes)."""
     from PIL import Image, ImageDraw
 
-    from medspot.data import ANNOTATION_SUFFIX, load_dataset
+    from medspot.dataset.loading import ANNOTATION_SUFFIX, load_dataset
 
     root = Path(root)
     target = root / "Annotations"

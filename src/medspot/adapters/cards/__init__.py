@@ -23,8 +23,8 @@ from medspot.errors import ConfigError
 
 __all__ = ["CARDS", "CARD_TARGET", "GENERIC_TARGET", "get_card", "make_generic_card"]
 
-CARD_TARGET = "medspot.adapters.backend:create_card_adapter"
-GENERIC_TARGET = "medspot.adapters.backend:create_generic_adapter"
+CARD_TARGET = "medspot.adapters.factory:create_card_adapter"
+GENERIC_TARGET = "medspot.adapters.factory:create_generic_adapter"
 
 
 def _all_cards() -> list[ModelCard]:
@@ -32,6 +32,7 @@ def _all_cards() -> list[ModelCard]:
         openai_models.gpt4o_mini(),
         openai_models.gpt5(),
         gui_actor.gui_actor_7b(),
+        gui_actor.gui_actor_7b_qwen2_vl(),
         uitars.ui_tars_15_7b(),
         uitars.ui_tars_7b_sft(),
         cogagent.cogagent_9b(),

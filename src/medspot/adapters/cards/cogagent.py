@@ -16,14 +16,21 @@ _ANCHOR = re.compile(r"Grounded\s+Operation\s*:", re.IGNORECASE)
 
 
 def native_prompt(req: StepRequest, platform: str = "WIN") -> str:
-    """THUDM/CogAgent cli_demo's query: task, history steps, platform, answer format."""
+    """THUDM/CogAgent inference/cli_demo.py's query, exactly: `Task: {task}` + `\nHistory
+    steps: ` + one `\n{index}. {step}\t{action}` per earlier step + `\n(Platform: WIN)\n` +
+    the format string (no newline after it). A harness history line `Step k: ... -> clicked
+    at (x, y)` gives the step before ` -> ` and the action after it (empty without one)."""
     task = req.instruction
     if req.task_overview:
         task = f"{req.task_overview} Current step: {req.instruction}"
-    history = "".join(f"\n{i}. {h}" for i, h in enumerate(req.history))
+    items = []
+    for i, h in enumerate(req.history):
+        step, _, action = h.partition(" -> ")
+        items.append(f"\n{i}. {step}\t{action}")
+    history = "".join(items)
     return (
         f"Task: {task}\nHistory steps: {history}\n(Platform: {platform})\n"
-        "(Answer in Action-Operation-Sensitive format.)\n"
+        "(Answer in Action-Operation-Sensitive format.)"
     )
 
 

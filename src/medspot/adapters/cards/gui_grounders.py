@@ -10,9 +10,10 @@ from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 
 __all__ = ["UGROUND_TEMPLATE", "os_atlas_7b", "uground_v1_7b"]
 
-# OSU-NLP-Group/UGround README "Visual Grounding Prompt".
+# OSU-NLP-Group/UGround grounding/uground_qwen2vl_serve.py (the README's "Visual Grounding
+# Prompt" is the same text indented by its code block): it starts with a newline.
 UGROUND_TEMPLATE = (
-    "Your task is to help the user identify the precise coordinates (x, y) of a specific "
+    "\nYour task is to help the user identify the precise coordinates (x, y) of a specific "
     "area/element/object on the screen based on a description.\n\n"
     "- Your response should aim to point to the center or a representative point within the "
     "described area/element/object as accurately as possible.\n"

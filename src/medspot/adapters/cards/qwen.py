@@ -8,7 +8,11 @@ from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import simple_parser, style, with_history
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 
-__all__ = ["qwen2_5_vl_7b", "qwen2_vl_7b", "qwen3_vl_8b"]
+__all__ = ["QWEN2VL_GROUNDING", "qwen2_5_vl_7b", "qwen2_vl_7b", "qwen3_vl_8b"]
+
+QWEN2VL_GROUNDING = (
+    'Output the bounding box in the image corresponding to the instruction "{}" with grounding.'
+)
 
 _PKGS = ("transformers", "qwen-vl-utils")
 _STATUS = (
@@ -18,10 +22,9 @@ _STATUS = (
 
 def qwen2_vl_7b() -> ModelCard:
     def native_text(req: StepRequest) -> str:
-        # Harness wording (the exact recommended Qwen2-VL grounding prompt is unverified).
-        return (
-            f"Output the bounding box of the UI element for: {with_history(req.instruction, req)}"
-        )
+        # ScreenSpot-Pro's Qwen2-VL wrapper (likaixin2000/ScreenSpot-Pro-GUI-Grounding,
+        # models/qwen2vl.py, ground_only_positive): image first, this text, special tokens kept.
+        return QWEN2VL_GROUNDING.format(with_history(req.instruction, req))
 
     def upstream_text(req: StepRequest) -> str:
         w, h = req.image_size

@@ -1,0 +1,2 @@
+"""Backends a model card runs on: `openai` (any OpenAI-compatible server), `hf` (in-process
+transformers), with the shared `imageprep` and `pricing`."""

@@ -1,0 +1,1 @@
+"""The in-process transformers backend: the adapter, the model families, own-code models."""

@@ -1,0 +1,78 @@
+"""Which runs may be ranked or compared together: the same data (annotation fingerprint, apps,
+`--limit`, number of tasks), each run once. Protocols are checked by the callers; this module
+owns the data side and the label of a run's data for `--mixed` tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from medspot.errors import ConfigError
+from medspot.runfolder.reader import Run
+from medspot.runfolder.schema import TaskRow
+
+__all__ = ["DataKey", "data_key", "data_mismatch", "refuse_repeated_runs", "same_task"]
+
+
+@dataclass(frozen=True)
+class DataKey:
+    fingerprint: str  # "" when the run does not know it (an import without --data)
+    apps: tuple[str, ...]
+    limit: int | None
+    num_tasks: int
+
+    @property
+    def label(self) -> str:
+        """A short name of the data, for the rows of a --mixed table."""
+        parts = [self.fingerprint[:8] or "data ?", "apps " + ",".join(self.apps)]
+        if self.limit is not None:
+            parts.append(f"limit {self.limit}")
+        parts.append(f"{self.num_tasks} tasks")
+        return "; ".join(parts)
+
+
+def data_key(run: Run) -> DataKey:
+    ds = run.info.dataset
+    apps = tuple(sorted(ds.apps or run.apps))
+    return DataKey(ds.fingerprint, apps, ds.limit, len(run.tasks))
+
+
+def data_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why the runs are not over the same data, or None."""
+    keys = [data_key(r) for r in runs]
+    columns: list[tuple[str, list[object]]] = [
+        ("apps", [",".join(k.apps) for k in keys]),
+        ("--limit", [k.limit for k in keys]),
+        ("task counts", [k.num_tasks for k in keys]),
+        ("dataset fingerprints", [k.fingerprint for k in keys]),  # of the selected apps' files
+    ]
+    for what, values in columns:
+        # a run that does not know its fingerprint (an import without --data) is not refused
+        compared = [v for v in values if v] if what == "dataset fingerprints" else values
+        if len(set(compared)) > 1:
+            detail = "; ".join(
+                f"{r.name}: {str(v)[:12] if v else '-'}" for r, v in zip(runs, values, strict=True)
+            )
+            return f"the runs are over different data: {what} differ ({detail})"
+    return None
+
+
+def refuse_repeated_runs(runs: Sequence[Run]) -> None:
+    """The same run folder given twice would count one model twice."""
+    seen: dict[object, Run] = {}
+    for r in runs:
+        key = r.path.resolve()
+        if key in seen:
+            raise ConfigError(f"the run {r.path} is given twice; give each run once")
+        seen[key] = r
+
+
+def same_task(a: TaskRow, b: TaskRow) -> bool:
+    """Whether two task rows describe the same annotated task (overview, steps, targets): tasks
+    of two annotation versions are never paired."""
+    if a.task_overview != b.task_overview or len(a.steps) != len(b.steps):
+        return False
+    return all(
+        sa.instruction == sb.instruction and sa.target_boxes == sb.target_boxes
+        for sa, sb in zip(a.steps, b.steps, strict=True)
+    )

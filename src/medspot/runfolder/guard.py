@@ -1,0 +1,45 @@
+"""Never write into a folder that is not ours: an output folder must be empty, missing, or a
+medspot run folder (it holds `run.json`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from medspot.errors import ConfigError
+from medspot.runfolder.layout import JOURNAL, LOCK, RUN_JSON
+
+__all__ = ["make_output_folder", "refuse_foreign_folder"]
+
+
+def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
+    """Raise `ConfigError` when `folder` exists, is not a run folder (it has no run.json)
+    and holds anything (a file in its place included); a missing or empty folder, or a run
+    folder, passes."""
+    folder = Path(folder)
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {folder} is a file, not a folder")
+    if (folder / RUN_JSON).is_file():
+        return
+    try:
+        foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK)
+    except OSError as e:
+        raise ConfigError(f"cannot read {option} {folder}: {e.strerror or e}") from None
+    if JOURNAL in foreign:
+        raise ConfigError(f"{folder} has {JOURNAL} but no {RUN_JSON}; use another {option}")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise ConfigError(
+            f"{option} {folder} is not empty and not a medspot run folder (it holds {shown}); "
+            "medspot does not write into a folder it did not make: choose a new or empty folder"
+        )
+
+
+def make_output_folder(folder: Path) -> None:
+    """Create `folder` for writing a run (refusing a folder that is not ours first)."""
+    refuse_foreign_folder(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {folder}: {e.strerror or e}") from None

@@ -1,0 +1,220 @@
+"""The prediction journal, `predictions.jsonl`: one line per model call, appended and flushed
+as each call completes, so that a killed run resumes without repeating calls.
+
+A torn last line (a run killed mid-write) is ignored and its step asked again. For each step the
+latest successful record wins; error records are kept for the audit trail and retried on resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from medspot.errors import ConfigError, RunFolderError
+from medspot.geometry import Point
+
+__all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
+
+log = logging.getLogger(__name__)
+
+
+class JournalRecord(BaseModel):
+    """One model call. Coordinates are normalised to the original screenshot."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step: str  # step identity <App>/<index>/<k>
+    task: str  # task identity <App>/<index>
+    image_path: str
+    image_size: tuple[int, int] | None = None
+    prompt_hash: str = ""
+    raw_text: str | None = None
+    point: tuple[float, float] | None = None
+    extra_points: list[tuple[float, float]] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    sent_size: tuple[int, int] | None = None
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    retries: int = 0
+    error: str | None = None
+    time: str = ""
+
+    @model_validator(mode="after")
+    def _writable(self) -> JournalRecord:
+        """Only what reads back: a point that is not finite (NaN from an adapter) is no point
+        (flagged), non-finite numbers are null, text that is not UTF-8 is mended."""
+        if self.point is not None and not all(math.isfinite(v) for v in self.point):
+            self.point = None
+            self.flags = [*self.flags, "non_finite_point"]
+        self.extra_points = [p for p in self.extra_points if all(math.isfinite(v) for v in p)]
+        for name in ("latency_s", "cost_usd"):
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(v):
+                setattr(self, name, None)
+        for name in ("raw_text", "error"):
+            v = getattr(self, name)
+            if v is not None:
+                setattr(self, name, v.encode("utf-8", "replace").decode("utf-8"))
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def prediction_point(self) -> Point | None:
+        return Point(*self.point) if self.point is not None else None
+
+
+class JournalWriteError(RunFolderError):
+    """The journal cannot be written (read-only folder, full disk). What was written is kept."""
+
+
+def prompt_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_journal(path: Path) -> Iterator[JournalRecord]:
+    """Every well-formed record in file order. A torn or corrupt line is skipped with a warning
+    (a torn last line is the normal trace of a killed run)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
+    lines = data.split(b"\n")
+    validate = JournalRecord.model_validate_json
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield validate(line)
+        except ValueError:  # pydantic's ValidationError included
+            where = "last line (torn write)" if n >= len(lines) - 1 else f"line {n}"
+            log.warning("%s: ignoring unreadable %s", path, where)
+
+
+class Journal:
+    """Append-only writer. Each record is one `write` system call of one whole line, made at
+    once (so a killed process loses nothing it journaled and leaves at most a torn last line
+    after a machine crash), and fsynced by a background thread at most every
+    `fsync_interval` seconds and on close (so a machine crash loses at most that much, and
+    the event loop never waits on the disk)."""
+
+    def __init__(self, path: Path, *, fsync: bool = True, fsync_interval: float = 1.0) -> None:
+        self.path = path
+        self._fsync = fsync
+        self._interval = fsync_interval
+        self._lock = threading.Lock()
+        self._dirty = False
+        self._sync_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
+        self._repair_tail()
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise JournalWriteError(f"cannot write the journal {path}: {e.strerror or e}") from None
+        if fsync and fsync_interval > 0:
+            self._thread = threading.Thread(target=self._sync_loop, name="journal-fsync")
+            self._thread.daemon = True
+            self._thread.start()
+
+    def _repair_tail(self) -> None:
+        """Make sure a torn last line cannot glue onto the next record."""
+        try:
+            if not self.path.exists() or self.path.stat().st_size == 0:
+                return
+            with self.path.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+            if last != b"\n":
+                with self.path.open("ab") as f:
+                    f.write(b"\n")
+        except OSError as e:
+            raise JournalWriteError(
+                f"cannot write the journal {self.path}: {e.strerror or e}"
+            ) from None
+
+    def append(self, record: JournalRecord) -> None:
+        """Write `record` as one line. Raises `JournalWriteError` (exit 2) when the disk refuses
+        it; the lines written before stay as they are."""
+        line = record.model_dump_json().encode("utf-8") + b"\n"
+        with self._lock:
+            if self._fd is None:
+                raise JournalWriteError(f"the journal {self.path} is closed")
+            if self._sync_error is not None:
+                raise JournalWriteError(self._sync_error)
+            try:
+                view = memoryview(line)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+            except OSError as e:
+                raise JournalWriteError(
+                    f"cannot append to the journal {self.path}: {e.strerror or e}"
+                ) from None
+            self._dirty = True
+            if self._fsync and self._thread is None:
+                self._sync_locked()
+
+    def _sync_locked(self) -> None:
+        if self._fd is None or not self._dirty:
+            return
+        try:
+            os.fsync(self._fd)
+            self._dirty = False
+        except OSError as e:
+            self._sync_error = f"cannot save the journal {self.path}: {e.strerror or e}"
+            log.error("%s", self._sync_error)
+
+    def _sync_loop(self) -> None:
+        """The fsync thread: the lock is not held while the disk works, so appends go on."""
+        while not self._stop.wait(self._interval):
+            with self._lock:
+                fd = self._fd
+                if fd is None or not self._dirty:
+                    continue
+                self._dirty = False
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                with self._lock:
+                    self._sync_error = f"cannot save the journal {self.path}: {e.strerror or e}"
+                log.error("%s", self._sync_error)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self._fd is None:
+                return
+            if self._fsync:
+                self._sync_locked()
+            try:
+                os.close(self._fd)
+            except OSError as e:
+                log.error("journal %s: %s", self.path, e)
+            self._fd = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

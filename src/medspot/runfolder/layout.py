@@ -1,0 +1,117 @@
+"""The names of every file in a run folder (docs/results.md), and `RunFolder`, the one place
+that joins them to a path.
+
+    .medspot.lock                     the writer's advisory lock, holding its pid
+    run.json                          what was run (`RunInfo`, with `format_version`)
+    predictions.jsonl                 the journal: one record per model call
+    overall_dataset_metrics.json      pooled metrics, intervals, macro average, breakdowns
+    overall_failure_statistics.json   failure histograms over every app
+    <App>/task_results.json           one `TaskRow` per task, with its `StepRow`s
+    <App>/task_failures.json          the scored tasks that were not completed
+    <App>/task_metrics.json           the app's metrics
+    <App>/failure_statistics.json     the app's failure histograms
+
+`runinfo.FORMAT_VERSION` is written into every new `run.json`. Version 0 is a folder written
+before the field existed; it reads the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from medspot.errors import ConfigError
+from medspot.runfolder.runinfo import RunInfo
+
+__all__ = [
+    "APP_FAILURES",
+    "APP_METRICS",
+    "JOURNAL",
+    "LOCK",
+    "OVERALL_FAILURES",
+    "OVERALL_METRICS",
+    "RUN_JSON",
+    "TASK_FAILURES",
+    "TASK_RESULTS",
+    "RunFolder",
+]
+
+RUN_JSON = "run.json"
+JOURNAL = "predictions.jsonl"
+LOCK = ".medspot.lock"  # the writer's lock (runfolder.lock)
+OVERALL_METRICS = "overall_dataset_metrics.json"
+OVERALL_FAILURES = "overall_failure_statistics.json"
+TASK_RESULTS = "task_results.json"
+TASK_FAILURES = "task_failures.json"
+APP_METRICS = "task_metrics.json"
+APP_FAILURES = "failure_statistics.json"
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A run folder's paths. Creating one touches nothing on disk."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / RUN_JSON
+
+    @property
+    def journal(self) -> Path:
+        return self.path / JOURNAL
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK
+
+    @property
+    def overall_metrics(self) -> Path:
+        return self.path / OVERALL_METRICS
+
+    @property
+    def overall_failures(self) -> Path:
+        return self.path / OVERALL_FAILURES
+
+    def app_dir(self, app: str) -> Path:
+        return self.path / app
+
+    def task_results(self, app: str) -> Path:
+        return self.path / app / TASK_RESULTS
+
+    def task_failures(self, app: str) -> Path:
+        return self.path / app / TASK_FAILURES
+
+    def app_metrics(self, app: str) -> Path:
+        return self.path / app / APP_METRICS
+
+    def app_failures(self, app: str) -> Path:
+        return self.path / app / APP_FAILURES
+
+    def result_apps(self) -> list[str]:
+        """The apps that have a task_results.json, sorted."""
+        return sorted(p.parent.name for p in self.path.glob(f"*/{TASK_RESULTS}"))
+
+    def has_run(self) -> bool:
+        return self.run_json.exists()
+
+    def resume_guard(self, info: RunInfo) -> RunInfo | None:
+        """The run already in this folder that `info` continues (None: a fresh folder).
+        Refuses a folder holding a run made with other prediction settings, and a journal
+        without its run.json."""
+        if self.run_json.exists():
+            previous = RunInfo.load(self.run_json)
+            problems = previous.mismatches(info)
+            if problems:
+                raise ConfigError(
+                    f"{self.path} holds a run made with other settings; use another --out, or "
+                    "delete the folder to start again:\n  " + "\n  ".join(problems)
+                )
+            return previous
+        j = self.journal
+        if j.exists() and j.stat().st_size:
+            raise ConfigError(f"{self.path} has {JOURNAL} but no {RUN_JSON}; use another --out")
+        return None

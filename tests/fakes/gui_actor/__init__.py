@@ -1,0 +1,1 @@
+"""Stand-in for microsoft/GUI-Actor's `gui_actor` package (see ../README.md)."""
