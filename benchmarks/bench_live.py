@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.journal import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
-from medspot.live.pipeline import LiveRequest, env_task_file, run_live
+from medspot.live.core.taskfiles import env_task_file
+from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
 
 
 def _q(values: list[float]) -> dict[str, float | None]:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from _orthanc_support import require_live
 
-from medspot.live.tasks import LiveTask, load_task_file
+from medspot.live.core.taskfiles import load_task_file
+from medspot.live.core.tasks import LiveTask
 
 
 def require_x11() -> None:
-    from medspot.live.x11 import missing_x11_tools
+    from medspot.live.drivers.x11 import missing_x11_tools
 
     missing = missing_x11_tools()
     require_live(
@@ -25,7 +26,7 @@ def require_x11() -> None:
 
 
 def require_dicomscope() -> None:
-    from medspot.live.dicomscope import doctor
+    from medspot.live.envs.dicomscope import doctor
 
     problems = doctor()
     require_live(not problems, "; ".join(problems))

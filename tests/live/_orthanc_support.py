@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from medspot.live.actions import LiveAction
-from medspot.live.base import Environment, PixelBox
-from medspot.live.tasks import LiveTask, Locator, StepSpec
+from medspot.live.core.actions import LiveAction
+from medspot.live.core.contract import Environment, PixelBox
+from medspot.live.core.tasks import LiveTask, Locator, StepSpec
 
 CHROMIUM = os.environ.get("MEDSPOT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -30,7 +30,7 @@ def require_live(ok: bool, what: str) -> None:
 
 
 def require_orthanc_stack() -> None:
-    from medspot.live.orthanc_server import PLUGINS, orthanc_binary
+    from medspot.live.services.orthanc import PLUGINS, orthanc_binary
 
     require_live(orthanc_binary() is not None, "Orthanc (apt-get install orthanc)")
     require_live(
@@ -49,7 +49,7 @@ def step_action(step: StepSpec, box: PixelBox | None, to: PixelBox | None) -> Li
     """The runner's oracle (`agents.oracle_action`) for `step`, given the boxes located on the
     current screen (located here, synchronously: Playwright's sync API must not run inside the
     event loop)."""
-    from medspot.live.agents import oracle_action
+    from medspot.live.agents.scripted import oracle_action
 
     boxes = {id(step.target): box, id(step.to): to}
 

@@ -17,7 +17,7 @@ ENV = "orthanc-explorer"
 
 
 def packaged_tasks(env: str = ENV) -> dict[str, Any]:
-    from medspot.live.base import env_entry
+    from medspot.live.core.registry import env_entry
 
     res = resources.files("medspot.live") / "tasklists" / str(env_entry(env).tasks_resource)
     data: dict[str, Any] = json.loads(res.read_text(encoding="utf-8"))

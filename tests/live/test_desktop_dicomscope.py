@@ -13,9 +13,9 @@ import pytest
 from _desktop_support import dicomscope_tasks, require_dicomscope
 from _orthanc_support import walk_oracle
 
-from medspot.live.actions import Click
-from medspot.live.base import EnvironmentFault
-from medspot.live.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.actions import Click
+from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 pytestmark = pytest.mark.live
 
@@ -89,7 +89,7 @@ def test_a_wrong_click_leaves_the_task_unsolved(dicomscope_env: Any) -> None:
 
 def test_killing_the_application_is_an_environment_fault(tmp_path: Path, seed_cache: Path) -> None:
     require_dicomscope()
-    from medspot.live.base import create_environment
+    from medspot.live.core.registry import create_environment
 
     env = create_environment("dicomscope", workdir=tmp_path / "k", seed_cache=seed_cache)
     env.start()
@@ -112,7 +112,7 @@ def test_killing_the_application_is_an_environment_fault(tmp_path: Path, seed_ca
 def test_two_environments_side_by_side(
     dicomscope_env: Any, tmp_path: Path, seed_cache: Path
 ) -> None:
-    from medspot.live.base import create_environment
+    from medspot.live.core.registry import create_environment
 
     other = create_environment("dicomscope", workdir=tmp_path / "two", seed_cache=seed_cache)
     other.start()
@@ -134,7 +134,7 @@ def test_two_environments_side_by_side(
 def test_drag_pans_only_on_the_scroll_bar(dicomscope_env: Any) -> None:
     """The drag action is a real press-move-release: on the knob it pans, on the image (no tool
     selected) it leaves the scroll position alone."""
-    from medspot.live.actions import Drag, Key, TypeText
+    from medspot.live.core.actions import Drag, Key, TypeText
 
     env = dicomscope_env
     task = BY_ID["zoom4-pan-right-drag"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from _desktop_support import require_x11
 
-from medspot.live.base import EnvironmentFault
-from medspot.live.x11 import X11Session, xdotool_key
+from medspot.live.core.contract import EnvironmentFault
+from medspot.live.drivers.x11 import X11Session, xdotool_key
 
 pytestmark = pytest.mark.live
 

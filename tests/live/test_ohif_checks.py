@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from medspot.errors import DataError
-from medspot.live.ohif_state import evaluate_check, voi_center_width
-from medspot.live.seed import CATALOGUE
+from medspot.live.envs.ohif.state import evaluate_check, voi_center_width
+from medspot.live.services.seed import CATALOGUE
 
 CT = CATALOGUE.series("CT-DOE-JOHN/AXIAL")
 SCOUT = CATALOGUE.series("CT-DOE-JOHN/SCOUT")

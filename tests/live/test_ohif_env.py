@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from _orthanc_support import require_live, require_orthanc_stack, walk_oracle
 
-from medspot.live.actions import Click, Drag
-from medspot.live.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, load_task_file
+from medspot.live.core.actions import Click, Drag
+from medspot.live.core.taskfiles import load_task_file
+from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator
 
 pytestmark = pytest.mark.live
 
@@ -24,7 +25,7 @@ TASKS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists" / "
 
 
 def require_ohif_stack() -> None:
-    from medspot.live.ohif_package import installed_dist
+    from medspot.live.envs.ohif.package import installed_dist
 
     require_orthanc_stack()
     require_live(installed_dist() is not None, "the OHIF viewer (medspot live setup --env ohif)")
@@ -40,7 +41,7 @@ def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iter
     require_ohif_stack()
     from _orthanc_support import CHROMIUM
 
-    from medspot.live.base import create_environment
+    from medspot.live.core.registry import create_environment
 
     env = create_environment(
         "ohif", workdir=tmp_path_factory.mktemp("ohif-env"), chromium=CHROMIUM,
@@ -161,7 +162,7 @@ def test_two_environments_side_by_side(
 ) -> None:
     from _orthanc_support import CHROMIUM
 
-    from medspot.live.base import create_environment
+    from medspot.live.core.registry import create_environment
 
     task = _task(tasks, "measure-ab-ct-doe-john")
     other: Any = create_environment(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _orthanc_support import require_live
 
-from medspot.live.ohif_package import (
+from medspot.live.envs.ohif.package import (
     OHIF_INTEGRITY,
     OhifPackageError,
     ensure_ohif,

@@ -17,8 +17,8 @@ def test_the_runner_drives_ohif(tmp_path: Path, seed_cache: Path) -> None:
     require_ohif_stack()
     from _runner_support import env_options
 
-    from medspot.live.journal import JOURNAL_NAME, StepRecord, read_live_journal
-    from medspot.live.pipeline import LiveRequest, run_live
+    from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, read_live_journal
 
     ids = ("measure-ab-ct-doe-john", "preset-lung-ct-doe-john", "open-ct-doe-joan")
     req = LiveRequest(

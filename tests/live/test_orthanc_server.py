@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 
-from medspot.live.actions import Click
-from medspot.live.base import EnvironmentFault, create_environment
-from medspot.live.seed import LANDMARKS, build_catalogue, seed_files
-from medspot.live.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.actions import Click
+from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.registry import create_environment
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.services.seed import LANDMARKS, build_catalogue, seed_files
 
 pytestmark = pytest.mark.live
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from _orthanc_support import walk_oracle
 
-from medspot.live.tasks import LiveTask, load_task_file
+from medspot.live.core.taskfiles import load_task_file
+from medspot.live.core.tasks import LiveTask
 
 pytestmark = pytest.mark.live
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from _orthanc_support import walk_oracle
 
-from medspot.live.tasks import LiveTask, Locator, load_task_file
+from medspot.live.core.taskfiles import load_task_file
+from medspot.live.core.tasks import LiveTask, Locator
 
 pytestmark = pytest.mark.live
 
@@ -43,7 +44,7 @@ def test_highlighted_cancel_keeps_the_study(orthanc_env: Any) -> None:
 
 
 def test_last_study_takes_the_patient(orthanc_env: Any) -> None:
-    from medspot.live.tasks import CheckSpec
+    from medspot.live.core.tasks import CheckSpec
 
     task = _task("delete-study-ct-doe-joan")
     w = walk_oracle(orthanc_env, task)

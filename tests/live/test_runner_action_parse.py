@@ -17,15 +17,14 @@ from medspot.adapters.cards import get_card
 from medspot.adapters.conventions import UI_TARS_RESIZE, smart_resize
 from medspot.errors import ConfigError
 from medspot.geometry import Point
-from medspot.live.action_parse import (
+from medspot.live.agents.answer_reader import (
     PAGE_NOTCHES,
     SCROLL_NOTCHES,
     Frame,
-    normalise_key,
     parse_answer,
 )
-from medspot.live.actions import Click, Done, Drag, Key, Scroll, TypeText
-from medspot.live.agents import ReplayAgent
+from medspot.live.agents.scripted import ReplayAgent
+from medspot.live.core.actions import Click, Done, Drag, Key, Scroll, TypeText, normalise_key
 
 W, H = 1280, 800
 SENT = smart_resize(W, H, UI_TARS_RESIZE)

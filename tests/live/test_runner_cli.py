@@ -20,7 +20,7 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
 from medspot.cli import main
-from medspot.live.journal import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -138,7 +138,7 @@ def test_bad_task_file_is_exit_2_with_location(
 
 
 def test_setup_prints_and_doctor_reports(capsys: pytest.CaptureFixture[str]) -> None:
-    from medspot.live.base import env_entry, env_names
+    from medspot.live.core.registry import env_entry, env_names
 
     assert main(["live", "setup", "--print"]) == 0
     text = capsys.readouterr().out
@@ -154,7 +154,7 @@ def test_setup_prints_and_doctor_reports(capsys: pytest.CaptureFixture[str]) -> 
 def test_doctor_names_what_is_missing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.live import base
+    from medspot.live.core import registry as base
 
     entry = base.env_entry(ENV)
     fake = base.EnvEntry(
@@ -167,7 +167,7 @@ def test_doctor_names_what_is_missing(
 
 
 def test_ci_installs_every_environments_system_packages() -> None:
-    from medspot.live.base import env_entry, env_names
+    from medspot.live.core.registry import env_entry, env_names
 
     script = (REPO / ".ci" / "run").read_text()
     assert "MEDSPOT_REQUIRE_LIVE=1" in script

@@ -11,7 +11,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_live, require_orthanc_stack
 
 from medspot.cli import main
-from medspot.live.base import env_names
+from medspot.live.core.registry import env_names
 
 pytestmark = pytest.mark.live
 
@@ -30,7 +30,7 @@ def _require(env: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
 def test_oracle_completes_every_task_and_the_export_evaluates(
     env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.live.export import RUN_SUBDIR, app_name
+    from medspot.live.loop.dataset_export import RUN_SUBDIR, app_name
 
     opts = _require(env, capsys)
     data = tmp_path / "export"

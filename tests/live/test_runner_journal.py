@@ -8,9 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medspot.live.actions import Click, Drag, Key, Scroll, TypeText
-from medspot.live.base import PixelBox
-from medspot.live.journal import (
+from medspot.live.core.actions import Click, Drag, Key, Scroll, TypeText, describe_action
+from medspot.live.core.contract import PixelBox
+from medspot.live.core.episode import POINT_TOLERANCE_PX, hit_intended
+from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.loop.outcomes import bootstrap_ratios, live_metrics, task_results
+from medspot.live.loop.static_bridge import LineJournal
+from medspot.live.loop.steplog import (
     FaultRecord,
     LiveRecord,
     ResumeState,
@@ -18,10 +22,6 @@ from medspot.live.journal import (
     TaskRecord,
     read_live_journal,
 )
-from medspot.live.metrics import bootstrap_ratios, live_metrics, task_results
-from medspot.live.runfolder import LineJournal
-from medspot.live.runner import POINT_TOLERANCE_PX, describe_action, hit_intended
-from medspot.live.tasks import LiveTask, StepSpec
 
 
 def _step(task: str, attempt: int, n: int, **kw: object) -> StepRecord:

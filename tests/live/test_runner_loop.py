@@ -13,10 +13,11 @@ import pytest
 from _orthanc_support import require_orthanc_stack
 from _runner_support import ENV, env_options, processes_mentioning, subset_file
 
-from medspot.live.agents import AgentAnswer, AgentTurn, OracleAgent
-from medspot.live.journal import JOURNAL_NAME, FaultRecord, StepRecord, TaskRecord
-from medspot.live.journal import read_live_journal as read
-from medspot.live.pipeline import LiveOutcome, LiveRequest, run_live
+from medspot.live.agents.scripted import OracleAgent
+from medspot.live.agents.turn import AgentAnswer, AgentTurn
+from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.steplog import JOURNAL_NAME, FaultRecord, StepRecord, TaskRecord
+from medspot.live.loop.steplog import read_live_journal as read
 
 pytestmark = pytest.mark.live
 

@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 
 from medspot.cli import main
-from medspot.live.journal import ResumeState, StepRecord, TaskRecord
-from medspot.live.metrics import task_results
-from medspot.live.runfolder import RUN_JSON, DatasetInfo, RunInfo, atomic_write_json
-from medspot.live.runner import screen_rel
-from medspot.live.tasks import LiveTask
-from medspot.live.writer import PROTOCOL, write_live_results
+from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.results import PROTOCOL, write_live_results
+from medspot.live.loop.scheduler import screen_rel
+from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, RunInfo, atomic_write_json
+from medspot.live.loop.steplog import ResumeState, StepRecord, TaskRecord
 from medspot.report.build import build_report
 from medspot.runfolder.reader import load_run
 from test_report_browser import CHROMIUM, FLAGS, Page

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from _orthanc_support import CHROMIUM, require_live
 
-from medspot.live.actions import Click, Done, Drag, Key, Scroll, TypeText
-from medspot.live.base import EnvironmentFault
-from medspot.live.tasks import Locator
-from medspot.live.web import WebSession, playwright_key
+from medspot.live.core.actions import Click, Done, Drag, Key, Scroll, TypeText
+from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.tasks import Locator
+from medspot.live.drivers.web import WebSession, playwright_key
 
 pytestmark = pytest.mark.live
 

@@ -5,11 +5,11 @@ results and an HTML report, and prints a side-by-side table."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
+from medspot.cache import cache_root
 from medspot.commands._common import positive_int
 from medspot.errors import AdapterUnavailable
 
@@ -19,8 +19,8 @@ SUITE_VERSION = "v1"
 
 
 def default_cache() -> Path:
-    base = os.environ.get("MEDSPOT_CACHE") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base) / "medspot" if base else Path.home() / ".cache" / "medspot"
+    """The demo's cache: the one medspot cache folder (`medspot.cache.cache_root`)."""
+    return cache_root()
 
 
 def _suite(cache: Path, tasks: int, seed: int, apps: int) -> tuple[Path, bool]:

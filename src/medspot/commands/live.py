@@ -79,8 +79,8 @@ def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.live.base import env_entry
-    from medspot.live.pipeline import LiveRequest, run_live
+    from medspot.live.core.registry import env_entry
+    from medspot.live.loop.request import LiveRequest, run_live
 
     env_entry(args.env)
     out = Path(args.out)
@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _tasks(args: argparse.Namespace) -> int:
-    from medspot.live.pipeline import env_task_file
+    from medspot.live.core.taskfiles import env_task_file
 
     path = Path(args.validate) if args.validate else None
     tf, fp = env_task_file(args.env, path)
@@ -150,7 +150,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from medspot.live.export import export_env
+    from medspot.live.loop.dataset_export import export_env
 
     bar, update = _bar(args, "export")
     try:
@@ -174,7 +174,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _envs(name: str | None) -> list[str]:
-    from medspot.live.base import env_entry, env_names
+    from medspot.live.core.registry import env_entry, env_names
 
     if name:
         env_entry(name)
@@ -183,13 +183,13 @@ def _envs(name: str | None) -> list[str]:
 
 
 def _env_module(name: str) -> Any:
-    from medspot.live.base import env_entry
+    from medspot.live.core.registry import env_entry
 
     return importlib.import_module(env_entry(name).target.partition(":")[0])
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from medspot.live.base import env_entry
+    from medspot.live.core.registry import env_entry
 
     names = _envs(args.env)
     pkgs = list(dict.fromkeys(p for n in names for p in env_entry(n).system_packages))
@@ -214,7 +214,7 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from medspot.live.base import env_entry
+    from medspot.live.core.registry import env_entry
 
     missing_any = False
     for n in _envs(args.env):

@@ -4,7 +4,7 @@ One frame per action: the screen the model saw, the intended element's box, the 
 (green when it hit the intended element, red when not), a drag as an arrow, a scroll as a
 vertical arrow with its notches, typed text and keys in the caption, what changed (the screen,
 the URL, the task's steps achieved) and the checks after the action; the final screen last.
-Reads the task and step rows of a live run folder (`medspot.live.writer`); nothing else.
+Reads the task and step rows of a live run folder (`medspot.live.loop.results`); nothing else.
 """
 
 from __future__ import annotations

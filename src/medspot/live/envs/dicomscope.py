@@ -1,8 +1,8 @@
 """The `dicomscope` live environment: OFFIS DICOMscope 3.6 (one of MedSPOT's ten applications)
 under a private Xvfb, its widgets read through AT-SPI (the Java ATK wrapper).
 
-Start: the seeded studies (`medspot.live.seed`) are copied into a private dcmtk database in the
-workdir and registered with `dcmqridx`; a private `DICOMscope.cfg` (read from the working
+Start: the seeded studies (`medspot.live.services.seed`) are copied into a private dcmtk database
+in the workdir and registered with `dcmqridx`; a private `DICOMscope.cfg` (read from the working
 directory) points DICOMscope at it; DICOMscope runs as `java ... dicomscope.DICOMscope` with the
 ATK wrapper on its class path. Reset (no restart): dismiss menus, restore the database index,
 select the Browser tab, Refresh (the study tree collapses), and, when the task starts on an
@@ -27,22 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medspot.errors import DataError, Location
-from medspot.live.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
-from medspot.live.atspi import AtspiClient, AtspiNode, AtspiTree, NodeQuery
-from medspot.live.base import (
+from medspot.live.core.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
-    EnvEntry,
     EnvironmentFault,
     Observation,
     PixelBox,
-    register_env,
 )
-from medspot.live.checks_x11 import X11_CHECK_KINDS, check_x11
-from medspot.live.x11 import X11Session
+from medspot.live.core.registry import EnvEntry, register_env
+from medspot.live.drivers.atspi import AtspiClient, AtspiNode, AtspiTree, NodeQuery
+from medspot.live.drivers.atspi_checks import X11_CHECK_KINDS, check_x11
+from medspot.live.drivers.x11 import X11Session
 
 if TYPE_CHECKING:
-    from medspot.live.tasks import CheckSpec, LiveTask, Locator
+    from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 __all__ = ["DicomscopeEnv", "create", "doctor"]
 
@@ -119,7 +118,7 @@ class DicomscopeEnv:
         self._launch()
 
     def _prepare_db(self) -> None:
-        from medspot.live.seed import seed_files
+        from medspot.live.services.seed import seed_files
 
         self._seed = seed_files(self.seed_cache)
         db = self.workdir / "db"
@@ -420,8 +419,8 @@ class DicomscopeEnv:
 def doctor() -> list[str]:
     """What `medspot live doctor --env dicomscope` reports beyond the Debian packages (and what
     the desktop tests require)."""
-    from medspot.live.atspi import SYSTEM_PYTHON, atspi_available
-    from medspot.live.x11 import missing_x11_tools
+    from medspot.live.drivers.atspi import SYSTEM_PYTHON, atspi_available
+    from medspot.live.drivers.x11 import missing_x11_tools
 
     problems = [f"{t} is not on PATH (apt-get install xvfb xdotool x11-apps dbus-x11)"
                 for t in missing_x11_tools()]  # fmt: skip
@@ -452,7 +451,7 @@ def create(workdir: Path, **options: Any) -> DicomscopeEnv:
 register_env(
     EnvEntry(
         name="dicomscope",
-        target="medspot.live.dicomscope:create",
+        target="medspot.live.envs.dicomscope:create",
         summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
         check_kinds=X11_CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,

@@ -24,11 +24,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from medspot.errors import DataError
-from medspot.live.atspi import AtspiNode, AtspiTree, NodeQuery
+from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery
 
 if TYPE_CHECKING:
-    from medspot.live.tasks import CheckSpec
-    from medspot.live.x11 import X11Session
+    from medspot.live.core.tasks import CheckSpec
+    from medspot.live.drivers.x11 import X11Session
 
 __all__ = ["X11_CHECK_KINDS", "check_x11", "find_target", "widget_content"]
 

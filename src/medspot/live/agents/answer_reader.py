@@ -1,7 +1,7 @@
 """A model's answer to a live action in screenshot pixels (pure; docs/live.md "Action format").
 
 First match wins: the pyautogui calls of Aguvis and other pyautogui emitters, UI-TARS's native
-action syntax (the last `Action:` part), the documented text form of `medspot.live.actions`,
+action syntax (the last `Action:` part), the documented text form of `medspot.live.core.actions`,
 and finally the card's own click point (`Prediction.point`, read by the static benchmark's
 parser). The numbers of the first three are mapped with the card's declared `Convention`
 through `medspot.adapters.conventions.to_normalised`, exactly as its click points are; nothing
@@ -17,14 +17,22 @@ from medspot.adapters.base import Convention
 from medspot.adapters.conventions import to_normalised
 from medspot.adapters.parsing import clean_text, find_candidates, parse_number
 from medspot.geometry import Point
-from medspot.live.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core.actions import (
+    Click,
+    Done,
+    Drag,
+    Key,
+    LiveAction,
+    Scroll,
+    TypeText,
+    normalise_key,
+)
 
 __all__ = [
     "PAGE_NOTCHES",
     "SCROLL_NOTCHES",
     "Frame",
     "ParsedAction",
-    "normalise_key",
     "parse_answer",
     "point_action",
 ]
@@ -70,39 +78,6 @@ class ParsedAction:
 def point_action(point: Point, screen: tuple[int, int]) -> Click:
     """A click at a normalised point of the screenshot."""
     return Click(point.x * screen[0], point.y * screen[1])
-
-
-# ---- keys ---------------------------------------------------------------------------------
-
-_KEY_NAMES = {
-    "ctrl": "Control", "control": "Control", "shift": "Shift", "alt": "Alt", "option": "Alt",
-    "cmd": "Meta", "command": "Meta", "win": "Meta", "meta": "Meta", "super": "Meta",
-    "enter": "Enter", "return": "Enter", "esc": "Escape", "escape": "Escape", "tab": "Tab",
-    "backspace": "Backspace", "delete": "Delete", "del": "Delete", "space": "Space",
-    "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "ArrowRight",
-    "arrowup": "ArrowUp", "arrowdown": "ArrowDown", "arrowleft": "ArrowLeft",
-    "arrowright": "ArrowRight", "pageup": "PageUp", "pagedown": "PageDown", "home": "Home",
-    "end": "End", "insert": "Insert",
-}  # fmt: skip
-
-
-def normalise_key(keys: list[str] | str) -> str:
-    """Key names of UI-TARS (`ctrl c`), pyautogui (`['ctrl', 'a']`) or the text form
-    (`ctrl+a`) as one Playwright chord: `Control+a`."""
-    parts = re.split(r"[+\s]+", keys.strip()) if isinstance(keys, str) else list(keys)
-    out = []
-    for p in parts:
-        p = p.strip()
-        if not p:
-            continue
-        low = p.lower()
-        if low in _KEY_NAMES:
-            out.append(_KEY_NAMES[low])
-        elif re.fullmatch(r"f\d{1,2}", low):
-            out.append(low.upper())
-        else:
-            out.append(p)
-    return "+".join(out)
 
 
 # ---- a tiny reader of call arguments --------------------------------------------------------

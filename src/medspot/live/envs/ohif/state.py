@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from medspot.errors import DataError
-from medspot.live.seed import LANDMARKS, Catalogue, SeriesInfo
+from medspot.live.services.seed import LANDMARKS, Catalogue, SeriesInfo
 
 __all__ = [
     "CHECK_KINDS",

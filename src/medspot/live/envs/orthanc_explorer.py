@@ -1,6 +1,6 @@
 """The `orthanc-explorer` environment: Orthanc Explorer and the Orthanc Web Viewer in chromium.
 
-Each instance owns one Orthanc (`OrthancServer`, seeded with `medspot.live.seed`) and one
+Each instance owns one Orthanc (`OrthancServer`, seeded with `medspot.live.services.seed`) and one
 chromium (`WebSession`). `reset(task)` brings the database back to the seeded studies through
 REST (no restart), opens a fresh browser context at the task's start route and returns the
 first screen. Routes and check parameters name seeded things by catalogue names; a route may
@@ -18,20 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.actions import LiveAction
-from medspot.live.base import (
+from medspot.live.core.actions import LiveAction
+from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
-    EnvEntry,
     EnvironmentFault,
     Observation,
     PixelBox,
-    register_env,
 )
-from medspot.live.orthanc_server import OrthancIds, OrthancServer
-from medspot.live.seed import SeedSet, seed_files
-from medspot.live.tasks import CheckSpec, LiveTask, Locator
-from medspot.live.web import WebSession
+from medspot.live.core.registry import EnvEntry, register_env
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.drivers.web import WebSession
+from medspot.live.services.orthanc import OrthancIds, OrthancServer
+from medspot.live.services.seed import SeedSet, seed_files
 
 __all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
@@ -310,7 +309,7 @@ def doctor() -> list[str]:
     """What `medspot live doctor --env orthanc-explorer` reports beyond the Debian packages."""
     import os
 
-    from medspot.live.orthanc_server import PLUGINS, orthanc_binary
+    from medspot.live.services.orthanc import PLUGINS, orthanc_binary
 
     problems = []
     if orthanc_binary() is None:
@@ -332,7 +331,7 @@ def create(workdir: Path, **options: Any) -> OrthancExplorerEnv:
 register_env(
     EnvEntry(
         name=NAME,
-        target="medspot.live.orthanc_explorer:create",
+        target="medspot.live.envs.orthanc_explorer:create",
         summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
         check_kinds=CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,

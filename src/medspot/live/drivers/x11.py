@@ -28,7 +28,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from medspot.live.base import EnvironmentFault
+from medspot.live.core.contract import EnvironmentFault
 
 __all__ = ["Screenshot", "X11Session", "missing_x11_tools", "xdotool_key"]
 

@@ -31,39 +31,33 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot.errors import ConfigError, MedspotError, ModelCallError
-from medspot.live.action_parse import normalise_key
-from medspot.live.actions import (
-    Click,
+from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent
+from medspot.live.core.actions import (
     Done,
-    Drag,
-    Key,
     LiveAction,
-    Scroll,
-    TypeText,
     action_from_json,
     action_to_json,
+    describe_action,
+    point_of,
 )
-from medspot.live.agents import AgentAnswer, AgentTurn, LiveAgent, point_of
-from medspot.live.base import (
+from medspot.live.core.contract import (
     ElementInfo,
     Environment,
     EnvironmentFault,
     Observation,
     PixelBox,
-    create_environment,
 )
-from medspot.live.journal import FaultRecord, ResumeState, StepRecord, TaskRecord
-from medspot.live.runfolder import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.tasks import CheckSpec, LiveTask, Locator, StepSpec
+from medspot.live.core.episode import hit_intended
+from medspot.live.core.registry import create_environment
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator, StepSpec
+from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
+from medspot.live.loop.steplog import FaultRecord, ResumeState, StepRecord, TaskRecord
 
 __all__ = [
     "HISTORY_MODES",
-    "POINT_TOLERANCE_PX",
     "LiveOptions",
     "LiveProgress",
     "LiveStats",
-    "describe_action",
-    "hit_intended",
     "run_tasks",
     "screen_rel",
 ]
@@ -107,73 +101,6 @@ class LiveStats:
 
 def screen_rel(sha: str) -> str:
     return f"{SCREENS}/{sha}.png"
-
-
-def describe_action(action: LiveAction | None) -> str:
-    """The text form of an action (docs/live.md), for history lines and reports."""
-    match action:
-        case None:
-            return "no action"
-        case Click(x, y, button, double):
-            name = "double_click" if double else ("right_click" if button == "right" else "click")
-            return f"{name}({x:.0f}, {y:.0f})"
-        case Drag(x1, y1, x2, y2):
-            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
-        case Scroll(x, y, dy):
-            return f"scroll({x:.0f}, {y:.0f}, {dy})"
-        case TypeText(text):
-            return f"type({text!r})"
-        case Key(key):
-            return f"key({key!r})"
-        case Done():
-            return "done()"
-    return repr(action)
-
-
-# A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
-# pixels of it counts as hitting it.
-POINT_TOLERANCE_PX = 8.0
-
-
-def _widen(box: PixelBox | None) -> PixelBox | None:
-    if box is None or (box.x2 - box.x1 > 2 and box.y2 - box.y1 > 2):
-        return box
-    cx, cy = box.center
-    r = POINT_TOLERANCE_PX
-    return PixelBox(cx - r, cy - r, cx + r, cy + r)
-
-
-def hit_intended(
-    step: StepSpec,
-    action: LiveAction,
-    box: PixelBox | None,
-    to_box: PixelBox | None,
-) -> bool | None:
-    """Whether `action` does what the step intends on its element (the static benchmark's hit:
-    the point inside the target's box; for a drag also the release inside `to`'s box; for
-    typing and keys the same text / key). None when the step's target was not on screen.
-    A point-like target (1x1 box) is hit within `POINT_TOLERANCE_PX`."""
-    box, to_box = _widen(box), _widen(to_box)
-    if step.action == "type":
-        return isinstance(action, TypeText) and action.text.strip() == (step.text or "").strip()
-    if step.action == "key":
-        return (
-            isinstance(action, Key)
-            and normalise_key(action.key).lower() == normalise_key(step.key or "").lower()
-        )
-    if box is None:
-        return None
-    if step.action == "drag":
-        if not isinstance(action, Drag):
-            return False
-        end_ok = to_box is None or to_box.contains(action.x2, action.y2)
-        return box.contains(action.x1, action.y1) and end_ok
-    p = point_of(action)
-    if p is None:
-        return False
-    if step.action == "scroll" and not isinstance(action, Scroll):
-        return False
-    return box.contains(p.x, p.y)
 
 
 def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:

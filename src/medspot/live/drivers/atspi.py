@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from medspot.live.base import ElementInfo, EnvironmentFault, PixelBox
+from medspot.live.core.contract import ElementInfo, EnvironmentFault, PixelBox
 
 __all__ = [
     "DUMP_SCRIPT",

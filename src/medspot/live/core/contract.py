@@ -1,4 +1,4 @@
-"""The contract every live environment implements, and the registry of environments.
+"""The contract every live environment implements.
 
 An environment owns real processes (a server, a browser, an X server, an application). It is
 used from ONE thread only (the live runner gives each environment a worker thread of its own),
@@ -16,29 +16,23 @@ data raises `medspot.errors.DataError` with a location.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from medspot.errors import ConfigError, MedspotError
+from medspot.errors import MedspotError
 
 if TYPE_CHECKING:
-    from medspot.live.actions import LiveAction
-    from medspot.live.tasks import CheckSpec, LiveTask, Locator
+    from medspot.live.core.actions import LiveAction
+    from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 __all__ = [
     "ActResult",
     "ElementInfo",
-    "EnvEntry",
     "Environment",
     "EnvironmentFault",
     "Observation",
     "PixelBox",
-    "create_environment",
-    "env_entry",
-    "env_names",
-    "register_env",
 ]
 
 
@@ -130,57 +124,3 @@ class Environment(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class EnvEntry:
-    """A registered environment family. `target` is "module:attribute" of a factory called as
-    factory(**options) -> Environment; imported only when used."""
-
-    name: str
-    target: str
-    summary: str
-    check_kinds: tuple[str, ...]  # the CheckSpec kinds its `check` understands
-    locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
-    system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
-    tasks_resource: str | None = None  # packaged task file, e.g. "orthanc_explorer.json"
-
-
-_ENVS: dict[str, EnvEntry] = {}
-
-# Modules that call `register_env` on import; none imports playwright/pyatspi at the top.
-_BUILTIN: list[str] = [
-    "medspot.live.orthanc_explorer",
-    "medspot.live.dicomscope",
-    "medspot.live.ohif",
-]
-
-
-def register_env(entry: EnvEntry) -> None:
-    _ENVS[entry.name] = entry
-
-
-def _load() -> None:
-    for mod in _BUILTIN:
-        importlib.import_module(mod)
-
-
-def env_names() -> list[str]:
-    _load()
-    return sorted(_ENVS)
-
-
-def env_entry(name: str) -> EnvEntry:
-    _load()
-    try:
-        return _ENVS[name]
-    except KeyError:
-        known = ", ".join(sorted(_ENVS)) or "(none)"
-        raise ConfigError(f"unknown live environment {name!r}; known: {known}") from None
-
-
-def create_environment(name: str, **options: Any) -> Environment:
-    entry = env_entry(name)
-    module, _, attr = entry.target.partition(":")
-    factory: Callable[..., Environment] = getattr(importlib.import_module(module), attr)
-    return factory(**options)

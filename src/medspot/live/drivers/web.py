@@ -21,9 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medspot.live.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
-from medspot.live.base import ActResult, ElementInfo, EnvironmentFault, Observation, PixelBox
-from medspot.live.tasks import Locator
+from medspot.live.core.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core.contract import (
+    ActResult,
+    ElementInfo,
+    EnvironmentFault,
+    Observation,
+    PixelBox,
+)
+from medspot.live.core.tasks import Locator
 
 __all__ = ["DEFAULT_ARGS", "DownloadRecord", "WebSession", "playwright_key"]
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from medspot.cache import cache_root
+
 __all__ = [
     "CATALOGUE",
     "LANDMARKS",
@@ -325,9 +327,7 @@ class SeedSet:
 
 
 def _default_cache() -> Path:
-    from medspot.commands.demo import default_cache
-
-    return default_cache() / "live"
+    return cache_root() / "live"
 
 
 def seed_files(cache: Path | None = None, seed: int = 0) -> SeedSet:

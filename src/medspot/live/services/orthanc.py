@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medspot.live.base import EnvironmentFault
-from medspot.live.seed import SeedSet
+from medspot.live.core.contract import EnvironmentFault
+from medspot.live.services.seed import SeedSet
 
 __all__ = ["OrthancIds", "OrthancServer", "free_port", "orthanc_binary"]
 

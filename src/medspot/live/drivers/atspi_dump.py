@@ -1,7 +1,7 @@
 """Print the AT-SPI accessible tree of the desktop's applications as JSON (one document).
 
 Run with Debian's system Python (`/usr/bin/python3`, which has `pyatspi`), NOT the project's
-interpreter: `medspot.live.atspi` runs it as a subprocess with the environment's DISPLAY and
+interpreter: `medspot.live.drivers.atspi` runs it as a subprocess with the environment's DISPLAY and
 DBUS_SESSION_BUS_ADDRESS and parses its output. It imports nothing from medspot.
 
 Usage: python3 atspi_dump.py [APP_NAME_SUBSTRING] [--showing]

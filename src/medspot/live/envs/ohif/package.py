@@ -3,7 +3,7 @@
 `ensure_ohif()` fetches the package tarball with `npm pack` (the npm registry's ordinary
 client), checks its sha512 against the pinned integrity string (the registry's
 `dist.integrity`), and unpacks only `package/dist` (the static viewer) into
-`<cache>/ohif/<version>/dist`. The cache is `$MEDSPOT_CACHE` or `~/.cache/medspot`. A finished
+`<cache>/ohif/<version>/dist`. The cache is `medspot.cache.cache_root()`. A finished
 install carries a marker file naming the integrity it was checked against; a half-finished one
 (killed during unpacking) is never used. `medspot live setup --env ohif` and CI call it.
 """
@@ -13,13 +13,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
 
+from medspot.cache import cache_root
 from medspot.errors import MedspotError
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "OHIF_PACKAGE",
     "OHIF_VERSION",
     "OhifPackageError",
-    "cache_root",
     "ensure_ohif",
     "installed_dist",
     "unpack_dist",
@@ -51,11 +50,6 @@ class OhifPackageError(MedspotError):
     """The OHIF package could not be fetched, failed its integrity check, or is not installed."""
 
     exit_code = 2
-
-
-def cache_root() -> Path:
-    env = os.environ.get("MEDSPOT_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "medspot"
 
 
 def _version_dir(cache: Path | None, version: str) -> Path:

@@ -8,22 +8,21 @@ what is not finished, and the results are written from the whole journal.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from medspot.adapters.options import AdapterOptions
-from medspot.errors import ConfigError, DataError, Location
-from medspot.live.agents import LiveAgent, create_agent
-from medspot.live.base import env_entry
-from medspot.live.journal import JOURNAL_NAME, ResumeState, read_live_journal
-from medspot.live.metrics import task_results
-from medspot.live.runfolder import (
+from medspot.errors import ConfigError
+from medspot.live.agents.factory import create_agent
+from medspot.live.agents.turn import LiveAgent
+from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.results import PROTOCOL, write_live_results
+from medspot.live.loop.scheduler import LiveOptions, LiveProgress, LiveStats, run_tasks
+from medspot.live.loop.static_bridge import (
     RUN_JSON,
     DatasetInfo,
     LineJournal,
@@ -33,49 +32,13 @@ from medspot.live.runfolder import (
     now_iso,
     package_versions,
 )
-from medspot.live.runner import LiveOptions, LiveProgress, LiveStats, run_tasks
-from medspot.live.tasks import LiveTask, LiveTaskFile, load_task_file, parse_task_file
-from medspot.live.writer import PROTOCOL, write_live_results
+from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
 
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
-    "env_task_file",
     "run_live",
-    "select_tasks",
 ]
-
-
-def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
-    """The task file given, or the environment's packaged one; and its fingerprint."""
-    entry = env_entry(env)
-    if path is not None:
-        tf = load_task_file(path)
-        text = path.read_bytes()
-    else:
-        if not entry.tasks_resource:
-            raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-        res = resources.files("medspot.live") / "tasklists" / entry.tasks_resource
-        text = res.read_bytes()
-        tf = parse_task_file(json.loads(text), f"medspot/live/tasklists/{entry.tasks_resource}")
-    if tf.env != env:
-        raise DataError(
-            f"the task file is for {tf.env!r}, not {env!r}", Location(str(path), field="env")
-        )
-    return tf, hashlib.sha256(text).hexdigest()[:16]
-
-
-def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
-    if not ids:
-        return list(tf.tasks)
-    known = {t.id: t for t in tf.tasks}
-    missing = [i for i in ids if i not in known]
-    if missing:
-        raise ConfigError(
-            f"unknown task id(s) for {tf.env}: {', '.join(missing)} "
-            f"(`medspot live tasks --env {tf.env}` lists them)"
-        )
-    return [known[i] for i in dict.fromkeys(ids)]
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,11 @@ action hit its target element (the static benchmark's notion of a hit).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from medspot.errors import DataError, Location
+from medspot.errors import Location
 
 __all__ = [
     "FORMAT_VERSION",
@@ -41,8 +40,7 @@ __all__ = [
     "Locator",
     "StartSpec",
     "StepSpec",
-    "load_task_file",
-    "parse_task_file",
+    "location_of",
 ]
 
 FORMAT_VERSION = 1
@@ -156,7 +154,7 @@ class LiveTaskFile(BaseModel):
         return v
 
 
-def _location(file: str, loc: tuple[int | str, ...]) -> Location:
+def location_of(file: str, loc: tuple[int | str, ...]) -> Location:
     task = step = None
     fields: list[str] = []
     parts = list(loc)
@@ -168,64 +166,3 @@ def _location(file: str, loc: tuple[int | str, ...]) -> Location:
             parts = parts[2:]
     fields = [str(p) for p in parts]
     return Location(file, task=task, step=step, field=".".join(fields) or None)
-
-
-def parse_task_file(data: Any, file: str) -> LiveTaskFile:
-    """Validate parsed JSON; the first problem becomes a located `DataError`; then check ids
-    are unique and, where the environment is registered, its check kinds and locator keys."""
-    try:
-        parsed = LiveTaskFile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise DataError(err["msg"], _location(file, tuple(err["loc"]))) from None
-    seen: set[str] = set()
-    for i, task in enumerate(parsed.tasks):
-        if task.id in seen:
-            raise DataError(f"duplicate task id {task.id!r}", Location(file, task=i, field="id"))
-        seen.add(task.id)
-    _check_against_env(parsed, file)
-    return parsed
-
-
-def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
-    from medspot.live.base import env_entry  # registry; no heavy import
-
-    entry = env_entry(parsed.env)  # ConfigError for an unknown env
-    kinds, keys = set(entry.check_kinds), set(entry.locator_keys)
-    for i, task in enumerate(parsed.tasks):
-        checks: list[tuple[int | None, str, CheckSpec]] = []
-        checks += [(None, "success", c) for c in task.success]
-        checks += [(None, "fail_if", c) for c in task.fail_if]
-        for k, step in enumerate(task.steps, start=1):
-            if step.done_if is not None:
-                checks.append((k, "done_if", step.done_if))
-            for name, loc in (("target", step.target), ("to", step.to)):
-                if loc is not None and not loc.keys() <= keys:
-                    bad = ", ".join(sorted(loc.keys() - keys))
-                    raise DataError(
-                        f"locator key(s) {bad} not understood by {parsed.env}",
-                        Location(file, task=i, step=k, field=name),
-                    )
-        for pos, fld, check in checks:
-            if check.kind not in kinds:
-                raise DataError(
-                    f"check kind {check.kind!r} not understood by {parsed.env}",
-                    Location(file, task=i, step=pos, field=fld),
-                )
-
-
-def load_task_file(path: Path) -> LiveTaskFile:
-    import json
-
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise DataError(f"cannot read task file: {exc.strerror}", Location(str(path))) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-            Location(str(path)),
-        ) from None
-    return parse_task_file(data, str(path))

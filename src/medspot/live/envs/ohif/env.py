@@ -1,8 +1,8 @@
 """The `ohif` environment: the OHIF Viewer 3 (prebuilt, pinned) over a private Orthanc's DICOMweb.
 
-Each instance owns one Orthanc (`OrthancServer`, seeded with `medspot.live.seed`: the phantoms
-carry bright marker landmarks A, B, C at known pixels), one `OhifServer` (the viewer's static
-files plus DICOMweb forwarded to that Orthanc, same origin) and one chromium (`WebSession`)
+Each instance owns one Orthanc (`OrthancServer`, seeded with `medspot.live.services.seed`: the
+phantoms carry bright marker landmarks A, B, C at known pixels), one `OhifServer` (the viewer's
+static files plus DICOMweb forwarded to that Orthanc, same origin) and one chromium (`WebSession`)
 with software WebGL (SwiftShader). The onboarding tour is disabled before any page script
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
@@ -30,23 +30,28 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.actions import Click, Drag, LiveAction
-from medspot.live.base import (
+from medspot.live.core.actions import Click, Drag, LiveAction
+from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
-    EnvEntry,
     EnvironmentFault,
     Observation,
     PixelBox,
-    register_env,
 )
-from medspot.live.ohif_package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
-from medspot.live.ohif_server import OhifServer
-from medspot.live.ohif_state import CHECK_KINDS, LANDMARK_JS, READY_JS, STATE_JS, evaluate_check
-from medspot.live.orthanc_server import OrthancServer
-from medspot.live.seed import LANDMARKS, MARKER_RADIUS, SeedSet, seed_files
-from medspot.live.tasks import CheckSpec, LiveTask, Locator
-from medspot.live.web import WebSession
+from medspot.live.core.registry import EnvEntry, register_env
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.drivers.web import WebSession
+from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
+from medspot.live.envs.ohif.server import OhifServer
+from medspot.live.envs.ohif.state import (
+    CHECK_KINDS,
+    LANDMARK_JS,
+    READY_JS,
+    STATE_JS,
+    evaluate_check,
+)
+from medspot.live.services.orthanc import OrthancServer
+from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS, SeedSet, seed_files
 
 __all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create", "doctor", "setup"]
 
@@ -256,7 +261,7 @@ class OhifEnv:
         return result
 
     def state(self) -> dict[str, Any]:
-        """The viewer's state as the checks read it (see `medspot.live.ohif_state`)."""
+        """The viewer's state as the checks read it (see `medspot.live.envs.ohif.state`)."""
         got = self.web.eval(STATE_JS)
         return got if isinstance(got, dict) else {}
 
@@ -315,7 +320,7 @@ def create(workdir: Path, **options: Any) -> OhifEnv:
 register_env(
     EnvEntry(
         name=NAME,
-        target="medspot.live.ohif:create",
+        target="medspot.live.envs.ohif.env:create",
         summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
         check_kinds=CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,

@@ -5,7 +5,7 @@ origin top-left, x to the right, y down; floats are allowed and rounded by the e
 Every card already outputs a click point; the other kinds are for cards and prompts that can
 emit them. The JSON form (`action_to_json` / `action_from_json`) is what the live journal stores.
 
-Text form (documented in docs/live.md, parsed by `medspot.live.action_parse`):
+Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_reader`):
     click(x, y)                 left click
     double_click(x, y)
     right_click(x, y)
@@ -19,10 +19,12 @@ Text form (documented in docs/live.md, parsed by `medspot.live.action_parse`):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from medspot.errors import MedspotError
+from medspot.geometry import Point
 
 __all__ = [
     "Click",
@@ -34,6 +36,9 @@ __all__ = [
     "TypeText",
     "action_from_json",
     "action_to_json",
+    "describe_action",
+    "normalise_key",
+    "point_of",
 ]
 
 Button = Literal["left", "right"]
@@ -127,3 +132,67 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
     if kind == "done":
         return Done()
     raise MedspotError(f"live action {d!r}: unknown kind {kind!r}")
+
+
+def describe_action(action: LiveAction | None) -> str:
+    """The text form of an action (docs/live.md), for history lines and reports."""
+    match action:
+        case None:
+            return "no action"
+        case Click(x, y, button, double):
+            name = "double_click" if double else ("right_click" if button == "right" else "click")
+            return f"{name}({x:.0f}, {y:.0f})"
+        case Drag(x1, y1, x2, y2):
+            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
+        case Scroll(x, y, dy):
+            return f"scroll({x:.0f}, {y:.0f}, {dy})"
+        case TypeText(text):
+            return f"type({text!r})"
+        case Key(key):
+            return f"key({key!r})"
+        case Done():
+            return "done()"
+    return repr(action)
+
+
+def point_of(action: LiveAction | None) -> Point | None:
+    """Where an action acts, in pixels (None for type/key/done)."""
+    match action:
+        case Click(x, y, _, _) | Scroll(x, y, _):
+            return Point(x, y)
+        case Drag(x1, y1, _, _):
+            return Point(x1, y1)
+    return None
+
+
+# ---- keys ---------------------------------------------------------------------------------
+
+_KEY_NAMES = {
+    "ctrl": "Control", "control": "Control", "shift": "Shift", "alt": "Alt", "option": "Alt",
+    "cmd": "Meta", "command": "Meta", "win": "Meta", "meta": "Meta", "super": "Meta",
+    "enter": "Enter", "return": "Enter", "esc": "Escape", "escape": "Escape", "tab": "Tab",
+    "backspace": "Backspace", "delete": "Delete", "del": "Delete", "space": "Space",
+    "up": "ArrowUp", "down": "ArrowDown", "left": "ArrowLeft", "right": "ArrowRight",
+    "arrowup": "ArrowUp", "arrowdown": "ArrowDown", "arrowleft": "ArrowLeft",
+    "arrowright": "ArrowRight", "pageup": "PageUp", "pagedown": "PageDown", "home": "Home",
+    "end": "End", "insert": "Insert",
+}  # fmt: skip
+
+
+def normalise_key(keys: list[str] | str) -> str:
+    """Key names of UI-TARS (`ctrl c`), pyautogui (`['ctrl', 'a']`) or the text form
+    (`ctrl+a`) as one Playwright chord: `Control+a`."""
+    parts = re.split(r"[+\s]+", keys.strip()) if isinstance(keys, str) else list(keys)
+    out = []
+    for p in parts:
+        p = p.strip()
+        if not p:
+            continue
+        low = p.lower()
+        if low in _KEY_NAMES:
+            out.append(_KEY_NAMES[low])
+        elif re.fullmatch(r"f\d{1,2}", low):
+            out.append(low.upper())
+        else:
+            out.append(p)
+    return "+".join(out)

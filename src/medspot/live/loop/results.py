@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medspot.live.journal import StepRecord
-from medspot.live.metrics import LIVE_KEYS, TaskResult, live_metrics
-from medspot.live.runfolder import (
+from medspot.live.loop.outcomes import LIVE_KEYS, TaskResult, live_metrics
+from medspot.live.loop.scheduler import screen_rel
+from medspot.live.loop.static_bridge import (
     APP_FAILURES,
     APP_METRICS,
     OVERALL_FAILURES,
@@ -33,7 +33,7 @@ from medspot.live.runfolder import (
     atomic_write_json_lines,
     static_metrics,
 )
-from medspot.live.runner import screen_rel
+from medspot.live.loop.steplog import StepRecord
 
 __all__ = ["PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from medspot.live.journal import FINAL_OUTCOMES, ResumeState, StepRecord, TaskRecord
-from medspot.live.runfolder import StaticRow, percentile_intervals, resample_counts
-from medspot.live.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.static_bridge import StaticRow, percentile_intervals, resample_counts
+from medspot.live.loop.steplog import FINAL_OUTCOMES, ResumeState, StepRecord, TaskRecord
 
 __all__ = [
     "HARMFUL",

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.journal import JOURNAL_NAME, ResumeState, read_live_journal
-from medspot.live.metrics import task_results
-from medspot.live.pipeline import LiveRequest, env_task_file, run_live, select_tasks
-from medspot.live.runfolder import atomic_write_json
-from medspot.live.runner import LiveProgress, screen_rel
+from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveProgress, screen_rel
+from medspot.live.loop.static_bridge import atomic_write_json
+from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
 
 __all__ = ["ExportResult", "app_name", "export_env"]
 

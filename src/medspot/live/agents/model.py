@@ -1,0 +1,102 @@
+"""`ModelAgent`: ANY model of the static benchmark (a card, `openai:NAME`, `random`, `ocr`, ...),
+built through the adapter registry exactly as `medspot eval` builds it, asked with a
+`StepRequest` (the screenshot written into the run folder, the current step's instruction, the
+task's goal and the steps done as history lines); its answer is read by
+`answer_reader.parse_answer` with the adapter's declared convention."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.errors import ModelCallError, TransientModelError
+from medspot.live.agents.answer_reader import Frame, parse_answer
+from medspot.live.agents.turn import AgentAnswer, AgentTurn
+
+__all__ = ["ModelAgent"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelAgent:
+    adapter: Adapter
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+
+    @property
+    def name(self) -> str:
+        return self.adapter.name
+
+    @property
+    def max_concurrency(self) -> int:
+        return max(1, int(self.adapter.max_concurrency))
+
+    def request(self, turn: AgentTurn) -> StepRequest:
+        return StepRequest(
+            step_uid=f"{turn.env}/{turn.task.id}/{turn.n}",
+            task_uid=f"{turn.env}/{turn.task.id}",
+            image_rel=turn.screen_rel,
+            image_path=turn.screen_path,
+            image_size=turn.size,
+            instruction=turn.step.instruction,
+            task_overview=turn.task.instruction,
+            history=turn.history,
+            seed=turn.seed,
+        )
+
+    async def _predict(self, req: StepRequest) -> tuple[Prediction, int, float]:
+        retries = 0
+        t0 = time.perf_counter()
+        while True:
+            try:
+                pred = await self.adapter.predict(req)
+                return pred, retries, time.perf_counter() - t0
+            except TransientModelError as e:
+                if retries >= self.max_retries:
+                    raise ModelCallError(f"{e} (after {retries} retries)") from None
+                if e.retry_after is not None and e.retry_after >= 0:
+                    delay = min(e.retry_after, 120.0)
+                else:
+                    delay = min(self.backoff_max, self.backoff_base * 2**retries)
+                    delay *= 0.5 + random.random() / 2
+                retries += 1
+                await asyncio.sleep(delay)
+            except ModelCallError:
+                raise
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # an adapter bug is a failed call, never a click
+                log.debug("adapter raised", exc_info=True)
+                raise ModelCallError(f"{type(e).__name__}: {e}") from None
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        pred, retries, latency = await self._predict(self.request(turn))
+        frame = Frame(self.adapter.convention, turn.size, pred.sent_size)
+        parsed = parse_answer(pred.raw_text, frame, pred.point)
+        usage = pred.usage
+        return AgentAnswer(
+            raw_text=pred.raw_text,
+            action=parsed.action,
+            source=parsed.source,
+            flags=(*pred.flags, *parsed.flags),
+            point=(pred.point.x, pred.point.y) if pred.point is not None else None,
+            sent_size=pred.sent_size,
+            latency_s=latency,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            cost_usd=pred.cost_usd,
+            retries=retries,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.adapter.describe())
+
+    async def aclose(self) -> None:
+        await self.adapter.aclose()

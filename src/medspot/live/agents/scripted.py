@@ -1,0 +1,141 @@
+"""Agents that are not models: the `oracle` (the current step's target from the application)
+and `replay` (actions from a JSON-lines file: scripted agents for tests, answers made elsewhere).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import ConfigError
+from medspot.live.agents.answer_reader import Frame, parse_answer
+from medspot.live.agents.turn import AgentAnswer, AgentTurn
+from medspot.live.core.actions import (
+    Click,
+    Done,
+    Drag,
+    Key,
+    LiveAction,
+    Scroll,
+    TypeText,
+    action_from_json,
+    action_to_json,
+)
+
+__all__ = ["OracleAgent", "ReplayAgent", "oracle_action"]
+
+
+async def oracle_action(turn: AgentTurn) -> LiveAction | None:
+    """The action of the task's own path for the current step, on the current screen."""
+    step = turn.step
+    if step.action == "type":
+        return TypeText(step.text or "")
+    if step.action == "key":
+        return Key(step.key or "")
+    assert step.target is not None  # the task schema requires it for the other actions
+    box = await turn.locate(step.target)
+    if box is None:
+        return None
+    x, y = box.center
+    if step.action == "drag":
+        assert step.to is not None
+        to = await turn.locate(step.to)
+        if to is None:
+            return None
+        return Drag(x, y, *to.center)
+    if step.action == "scroll":
+        return Scroll(x, y, step.dy or 0)
+    if step.action == "double_click":
+        return Click(x, y, double=True)
+    if step.action == "right_click":
+        return Click(x, y, button="right")
+    return Click(x, y)
+
+
+@dataclass
+class OracleAgent:
+    name: str = "oracle"
+    max_concurrency: int = 64
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        action = await oracle_action(turn)
+        raw = json.dumps(action_to_json(action)) if action is not None else ""
+        return AgentAnswer(raw_text=raw, action=action, source="oracle")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "baseline",
+            "note": "oracle: the target element's box from the application; not a model",
+        }
+
+    async def aclose(self) -> None:
+        return None
+
+
+# ---- replay / scripted ----------------------------------------------------------------------
+
+
+@dataclass
+class ReplayAgent:
+    """Each line: `{"task": ID, "n": 1, "action": {...}}` (a LiveAction in JSON form) or
+    `{"task": ID, "n": 1, "raw_text": "click(412, 233)"}` (read like a model's answer, in
+    screenshot pixels); `"n"` may be omitted (the lines of a task in order). A task's actions
+    after its last line are `done()`. `{"task": ID, "n": k, "oracle": true}` takes the oracle's
+    action for that turn (scripts such as one wrong click, then the right ones)."""
+
+    path: Path
+    name: str = "replay"
+    max_concurrency: int = 64
+
+    def __post_init__(self) -> None:
+        self.lines: dict[str, dict[int, dict[str, Any]]] = {}
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read replay file {self.path}: {e.strerror or e}") from None
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                task = obj["task"]
+                if not isinstance(task, str):
+                    raise TypeError("task must be a string")
+                per = self.lines.setdefault(task, {})
+                n = obj.get("n", len(per) + 1)
+                if not isinstance(n, int) or n < 1:
+                    raise TypeError("n must be a whole number from 1")
+                if "action" in obj:
+                    action_from_json(obj["action"])  # validated now, not mid-run
+                elif not isinstance(obj.get("raw_text"), str) and obj.get("oracle") is not True:
+                    raise TypeError('needs "action", "raw_text" or "oracle": true')
+                per[n] = obj
+            except (ValueError, KeyError, TypeError) as e:
+                raise ConfigError(f"{self.path}, line {i}: not a live replay line ({e})") from None
+            except Exception as e:  # MedspotError from action_from_json
+                raise ConfigError(f"{self.path}, line {i}: {e}") from None
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        obj = self.lines.get(turn.task.id, {}).get(turn.n)
+        if obj is None:
+            return AgentAnswer(raw_text="done()", action=Done(), source="replay")
+        if obj.get("oracle") is True:
+            action = await oracle_action(turn)
+            raw = json.dumps(action_to_json(action)) if action is not None else ""
+            return AgentAnswer(raw_text=raw, action=action, source="replay-oracle")
+        if "action" in obj:
+            action = action_from_json(obj["action"])
+            return AgentAnswer(raw_text=json.dumps(obj["action"]), action=action, source="replay")
+        from medspot.adapters.base import Convention
+
+        parsed = parse_answer(obj["raw_text"], Frame(Convention.ABS_ORIGINAL, turn.size))
+        return AgentAnswer(obj["raw_text"], parsed.action, parsed.source, parsed.flags)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": "replay", "file": str(self.path)}
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,72 @@
+"""The registry of live environments: names to factories, imported only when used.
+
+An environment module calls `register_env(EnvEntry(...))` when imported; the built-in modules
+are listed in `_BUILTIN` and imported on the first lookup (none imports playwright or pyatspi at
+its top).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from medspot.errors import ConfigError
+from medspot.live.core.contract import Environment
+
+__all__ = ["EnvEntry", "create_environment", "env_entry", "env_names", "register_env"]
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """A registered environment family. `target` is "module:attribute" of a factory called as
+    factory(**options) -> Environment; imported only when used."""
+
+    name: str
+    target: str
+    summary: str
+    check_kinds: tuple[str, ...]  # the CheckSpec kinds its `check` understands
+    locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
+    system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
+    tasks_resource: str | None = None  # packaged task file, e.g. "orthanc_explorer.json"
+
+
+_ENVS: dict[str, EnvEntry] = {}
+
+# Modules that call `register_env` on import; none imports playwright/pyatspi at the top.
+_BUILTIN: list[str] = [
+    "medspot.live.envs.orthanc_explorer",
+    "medspot.live.envs.dicomscope",
+    "medspot.live.envs.ohif.env",
+]
+
+
+def register_env(entry: EnvEntry) -> None:
+    _ENVS[entry.name] = entry
+
+
+def _load() -> None:
+    for mod in _BUILTIN:
+        importlib.import_module(mod)
+
+
+def env_names() -> list[str]:
+    _load()
+    return sorted(_ENVS)
+
+
+def env_entry(name: str) -> EnvEntry:
+    _load()
+    try:
+        return _ENVS[name]
+    except KeyError:
+        known = ", ".join(sorted(_ENVS)) or "(none)"
+        raise ConfigError(f"unknown live environment {name!r}; known: {known}") from None
+
+
+def create_environment(name: str, **options: Any) -> Environment:
+    entry = env_entry(name)
+    module, _, attr = entry.target.partition(":")
+    factory: Callable[..., Environment] = getattr(importlib.import_module(module), attr)
+    return factory(**options)
