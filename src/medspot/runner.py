@@ -27,6 +27,7 @@ from medspot.dataset.images import ImageStore
 from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
 from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import DataError, Location, MedspotError, ModelCallError, TransientModelError
+from medspot.progress import ProgressEvent
 from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
 from medspot.scoring.protocol import Protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
@@ -90,19 +91,6 @@ class RunOptions:
     history: HistoryMode = "none"
     seed: int = 0
     max_cost: float | None = None
-
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    done: int  # calls completed in this run
-    total: int  # current estimate of the calls this run makes
-    errors: int
-    cost_usd: float
-    # a measure that does not shrink: tasks finished of the tasks to run (steps with
-    # --all-steps, where every step is asked), for a progress bar
-    units_done: int = 0
-    units_total: int = 0
-    unit: str = "task"
 
 
 @dataclass

@@ -22,9 +22,10 @@ from medspot.errors import ConfigError
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.scheduler import LiveProgress, screen_rel
+from medspot.live.loop.scheduler import screen_rel
 from medspot.live.loop.static_bridge import atomic_write_json
 from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.progress import ProgressEvent
 
 __all__ = ["ExportResult", "app_name", "export_env"]
 
@@ -54,7 +55,7 @@ def export_env(
     tasks_file: Path | None = None,
     concurrency: int = 1,
     env_options: Mapping[str, Any] | None = None,
-    on_progress: Callable[[LiveProgress], None] | None = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> ExportResult:
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids)

@@ -21,7 +21,7 @@ from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
-from medspot.live.loop.scheduler import LiveOptions, LiveProgress, LiveStats, run_tasks
+from medspot.live.loop.scheduler import LiveOptions, LiveStats, run_tasks
 from medspot.live.loop.static_bridge import (
     RUN_JSON,
     DatasetInfo,
@@ -33,6 +33,7 @@ from medspot.live.loop.static_bridge import (
     package_versions,
 )
 from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.progress import ProgressEvent
 
 __all__ = [
     "LiveOutcome",
@@ -97,7 +98,7 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
 
 
 def run_live(
-    req: LiveRequest, on_progress: Callable[[LiveProgress], None] | None = None
+    req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)

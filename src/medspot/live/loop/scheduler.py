@@ -52,11 +52,11 @@ from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator, StepSpec
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
 from medspot.live.loop.steplog import FaultRecord, ResumeState, StepRecord, TaskRecord
+from medspot.progress import ProgressEvent
 
 __all__ = [
     "HISTORY_MODES",
     "LiveOptions",
-    "LiveProgress",
     "LiveStats",
     "run_tasks",
     "screen_rel",
@@ -79,14 +79,6 @@ class LiveOptions:
     seed: int = 0
     call_timeout_s: float = 180.0  # an environment call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
-
-
-@dataclass(frozen=True)
-class LiveProgress:
-    done: int  # tasks finished in this run
-    total: int
-    errors: int
-    cost_usd: float
 
 
 @dataclass
@@ -203,7 +195,7 @@ class _Run:
         out: Path,
         opts: LiveOptions,
         state: ResumeState,
-        on_progress: Callable[[LiveProgress], None] | None,
+        on_progress: Callable[[ProgressEvent], None] | None,
     ) -> None:
         self.tasks = tasks
         self.agent = agent
@@ -404,7 +396,15 @@ class _Run:
     def _progress(self) -> None:
         if self.on_progress is not None:
             self.on_progress(
-                LiveProgress(self.done, self.total, self.task_errors, self.stats.cost_usd)
+                ProgressEvent(
+                    done=self.stats.calls,
+                    total=0,
+                    errors=self.task_errors,
+                    cost_usd=self.stats.cost_usd,
+                    units_done=self.done,
+                    units_total=self.total,
+                    unit="task",
+                )
             )
 
     async def run(self) -> LiveStats:
@@ -442,7 +442,7 @@ async def run_tasks(
     out: Path,
     opts: LiveOptions,
     state: ResumeState,
-    on_progress: Callable[[LiveProgress], None] | None = None,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> LiveStats:
     """Run every task not finished in `state` (the journal read back); journal as it goes."""
     if opts.history not in HISTORY_MODES:
