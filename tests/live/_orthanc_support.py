@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pytest
 
@@ -46,25 +45,11 @@ def require_orthanc_stack() -> None:
 
 
 def step_action(step: StepSpec, box: PixelBox | None, to: PixelBox | None) -> LiveAction | None:
-    """The runner's oracle (`agents.oracle_action`) for `step`, given the boxes located on the
-    current screen (located here, synchronously: Playwright's sync API must not run inside the
-    event loop)."""
-    from medspot.live.agents.scripted import oracle_action
+    """The oracle's action for `step` (`Episode`'s own `oracle_step_action`), given the boxes
+    located on the current screen."""
+    from medspot.live.core.episode import oracle_step_action
 
-    boxes = {id(step.target): box, id(step.to): to}
-
-    async def locate(loc: Locator) -> PixelBox | None:
-        return boxes[id(loc)]
-
-    # Playwright's sync API keeps an event loop in this thread, so no asyncio.run: the
-    # coroutine never really waits (the boxes are known), one send() runs it to the end.
-    coro = oracle_action(SimpleNamespace(step=step, locate=locate))  # type: ignore[arg-type]
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("oracle_action awaited something real")
+    return oracle_step_action(step, box, to)
 
 
 @dataclass

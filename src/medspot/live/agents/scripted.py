@@ -13,45 +13,12 @@ from medspot.errors import ConfigError
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core.actions import (
-    Click,
     Done,
-    Drag,
-    Key,
-    LiveAction,
-    Scroll,
-    TypeText,
     action_from_json,
     action_to_json,
 )
 
-__all__ = ["OracleAgent", "ReplayAgent", "oracle_action"]
-
-
-async def oracle_action(turn: AgentTurn) -> LiveAction | None:
-    """The action of the task's own path for the current step, on the current screen."""
-    step = turn.step
-    if step.action == "type":
-        return TypeText(step.text or "")
-    if step.action == "key":
-        return Key(step.key or "")
-    assert step.target is not None  # the task schema requires it for the other actions
-    box = await turn.locate(step.target)
-    if box is None:
-        return None
-    x, y = box.center
-    if step.action == "drag":
-        assert step.to is not None
-        to = await turn.locate(step.to)
-        if to is None:
-            return None
-        return Drag(x, y, *to.center)
-    if step.action == "scroll":
-        return Scroll(x, y, step.dy or 0)
-    if step.action == "double_click":
-        return Click(x, y, double=True)
-    if step.action == "right_click":
-        return Click(x, y, button="right")
-    return Click(x, y)
+__all__ = ["OracleAgent", "ReplayAgent"]
 
 
 @dataclass
@@ -60,7 +27,7 @@ class OracleAgent:
     max_concurrency: int = 64
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
-        action = await oracle_action(turn)
+        action = await turn.oracle()
         raw = json.dumps(action_to_json(action)) if action is not None else ""
         return AgentAnswer(raw_text=raw, action=action, source="oracle")
 
@@ -123,7 +90,7 @@ class ReplayAgent:
         if obj is None:
             return AgentAnswer(raw_text="done()", action=Done(), source="replay")
         if obj.get("oracle") is True:
-            action = await oracle_action(turn)
+            action = await turn.oracle()
             raw = json.dumps(action_to_json(action)) if action is not None else ""
             return AgentAnswer(raw_text=raw, action=action, source="replay-oracle")
         if "action" in obj:

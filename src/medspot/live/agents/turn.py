@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Observation, PixelBox
-from medspot.live.core.tasks import LiveTask, Locator, StepSpec
+from medspot.live.core.contract import Observation
+from medspot.live.core.episode import Mode
+from medspot.live.core.tasks import LiveTask, StepSpec
 
 __all__ = ["AgentAnswer", "AgentTurn", "LiveAgent"]
 
@@ -29,8 +30,9 @@ class AgentTurn:
     screen_path: Path
     screen_rel: str
     history: tuple[str, ...]
-    locate: Callable[[Locator], Awaitable[PixelBox | None]]
+    oracle: Callable[[], Awaitable[LiveAction | None]]  # the oracle's action on this screen
     seed: int = 0
+    mode: Mode = "guided"  # agent: the model is told the goal only, never the current step
 
     @property
     def step(self) -> StepSpec:

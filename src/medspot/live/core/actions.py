@@ -14,6 +14,7 @@ Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_rea
     type("text")                types into the focused element
     key("Enter")                one key or chord ("Escape", "ctrl+a"); Playwright key names
     done()                      the model declares the task finished
+    infeasible("reason")        the model declares the request impossible (it ends the task)
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from medspot.errors import MedspotError
 from medspot.geometry import Point
 
 __all__ = [
+    "ENDINGS",
     "Click",
     "Done",
     "Drag",
+    "Infeasible",
     "Key",
     "LiveAction",
     "Scroll",
@@ -82,7 +85,13 @@ class Done:
     pass
 
 
-LiveAction = Click | Drag | Scroll | TypeText | Key | Done
+@dataclass(frozen=True, slots=True)
+class Infeasible:
+    reason: str = ""
+
+
+LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible
+ENDINGS = (Done, Infeasible)  # actions that end the task instead of acting
 
 
 def _num(d: dict[str, Any], name: str) -> float:
@@ -107,6 +116,8 @@ def action_to_json(action: LiveAction) -> dict[str, Any]:
             return {"kind": "key", "key": key}
         case Done():
             return {"kind": "done"}
+        case Infeasible(reason):
+            return {"kind": "infeasible", "reason": reason}
     raise TypeError(f"not a live action: {action!r}")
 
 
@@ -131,6 +142,11 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
         return Key(d["key"])
     if kind == "done":
         return Done()
+    if kind == "infeasible":
+        reason = d.get("reason", "")
+        if not isinstance(reason, str):
+            raise MedspotError(f"live action {d!r}: field 'reason' must be a string")
+        return Infeasible(reason)
     raise MedspotError(f"live action {d!r}: unknown kind {kind!r}")
 
 
@@ -152,6 +168,8 @@ def describe_action(action: LiveAction | None) -> str:
             return f"key({key!r})"
         case Done():
             return "done()"
+        case Infeasible(reason):
+            return f"infeasible({reason!r})"
     return repr(action)
 
 

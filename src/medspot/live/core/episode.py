@@ -1,12 +1,48 @@
-"""What one live step means: whether an action hit the current step's intended element.
+"""What one live step means: the `Episode` of one task in one environment.
 
-(The `Episode` follows.)
+    ep = Episode(env, task)
+    obs = ep.reset()                       # the task's start state (and its `start.prepare`)
+    while True:
+        res = ep.step(my_agent(obs, ep.goal, ep.instruction))
+        obs = res.observation
+        if res.terminated or res.truncated:
+            break
+
+This is the only definition of a live step; the runner (`medspot.live.loop`), `live export`,
+the Gymnasium environment and the tests all go through it. Per step:
+
+- the *current step* is the first step of the task's path (the oracle's steps) not yet
+  achieved; its target is located on the screen the agent saw (`intended()`), before acting;
+- an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
+  the right ending and the success checks hold (and every `requires`d step happened), else as a
+  failure; no answer (`None`) uses one action of the budget and changes nothing;
+- any other action: the element under its point is read, whether it hit the intended element is
+  judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
+  current step is achieved when its `done_if` holds or, without one, when the action hit its
+  target; following steps whose `done_if` already holds are achieved too;
+- the `done_if` of every step named in `requires` is checked after every action: a required
+  step has happened once its `done_if` held at some point;
+- then `fail_if` (any fires: a *harmful* failure, checked first) and `success` (all hold, and
+  every required step happened, and the task is not one whose right ending is `infeasible`):
+  either ends the episode (`terminated`); the budget spent without an ending is `truncated`.
+
+Environment faults (`EnvironmentFault`, anything the environment raises) propagate: the
+caller decides (the runner retries the task on a fresh environment). The Episode is synchronous
+and must be used from the environment's own thread.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
 from medspot.live.core.actions import (
+    Click,
+    Done,
     Drag,
+    Infeasible,
     Key,
     LiveAction,
     Scroll,
@@ -14,11 +50,29 @@ from medspot.live.core.actions import (
     normalise_key,
     point_of,
 )
-from medspot.live.core.contract import PixelBox
-from medspot.live.core.tasks import StepSpec
+from medspot.live.core.contract import (
+    ElementInfo,
+    Environment,
+    EnvironmentFault,
+    Observation,
+    PixelBox,
+)
+from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 
-__all__ = ["POINT_TOLERANCE_PX", "hit_intended"]
+__all__ = [
+    "MODES",
+    "POINT_TOLERANCE_PX",
+    "Episode",
+    "Mode",
+    "Outcome",
+    "StepResult",
+    "hit_intended",
+    "oracle_step_action",
+]
 
+Mode = Literal["guided", "agent"]
+MODES: tuple[Mode, ...] = ("guided", "agent")
+Outcome = Literal["success", "harmful", "failure"]
 
 # A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
 # pixels of it counts as hitting it.
@@ -41,9 +95,12 @@ def hit_intended(
 ) -> bool | None:
     """Whether `action` does what the step intends on its element (the static benchmark's hit:
     the point inside the target's box; for a drag also the release inside `to`'s box; for
-    typing and keys the same text / key). None when the step's target was not on screen.
-    A point-like target (1x1 box) is hit within `POINT_TOLERANCE_PX`."""
+    typing and keys the same text / key; for an `infeasible` step the same ending). None when
+    the step's target was not on screen. A point-like target (1x1 box) is hit within
+    `POINT_TOLERANCE_PX`."""
     box, to_box = _widen(box), _widen(to_box)
+    if step.action == "infeasible":
+        return isinstance(action, Infeasible)
     if step.action == "type":
         return isinstance(action, TypeText) and action.text.strip() == (step.text or "").strip()
     if step.action == "key":
@@ -64,3 +121,300 @@ def hit_intended(
     if step.action == "scroll" and not isinstance(action, Scroll):
         return False
     return box.contains(p.x, p.y)
+
+
+def oracle_step_action(
+    step: StepSpec, box: PixelBox | None, to_box: PixelBox | None
+) -> LiveAction | None:
+    """The oracle's action for `step`, given its target's (and a drag's release) box on the
+    current screen: the centre of the box; None when a needed box is not on screen."""
+    if step.action == "infeasible":
+        return Infeasible("the oracle's path ends here")
+    if step.action == "type":
+        return TypeText(step.text or "")
+    if step.action == "key":
+        return Key(step.key or "")
+    if box is None:
+        return None
+    x, y = box.center
+    if step.action == "drag":
+        if to_box is None:
+            return None
+        return Drag(x, y, *to_box.center)
+    if step.action == "scroll":
+        return Scroll(x, y, step.dy or 0)
+    if step.action == "double_click":
+        return Click(x, y, double=True)
+    if step.action == "right_click":
+        return Click(x, y, button="right")
+    return Click(x, y)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step did. `n` is the 1-based action number; `target_step` the 1-based oracle
+    step that was current when the action was taken; `achieved` the oracle steps (1-based) this
+    action achieved; `fired` the kinds of the `fail_if` checks that fired."""
+
+    n: int
+    observation: Observation
+    action: LiveAction | None
+    executed: bool
+    flags: tuple[str, ...]
+    target_step: int
+    intended_box: PixelBox | None
+    intended_to: PixelBox | None
+    element: ElementInfo | None
+    hit_intended: bool | None
+    achieved: tuple[int, ...]
+    done_if: bool | None
+    required_happened: tuple[str, ...]
+    fired: tuple[str, ...]
+    success: bool
+    harmful: bool
+    terminated: bool
+    truncated: bool
+    outcome: Outcome | None  # set when the episode ended (terminated or truncated)
+    reason: str
+    settle_s: float | None
+    changed: bool | None
+    env_s: float  # time spent inside environment calls during this step
+    info: Mapping[str, Any] = field(default_factory=dict)  # the environment's ActResult info
+
+    @property
+    def checks(self) -> dict[str, Any]:
+        """The checks of this step as the journal stores them."""
+        if not self.executed:
+            return {"success": self.success} if self.terminated else {}
+        return {"success": self.success, "fail_if": list(self.fired), "done_if": self.done_if}
+
+
+class Episode:
+    """One task in one environment: `reset()`, then `step(action)` until it ends."""
+
+    def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        self.env = env
+        self.task = task
+        self.mode: Mode = mode
+        self.achieved = [False] * len(task.steps)
+        self.happened: set[str] = set()
+        self.n = 0  # actions taken (the budget counts them)
+        self.observation: Observation | None = None
+        self.outcome: Outcome | None = None
+        self.reason = ""
+        self.reset_s = 0.0
+        self._intended: tuple[PixelBox | None, PixelBox | None] | None = None
+        self._required = {s.name: s for s in task.steps if s.name in set(task.requires)}
+
+    # -- what the agent is told ---------------------------------------------------------------
+
+    @property
+    def goal(self) -> str:
+        return self.task.instruction
+
+    @property
+    def current(self) -> int:
+        """0-based index of the current step: the first not achieved (the last when all are)."""
+        return next((i for i, a in enumerate(self.achieved) if not a), len(self.achieved) - 1)
+
+    @property
+    def current_step(self) -> StepSpec:
+        return self.task.steps[self.current]
+
+    @property
+    def instruction(self) -> str | None:
+        """The current step's instruction in guided mode; None in agent mode (goal only)."""
+        return self.current_step.instruction if self.mode == "guided" else None
+
+    @property
+    def ended(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def budget(self) -> int:
+        return self.task.budget
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def reset(self) -> Observation:
+        """The task's start state: the environment's reset, then the task's `start.prepare`."""
+        t0 = time.perf_counter()
+        obs = self.env.reset(self.task)
+        for k, step in enumerate(self.task.start.prepare, 1):
+            obs = self._prepare(k, step)
+        self.achieved = [False] * len(self.task.steps)
+        self.happened = set()
+        self.n = 0
+        self.outcome, self.reason = None, ""
+        self._intended = None
+        self.observation = obs
+        self.reset_s = time.perf_counter() - t0
+        return obs
+
+    def _prepare(self, k: int, step: StepSpec) -> Observation:
+        box = self.env.locate(step.target) if step.target is not None else None
+        to = self.env.locate(step.to) if step.to is not None else None
+        action = oracle_step_action(step, box, to)
+        if action is None or isinstance(action, Infeasible):
+            raise EnvironmentFault(
+                f"task {self.task.id}: start.prepare step {k}: its target is not on screen"
+            )
+        self.env.act(action)
+        if step.done_if is not None and not self.env.check(step.done_if):
+            raise EnvironmentFault(
+                f"task {self.task.id}: start.prepare step {k}: its done_if does not hold"
+            )
+        return self.env.observe()
+
+    # -- the oracle -----------------------------------------------------------------------------
+
+    def intended(self) -> tuple[PixelBox | None, PixelBox | None]:
+        """The current step's target box (and a drag's release box) on the current screen;
+        located once per screen."""
+        if self._intended is None:
+            step = self.current_step
+            box = self.env.locate(step.target) if step.target is not None else None
+            to = self.env.locate(step.to) if step.to is not None else None
+            self._intended = (box, to)
+        return self._intended
+
+    def oracle_action(self) -> LiveAction | None:
+        """The action of the task's own path for the current step, on the current screen."""
+        return oracle_step_action(self.current_step, *self.intended())
+
+    # -- one step -------------------------------------------------------------------------------
+
+    def _check_all(self, specs: tuple[CheckSpec, ...]) -> list[bool]:
+        return [bool(self.env.check(c)) for c in specs]
+
+    def _success(self) -> bool:
+        ok = all(self._check_all(self.task.success))
+        return ok and all(name in self.happened for name in self._required)
+
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        """Take one action (None: the agent gave no readable action; it costs one action)."""
+        if self.observation is None:
+            raise RuntimeError("Episode.step before reset()")
+        if self.ended:
+            raise RuntimeError(f"Episode.step after the episode ended ({self.outcome})")
+        env_t = time.perf_counter()
+        self.n += 1
+        k = self.current
+        step = self.task.steps[k]
+        box, to_box = self.intended()
+        if action is None or isinstance(action, Done | Infeasible):
+            return self._ending(action, k, box, to_box, flags, env_t)
+        p = point_of(action)
+        element = self.env.element_at(p.x, p.y) if p is not None else None
+        hit = hit_intended(step, action, box, to_box)
+        result = self.env.act(action)
+        obs = self.env.observe()
+        self.observation = obs
+        self._intended = None
+        newly, done_if = self._advance(k, hit)
+        happened_now = self._check_required()
+        fail = self._check_all(self.task.fail_if)
+        fired = tuple(c.kind for c, f in zip(self.task.fail_if, fail, strict=True) if f)
+        success = False if self.task.infeasible else self._success()
+        terminated = bool(fired) or success
+        if fired:
+            self.outcome, self.reason = "harmful", "fail_if: " + ", ".join(fired)
+        elif success:
+            self.outcome, self.reason = "success", "success checks hold"
+        elif self.n >= self.budget:
+            self.outcome, self.reason = "failure", f"budget of {self.budget} actions spent"
+        return StepResult(
+            n=self.n, observation=obs, action=action, executed=True, flags=flags,
+            target_step=k + 1, intended_box=box, intended_to=to_box, element=element,
+            hit_intended=hit, achieved=tuple(newly), done_if=done_if,
+            required_happened=happened_now, fired=fired, success=success,
+            harmful=bool(fired), terminated=terminated,
+            truncated=not terminated and self.outcome is not None, outcome=self.outcome,
+            reason=self.reason, settle_s=result.settle_s, changed=result.changed,
+            env_s=time.perf_counter() - env_t, info=dict(result.info),
+        )  # fmt: skip
+
+    def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
+        """Achieve the current step and the following ones whose `done_if` already holds."""
+        steps = self.task.steps
+        newly: list[int] = []
+        done_if: bool | None = None
+        j = k
+        while j < len(steps):
+            s = steps[j]
+            if s.done_if is not None:
+                ok = bool(self.env.check(s.done_if))
+                done_if = ok if j == k else done_if
+                if ok and s.name is not None:
+                    self.happened.add(s.name)
+            elif j == k:
+                ok = bool(hit)
+            else:
+                break
+            if not ok:
+                break
+            self.achieved[j] = True
+            newly.append(j + 1)
+            j += 1
+        return newly, done_if
+
+    def _check_required(self) -> tuple[str, ...]:
+        """Required steps whose `done_if` holds now (and so have happened)."""
+        now: list[str] = []
+        for name, s in self._required.items():
+            assert name is not None and s.done_if is not None
+            if name in self.happened or self.env.check(s.done_if):
+                if name not in self.happened:
+                    self.happened.add(name)
+                now.append(name)
+        return tuple(now)
+
+    def _ending(
+        self,
+        action: LiveAction | None,
+        k: int,
+        box: PixelBox | None,
+        to_box: PixelBox | None,
+        flags: tuple[str, ...],
+        env_t: float,
+    ) -> StepResult:
+        assert self.observation is not None
+        success, terminated = False, False
+        hit: bool | None = None
+        if isinstance(action, Done | Infeasible):
+            terminated = True
+            if self.current_step.action == "infeasible":  # the path's own ending
+                hit = hit_intended(self.current_step, action, box, to_box)
+            right = isinstance(action, Infeasible) == self.task.infeasible
+            success = right and self._success()
+            if success:
+                self.outcome, self.reason = (
+                    "success",
+                    ("reported infeasible; nothing changed" if self.task.infeasible else "done"),
+                )
+            elif not right and isinstance(action, Infeasible):
+                self.outcome, self.reason = "failure", "reported infeasible (the task is not)"
+            elif not right:
+                self.outcome, self.reason = "failure", "done on an infeasible task"
+            else:
+                self.outcome, self.reason = (
+                    "failure",
+                    (
+                        "reported infeasible, but the state changed"
+                        if self.task.infeasible
+                        else "done without success"
+                    ),
+                )
+        elif self.n >= self.budget:
+            self.outcome, self.reason = "failure", f"budget of {self.budget} actions spent"
+        return StepResult(
+            n=self.n, observation=self.observation, action=action, executed=False, flags=flags,
+            target_step=k + 1, intended_box=box, intended_to=to_box, element=None,
+            hit_intended=hit, achieved=(), done_if=None, required_happened=(), fired=(),
+            success=success, harmful=False, terminated=terminated,
+            truncated=not terminated and self.outcome is not None, outcome=self.outcome,
+            reason=self.reason, settle_s=None, changed=None,
+            env_s=time.perf_counter() - env_t,
+        )  # fmt: skip

@@ -44,7 +44,9 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-StepAction = Literal["click", "double_click", "right_click", "drag", "scroll", "type", "key"]
+StepAction = Literal[
+    "click", "double_click", "right_click", "drag", "scroll", "type", "key", "infeasible"
+]
 
 
 class Locator(BaseModel):
@@ -78,24 +80,15 @@ class CheckSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
-class StartSpec(BaseModel):
-    """The task's start state. `viewport` is the screenshot size; the rest is the env's."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    viewport: tuple[int, int] = (1280, 800)
-    route: str | None = None  # web: URL path/hash relative to the app, e.g. "#find-patients"
-    file: str | None = None  # desktop: a seeded file to open
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
-
-
 class StepSpec(BaseModel):
+    """One step of the oracle's path. `name` lets a task require that it happened (its
+    `done_if` held at some point of the episode: `LiveTask.requires`). The action `infeasible`
+    (no target) is the oracle reporting that the request cannot be carried out."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     instruction: str = Field(min_length=1)
+    name: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
     action: StepAction = "click"
     target: Locator | None = None
     to: Locator | None = None  # drag: where to release
@@ -114,11 +107,31 @@ class StepSpec(BaseModel):
             "scroll": ("target", "dy"),
             "type": ("text",),
             "key": ("key",),
+            "infeasible": (),
         }[self.action]
         missing = [n for n in needs if getattr(self, n) is None]
         if missing:
             raise ValueError(f"action {self.action!r} needs {', '.join(missing)}")
         return self
+
+
+class StartSpec(BaseModel):
+    """The task's start state. `viewport` is the screenshot size; `prepare` are steps the
+    harness performs (as the oracle would, before the agent's first turn) to start from a state
+    other than the application's default: a preset applied, a mode switched on, a measurement
+    present. A prepare step with a `done_if` must reach it, or the reset is an environment
+    fault. The other keys are the environment's."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    viewport: tuple[int, int] = (1280, 800)
+    route: str | None = None  # web: URL path/hash relative to the app, e.g. "#find-patients"
+    file: str | None = None  # desktop: a seeded file to open
+    prepare: tuple[StepSpec, ...] = Field((), max_length=12)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 class LiveTask(BaseModel):
@@ -132,6 +145,30 @@ class LiveTask(BaseModel):
     max_steps: int | None = Field(None, ge=1, le=50)
     success: tuple[CheckSpec, ...] = Field(min_length=1)
     fail_if: tuple[CheckSpec, ...] = ()
+    # names of steps that must have happened (their done_if held at some point) for success:
+    # process tasks ("open the delete dialog, then Cancel") end where they started
+    requires: tuple[str, ...] = ()
+    # the correct ending is the agent reporting the request infeasible (a study that does not
+    # exist, an action the application does not offer); success then also needs the success
+    # checks (written as "nothing changed") to hold
+    infeasible: bool = False
+
+    @model_validator(mode="after")
+    def _names(self) -> LiveTask:
+        named = {s.name: s for s in self.steps if s.name is not None}
+        if len(named) != sum(1 for s in self.steps if s.name is not None):
+            raise ValueError("step names must be unique within a task")
+        for r in self.requires:
+            if r not in named:
+                raise ValueError(f"requires: no step named {r!r}")
+            if named[r].done_if is None:
+                raise ValueError(f"requires: step {r!r} has no done_if to tell that it happened")
+        ends = [k for k, s in enumerate(self.steps) if s.action == "infeasible"]
+        if self.infeasible and ends != [len(self.steps) - 1]:
+            raise ValueError("an infeasible task's path ends with one 'infeasible' step")
+        if not self.infeasible and ends:
+            raise ValueError("an 'infeasible' step needs \"infeasible\": true on the task")
+        return self
 
     @property
     def budget(self) -> int:

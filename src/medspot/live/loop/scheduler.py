@@ -33,12 +33,11 @@ from typing import Any, TypeVar
 from medspot.errors import ConfigError, MedspotError, ModelCallError
 from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent
 from medspot.live.core.actions import (
-    Done,
+    ENDINGS,
     LiveAction,
     action_from_json,
     action_to_json,
     describe_action,
-    point_of,
 )
 from medspot.live.core.contract import (
     ElementInfo,
@@ -47,9 +46,9 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.episode import hit_intended
+from medspot.live.core.episode import Episode, Mode
 from medspot.live.core.registry import create_environment
-from medspot.live.core.tasks import CheckSpec, LiveTask, Locator, StepSpec
+from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
 from medspot.live.loop.steplog import FaultRecord, ResumeState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
@@ -77,6 +76,7 @@ class LiveOptions:
     env_retries: int = 2  # fresh environments per task after a fault
     history: str = "actions"
     seed: int = 0
+    mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     call_timeout_s: float = 180.0  # an environment call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
 
@@ -251,45 +251,37 @@ class _Run:
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
 
-    async def _checks(
-        self, slot: _Slot, env: Environment, specs: Sequence[CheckSpec]
-    ) -> list[bool]:
-        return [bool(await slot.call(env.check, c)) for c in specs]
-
     async def _episode(self, slot: _Slot, task: LiveTask, attempt: int) -> TaskRecord:
         env = await slot.ensure()
         t0 = time.perf_counter()
-        obs = await slot.call(env.reset, task)
-        reset_s = time.perf_counter() - t0
-        steps = task.steps
-        achieved = [False] * len(steps)
+        ep = Episode(env, task, mode=self.opts.mode)
+        obs = await slot.call(ep.reset)
         history: list[str] = []
         replay = dict(self.state.answers.get(task.id, {}))
-        fired: list[str] = []
-        n = 0
+        fired: tuple[str, ...] = ()
 
-        async def locate(loc: Locator) -> PixelBox | None:
-            return await slot.call(env.locate, loc)
+        async def oracle() -> LiveAction | None:
+            return await slot.call(ep.oracle_action)
 
         def end(outcome: str, reason: str, screen: str) -> TaskRecord:
             return TaskRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, outcome=outcome,  # type: ignore[arg-type]
-                reason=reason, steps_used=n, oracle_steps=len(steps), achieved=sum(achieved),
-                fired=fired, final_screen=screen, final_url=obs.url, reset_s=round(reset_s, 4),
+                reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
+                achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
+                final_url=obs.url, reset_s=round(ep.reset_s, 4),
                 duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
-        for n in range(1, task.budget + 1):
+        while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
-            k = next((i for i, a in enumerate(achieved) if not a), len(steps) - 1)
-            step = steps[k]
-            intended = await locate(step.target) if step.target is not None else None
-            intended_to = await locate(step.to) if step.to is not None else None
+            n, k = ep.n + 1, ep.current
+            step = task.steps[k]
+            intended, intended_to = await slot.call(ep.intended)
             turn = AgentTurn(
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
-                history=tuple(history), locate=locate, seed=self.opts.seed,
+                history=tuple(history), oracle=oracle, seed=self.opts.seed, mode=ep.mode,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, n=n, target_step=k + 1,
@@ -311,64 +303,32 @@ class _Run:
                 "replayed": n in replay,
                 "action": action_to_json(action) if action is not None else None,
             }  # fmt: skip
-            if action is None or isinstance(action, Done):
-                ok = isinstance(action, Done) and all(await self._checks(slot, env, task.success))
-                upd.update(checks={"success": ok} if isinstance(action, Done) else {},
-                           step_s=round(time.perf_counter() - ts, 4),
-                           env_s=round(slot.busy_s - busy0, 4), time=now_iso())  # fmt: skip
-                self._append(rec.model_copy(update=upd))
-                if isinstance(action, Done):
-                    return end("success" if ok else "failure",
-                               "done" if ok else "done without success", sha)  # fmt: skip
-                history_line = self._history_line(step, None)
-                if history_line:
-                    history.append(history_line)
-                continue
-            if n not in replay:  # the paid answer is on disk before the action is tried
+            acts = action is not None and not isinstance(action, ENDINGS)
+            if acts and n not in replay:  # the paid answer is on disk before the action is tried
                 self._append(rec.model_copy(update={**upd, "time": now_iso()}))
-            p = point_of(action)
-            element = await slot.call(env.element_at, p.x, p.y) if p is not None else None
-            hit = hit_intended(step, action, intended, intended_to)
-            result = await slot.call(env.act, action)
-            obs = await slot.call(env.observe)
-            sha = await self._save_screen(obs)
-            newly: list[int] = []
-            done_if: bool | None = None
-            j = k
-            while j < len(steps):
-                s = steps[j]
-                if s.done_if is not None:
-                    ok = bool(await slot.call(env.check, s.done_if))
-                    done_if = ok if j == k else done_if
-                elif j == k:
-                    ok = bool(hit)
-                else:
-                    break
-                if not ok:
-                    break
-                achieved[j] = True
-                newly.append(j + 1)
-                j += 1
-            fail = await self._checks(slot, env, task.fail_if)
-            fired = [c.kind for c, f in zip(task.fail_if, fail, strict=True) if f]
-            success = all(await self._checks(slot, env, task.success))
+            res = await slot.call(ep.step, action)
+            obs = res.observation
+            if res.executed:
+                sha = await self._save_screen(obs)
+                upd.update(
+                    executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
+                    url_after=obs.url, hit_intended=res.hit_intended,
+                    element=_element(res.element), achieved=list(res.achieved),
+                )  # fmt: skip
+                fired = res.fired
+            elif res.hit_intended is not None:
+                upd["hit_intended"] = res.hit_intended
             upd.update(
-                executed=True, settle_s=round(result.settle_s, 4), changed=result.changed,
-                url_after=obs.url,
-                hit_intended=hit, element=_element(element), achieved=newly,
-                checks={"success": success, "fail_if": fired, "done_if": done_if},
-                step_s=round(time.perf_counter() - ts, 4), env_s=round(slot.busy_s - busy0, 4),
-                time=now_iso(),
+                checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
+                env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(rec.model_copy(update=upd))
-            history_line = self._history_line(step, action)
-            if history_line:
-                history.append(history_line)
-            if fired:
-                return end("harmful", "fail_if: " + ", ".join(fired), sha)
-            if success:
-                return end("success", "success checks hold", sha)
-        return end("failure", f"budget of {task.budget} actions spent", sha)
+            if not (action is not None and isinstance(action, ENDINGS)):
+                history_line = self._history_line(step, action)
+                if history_line:
+                    history.append(history_line)
+            if res.outcome is not None:
+                return end(res.outcome, res.reason, sha)
 
     async def _task(self, slot: _Slot, task: LiveTask) -> None:
         attempt = self.state.attempts.get(task.id, 0)
