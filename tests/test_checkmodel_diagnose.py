@@ -1,4 +1,4 @@
-"""Issue 11 items 2 and 7: `check-model` names a re-resize, a padded canvas and swapped axes,
+"""`check-model` names a re-resize, a padded canvas and swapped axes,
 each on synthetic screens answered by the test server as a model with that defect would."""
 
 from __future__ import annotations

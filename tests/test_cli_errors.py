@@ -1,7 +1,7 @@
 """User mistakes on the command line that no other test covers: each one is refused with exit 2
 and a `medspot: error:` line on stderr that names the problem (in-process, so an exception other
 than MedspotError would fail the test instead of printing a traceback). Runs on the small
-two-app dataset of test_report_support (Alpha: 3 tasks, Beta: 2)."""
+two-app dataset of _report_runs (Alpha: 3 tasks, Beta: 2)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from _builders import eval_argv
+from _report_runs import PLAN_A, make_run, write_dataset
 from medspot.cli import main
-from test_report_support import PLAN_A, make_run, write_dataset
 
 
 @pytest.fixture(scope="module")

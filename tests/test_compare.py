@@ -1,5 +1,5 @@
 """`medspot compare`: McNemar's exact test, the paired bootstrap and the flip lists, on two runs
-with a known difference (tests/test_report_support.py: PLAN_A and PLAN_B)."""
+with a known difference (tests/_report_runs.py: PLAN_A and PLAN_B)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.compare import compare_runs, mcnemar_exact, paired_bootstrap
 from medspot.runfolder.reader import load_run
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from _report_runs import PLAN_A, make_run, write_dataset
 from medspot.cli import main
 from medspot.report.build import build_report
 from medspot.runfolder.reader import load_run
 from medspot.runfolder.upstream import guess_protocol
-from test_report_support import PLAN_A, make_run, write_dataset
 
 
 def _step(

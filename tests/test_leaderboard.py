@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.leaderboard import build_leaderboard, latex_escape, render
 from medspot.runfolder.reader import load_runs
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 ALL_HIT = {
     "Alpha/0": [True, True],

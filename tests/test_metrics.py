@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _scoring_tasks import BOX, CLICK, IN, OUT, make_dataset, rec
 from medspot.dataset.records import Dataset
 from medspot.runfolder.journal import JournalRecord
 from medspot.scoring import metrics as M
 from medspot.scoring.protocol import get_protocol
 from medspot.scoring.score import score_run
-from test_scoring_support import BOX, CLICK, IN, OUT, make_dataset, rec
 
 V1 = get_protocol("medspot-v1")
 SMALL = (0.5, 0.5, 0.51, 0.51)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from _scoring_tasks import BOX, make_task
 from medspot.errors import ConfigError
 from medspot.scoring.protocol import PRESETS, get_protocol, protocol_names
-from test_scoring_support import BOX, make_task
 
 
 def test_all_presets_present() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import medspot
-from test_report_support import write_dataset
+from _report_runs import write_dataset
 
 
 def test_every_public_name_resolves() -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.build import build_report
 from medspot.runfolder.reader import load_run
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 EVIL_INSTR = "<script>window.__pwned = 1</script>Open it"
 EVIL_OVERVIEW = '<img src="x" onerror="window.__pwned = 2">'

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.report.build import build_report
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 pytestmark = pytest.mark.browser
 

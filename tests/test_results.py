@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _scoring_tasks import CLICK, IN, OUT, make_dataset, rec
 from medspot.errors import ConfigError
 from medspot.runfolder.writer import (
     atomic_write_json,
@@ -17,7 +18,6 @@ from medspot.runfolder.writer import (
 )
 from medspot.scoring.protocol import get_protocol
 from medspot.scoring.score import score_run
-from test_scoring_support import CLICK, IN, OUT, make_dataset, rec
 
 STEP_KEYS = {
     "step",

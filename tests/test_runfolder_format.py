@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from _report_runs import write_dataset
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.runfolder.layout import RunFolder
 from medspot.runfolder.reader import load_run
 from medspot.runfolder.runinfo import FORMAT_VERSION
-from test_report_support import write_dataset
 
 
 def _old_format(run_dir: Path) -> None:

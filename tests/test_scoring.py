@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from _scoring_tasks import BOX, CLICK, IN, OUT, make_task, preds, rec
 from medspot.geometry import Box, Point
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import (
@@ -15,7 +16,6 @@ from medspot.scoring.score import (
     score_task,
     steps_to_ask_all,
 )
-from test_scoring_support import BOX, CLICK, IN, OUT, make_task, preds, rec
 
 V1 = get_protocol("medspot-v1")
 A, B, C, D, E = (get_protocol(f"upstream-{x}") for x in "abcde")

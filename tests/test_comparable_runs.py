@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.report.compare import compare_runs
 from medspot.report.leaderboard import build_leaderboard, render
 from medspot.runfolder.reader import load_run, load_runs
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 11 items 4 to 6: the prompts the models' own code sends, checked on what the real
+"""The prompts the models' own code sends, checked on what the real
 backends send (the hf backend's processor on tiny checkpoints, the OpenAI backend against the
 test server)."""
 
@@ -22,7 +22,7 @@ from test_hf_backend import Capture, build_qwen, make, run_adapter, step  # noqa
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch.manual_seed(0)
-    root = tmp_path_factory.mktemp("tiny-cards-issue11")
+    root = tmp_path_factory.mktemp("tiny-cards-sent")
     return {f: build_qwen(root / f, f) for f in ("qwen2_vl",)}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from _builders import step, write_app
+from _report_runs import PLAN_A, PLAN_B, make_run, write_dataset
 from medspot.adapters.base import Convention, Prediction, StepRequest
 from medspot.dataset.images import ImageStore
 from medspot.dataset.loading import load_dataset
@@ -24,7 +25,6 @@ from medspot.runfolder.journal import Journal
 from medspot.runfolder.reader import load_run
 from medspot.runner import ProgressEvent, RunOptions, run_model
 from medspot.scoring.protocol import get_protocol
-from test_report_support import PLAN_A, PLAN_B, make_run, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 11 item 6 over the OpenAI backend, against the test server: CogAgent's query as
+"""Card prompts over the OpenAI backend, against the test server: CogAgent's query as
 THUDM/CogAgent's cli_demo builds it, and Aguvis's `<|recipient|>os` prefix sent only where the
 server can continue an assistant message (vLLM), rendered as vLLM's chat template renders it."""
 

@@ -69,7 +69,7 @@ def _make(card: ModelCard, ckpt: Path, style: str) -> Any:
 def test_gui_actor_backend_output_is_read_by_both_parsers(
     tiny_qwen: dict[str, Path], tmp_path: Path, gui_actor: Any, style: str
 ) -> None:
-    """Issue 11 item 1: the backend rendered `json.dumps` (`[[x, y], ...]`), which the
+    """the backend rendered `json.dumps` (`[[x, y], ...]`), which the
     upstream parser never read: every step was no prediction."""
     from medspot.adapters.cards import get_card
 
@@ -125,7 +125,7 @@ def build_qwen_vl_chat(out: Path) -> Path:
 
 
 def test_seeclick_decodes_as_the_card_and_the_run_record_say(tmp_path: Path) -> None:
-    """Issue 11 item 3: the Qwen-VL chat path sampled with the checkpoint's generation config
+    """the Qwen-VL chat path sampled with the checkpoint's generation config
     (do_sample, top_p 0.3, 512 tokens) while the run recorded greedy."""
     from dataclasses import replace
 
@@ -150,7 +150,7 @@ def test_seeclick_decodes_as_the_card_and_the_run_record_say(tmp_path: Path) -> 
 def test_gui_actor_qwen2_vl_has_its_class_and_system_message(
     tiny_qwen: dict[str, Path], tmp_path: Path, gui_actor: Any
 ) -> None:
-    """Issue 11 item 5: microsoft/GUI-Actor-7B-Qwen2-VL was loaded with the Qwen2.5-VL pointer
+    """microsoft/GUI-Actor-7B-Qwen2-VL was loaded with the Qwen2.5-VL pointer
     class and system prompt; it has its own card, class and Aguvis-style system message."""
     from medspot.adapters.cards import get_card
     from medspot.adapters.cards.gui_actor import QWEN2VL_SYSTEM

@@ -1,4 +1,4 @@
-"""Issue 11 item 2 (hf path): the image the model saw is the one the harness resized.
+"""The hf path: the image the model saw is the one the harness resized.
 
 The tiny Qwen2.5-VL checkpoint's image processor allows at most 16*28*28 pixels; the real
 qwen2.5-vl-7b card pre-resizes within 16384*28*28. Before the fix the harness sent 308x196
