@@ -16,60 +16,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
+from medspot.runfolder.modelcall import ModelCall
 
 __all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
 
 log = logging.getLogger(__name__)
 
 
-class JournalRecord(BaseModel):
-    """One model call. Coordinates are normalised to the original screenshot."""
-
-    model_config = ConfigDict(extra="allow")
+class JournalRecord(ModelCall):
+    """One model call of the static benchmark (the call fields are `ModelCall`'s)."""
 
     step: str  # step identity <App>/<index>/<k>
     task: str  # task identity <App>/<index>
     image_path: str
     image_size: tuple[int, int] | None = None
     prompt_hash: str = ""
-    raw_text: str | None = None
-    point: tuple[float, float] | None = None
     extra_points: list[tuple[float, float]] = Field(default_factory=list)
-    flags: list[str] = Field(default_factory=list)
-    sent_size: tuple[int, int] | None = None
-    latency_s: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    retries: int = 0
-    error: str | None = None
     time: str = ""
 
     @model_validator(mode="after")
-    def _writable(self) -> JournalRecord:
-        """Only what reads back: a point that is not finite (NaN from an adapter) is no point
-        (flagged), non-finite numbers are null, text that is not UTF-8 is mended."""
-        if self.point is not None and not all(math.isfinite(v) for v in self.point):
-            self.point = None
-            self.flags = [*self.flags, "non_finite_point"]
+    def _finite_extra_points(self) -> JournalRecord:
         self.extra_points = [p for p in self.extra_points if all(math.isfinite(v) for v in p)]
-        for name in ("latency_s", "cost_usd"):
-            v = getattr(self, name)
-            if v is not None and not math.isfinite(v):
-                setattr(self, name, None)
-        for name in ("raw_text", "error"):
-            v = getattr(self, name)
-            if v is not None:
-                setattr(self, name, v.encode("utf-8", "replace").decode("utf-8"))
         return self
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
     def prediction_point(self) -> Point | None:
         return Point(*self.point) if self.point is not None else None

@@ -85,7 +85,7 @@ class ModelAgent:
             raw_text=pred.raw_text,
             action=parsed.action,
             source=parsed.source,
-            flags=(*pred.flags, *parsed.flags),
+            flags=[*pred.flags, *parsed.flags],
             point=(pred.point.x, pred.point.y) if pred.point is not None else None,
             sent_size=pred.sent_size,
             latency_s=latency,

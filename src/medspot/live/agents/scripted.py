@@ -99,7 +99,12 @@ class ReplayAgent:
         from medspot.adapters.base import Convention
 
         parsed = parse_answer(obj["raw_text"], Frame(Convention.ABS_ORIGINAL, turn.size))
-        return AgentAnswer(obj["raw_text"], parsed.action, parsed.source, parsed.flags)
+        return AgentAnswer(
+            raw_text=obj["raw_text"],
+            action=parsed.action,
+            source=parsed.source,
+            flags=list(parsed.flags),
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": "replay", "file": str(self.path)}

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from medspot.live.core.actions import LiveAction
+from pydantic import ConfigDict, SkipValidation
+
+from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.runfolder.modelcall import ModelCall
 
-__all__ = ["AgentAnswer", "AgentTurn", "LiveAgent"]
+__all__ = ["AgentAnswer", "AgentTurn", "LiveAgent", "PastTurn"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class AgentTurn:
     oracle: Callable[[], Awaitable[LiveAction | None]]  # the oracle's action on this screen
     seed: int = 0
     mode: Mode = "guided"  # agent: the model is told the goal only, never the current step
+    previous: tuple[PastTurn, ...] = ()  # the earlier turns of this attempt, in order
+    attempt: int = 1  # a fresh environment after an environment fault is a new attempt
 
     @property
     def step(self) -> StepSpec:
@@ -43,19 +48,40 @@ class AgentTurn:
         return self.observation.width, self.observation.height
 
 
+class AgentAnswer(ModelCall):
+    """An agent's answer: the model call (the fields of `ModelCall`, shared with both
+    journals) and what was read from it. `action` None is a no-action answer; `thought` is the
+    agent's own reasoning where its format has one; `call_state` is what an agent needs to go on
+    with its conversation on a later turn (e.g. a response id), journaled with the answer so that
+    a resumed run never re-sends a paid turn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    action: SkipValidation[LiveAction | None] = None
+    source: str = ""
+    thought: str | None = None
+    call_state: dict[str, Any] | None = None
+
+    def record_fields(self) -> dict[str, Any]:
+        """The fields a journal step record takes from this answer."""
+        return {
+            **self.call_fields(),
+            "source": self.source,
+            "thought": self.thought,
+            "call_state": self.call_state,
+            "action": action_to_json(self.action) if self.action is not None else None,
+        }
+
+
 @dataclass(frozen=True)
-class AgentAnswer:
-    raw_text: str | None
-    action: LiveAction | None
-    source: str
-    flags: tuple[str, ...] = ()
-    point: tuple[float, float] | None = None
-    sent_size: tuple[int, int] | None = None
-    latency_s: float = 0.0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    retries: int = 0
+class PastTurn:
+    """An earlier turn of the same attempt, as the agent saw and answered it (replayed answers
+    included), for agents that keep a conversation or show the model its own history."""
+
+    n: int
+    screen_path: Path
+    screen_rel: str
+    answer: AgentAnswer
 
 
 class LiveAgent(Protocol):

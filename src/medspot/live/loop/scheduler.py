@@ -31,12 +31,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot.errors import ConfigError, MedspotError, ModelCallError
-from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent
+from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent, PastTurn
 from medspot.live.core.actions import (
     ENDINGS,
     LiveAction,
     action_from_json,
-    action_to_json,
     describe_action,
 )
 from medspot.live.core.contract import (
@@ -186,6 +185,11 @@ class _Slot:
         self._pool.shutdown(wait=False)
 
 
+def _with(rec: StepRecord, **update: Any) -> StepRecord:
+    """`rec` with `update`, validated (the call fields' validator runs on what is journaled)."""
+    return StepRecord.model_validate({**rec.model_dump(), **update})
+
+
 class _Run:
     def __init__(
         self,
@@ -231,19 +235,12 @@ class _Run:
     async def _ask(self, turn: AgentTurn, replay: StepRecord | None) -> AgentAnswer:
         if replay is not None:
             self.stats.replayed += 1
-            action = action_from_json(replay.action) if replay.action is not None else None
             return AgentAnswer(
-                raw_text=replay.raw_text,
-                action=action,
+                **{**replay.call_fields(), "latency_s": 0.0},
+                action=action_from_json(replay.action) if replay.action is not None else None,
                 source=replay.source or "replay",
-                flags=tuple(replay.flags),
-                point=replay.point,
-                sent_size=replay.sent_size,
-                latency_s=0.0,
-                input_tokens=replay.input_tokens,
-                output_tokens=replay.output_tokens,
-                cost_usd=replay.cost_usd,
-                retries=replay.retries,
+                thought=replay.thought,
+                call_state=replay.call_state,
             )
         async with self.sem:
             ans = await self.agent.answer(turn)
@@ -257,6 +254,7 @@ class _Run:
         ep = Episode(env, task, mode=self.opts.mode)
         obs = await slot.call(ep.reset)
         history: list[str] = []
+        previous: list[PastTurn] = []
         replay = dict(self.state.answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
@@ -282,6 +280,7 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed, mode=ep.mode,
+                previous=tuple(previous), attempt=attempt,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, n=n, target_step=k + 1,
@@ -292,20 +291,15 @@ class _Run:
                 ans = await self._ask(turn, replay.get(n))
             except ModelCallError as e:
                 self.stats.errors += 1
-                self._append(rec.model_copy(update={"error": str(e), "time": now_iso()}))
+                self._append(_with(rec, error=str(e), time=now_iso()))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
-            upd: dict[str, Any] = {
-                "raw_text": ans.raw_text, "point": ans.point, "flags": list(ans.flags),
-                "sent_size": ans.sent_size, "latency_s": round(ans.latency_s, 6),
-                "input_tokens": ans.input_tokens, "output_tokens": ans.output_tokens,
-                "cost_usd": ans.cost_usd, "retries": ans.retries, "source": ans.source,
-                "replayed": n in replay,
-                "action": action_to_json(action) if action is not None else None,
-            }  # fmt: skip
+            upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
+            if upd["latency_s"] is not None:
+                upd["latency_s"] = round(upd["latency_s"], 6)
             acts = action is not None and not isinstance(action, ENDINGS)
             if acts and n not in replay:  # the paid answer is on disk before the action is tried
-                self._append(rec.model_copy(update={**upd, "time": now_iso()}))
+                self._append(_with(rec, **upd, time=now_iso()))
             res = await slot.call(ep.step, action)
             obs = res.observation
             if res.executed:
@@ -322,11 +316,12 @@ class _Run:
                 checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
-            self._append(rec.model_copy(update=upd))
+            self._append(_with(rec, **upd))
             if not (action is not None and isinstance(action, ENDINGS)):
                 history_line = self._history_line(step, action)
                 if history_line:
                     history.append(history_line)
+            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans))
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
+from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
     "FINAL_OUTCOMES",
@@ -39,10 +40,9 @@ Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
 FINAL_OUTCOMES = ("success", "harmful", "failure")
 
 
-class StepRecord(BaseModel):
-    """One action of one attempt: what the model saw and said, what was executed, its effect."""
-
-    model_config = ConfigDict(extra="allow")
+class StepRecord(ModelCall):
+    """One action of one attempt: what the model saw and said (the call fields are
+    `ModelCall`'s), what was executed, its effect."""
 
     type: Literal["step"] = "step"
     task: str  # the task id of the task file
@@ -55,18 +55,10 @@ class StepRecord(BaseModel):
     screen_size: tuple[int, int] | None = None
     url: str | None = None
     url_after: str | None = None  # the URL after the action (web environments)
-    raw_text: str | None = None
-    point: tuple[float, float] | None = None  # the card's point, normalised
-    flags: list[str] = Field(default_factory=list)
-    sent_size: tuple[int, int] | None = None
-    latency_s: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    retries: int = 0
-    error: str | None = None  # the model call failed (after retries): no action
     replayed: bool = False  # the answer came from the journal, not from the model
-    source: str | None = None  # how the answer was read (action_parse sources)
+    source: str | None = None  # how the answer was read (answer_reader sources)
+    thought: str | None = None  # the agent's own reasoning text, where its format has one
+    call_state: dict[str, Any] | None = None  # an agent's conversation state (response ids)
     action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
     executed: bool = False
     settle_s: float | None = None
@@ -80,10 +72,6 @@ class StepRecord(BaseModel):
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 class FaultRecord(BaseModel):
