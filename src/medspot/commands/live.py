@@ -88,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         env=args.env, model=args.model, out=out, task_ids=_task_ids(args),
         tasks_file=Path(args.tasks_file) if args.tasks_file else None,
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
+        mode=args.mode,
         prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
         env_options=parse_env_options(args.env_option),
@@ -260,6 +261,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument(
         "--history", choices=["none", "text", "actions"], default="actions",
         help="what the model is told of the steps done (default: their actions)",
+    )  # fmt: skip
+    r.add_argument(
+        "--mode", choices=["guided", "agent"], default="guided",
+        help="guided: the model is told the current step's instruction (default); agent: "
+        "only the task's goal, it plans and ends by itself",
     )  # fmt: skip
     r.add_argument(
         "--env-retries", type=int, default=2, metavar="N",

@@ -39,14 +39,18 @@ class ModelAgent:
         return max(1, int(self.adapter.max_concurrency))
 
     def request(self, turn: AgentTurn) -> StepRequest:
+        """The static request of this turn. In agent mode the model is told the goal only:
+        the goal is the instruction and the history holds its own actions, never the oracle's
+        steps."""
+        agent = turn.mode == "agent"
         return StepRequest(
             step_uid=f"{turn.env}/{turn.task.id}/{turn.n}",
             task_uid=f"{turn.env}/{turn.task.id}",
             image_rel=turn.screen_rel,
             image_path=turn.screen_path,
             image_size=turn.size,
-            instruction=turn.step.instruction,
-            task_overview=turn.task.instruction,
+            instruction=turn.task.instruction if agent else turn.step.instruction,
+            task_overview=None if agent else turn.task.instruction,
             history=turn.history,
             seed=turn.seed,
         )

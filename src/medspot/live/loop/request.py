@@ -18,6 +18,7 @@ from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
 from medspot.live.agents.factory import create_agent
 from medspot.live.agents.turn import LiveAgent
+from medspot.live.core.episode import Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
@@ -52,6 +53,7 @@ class LiveRequest:
     concurrency: int = 1
     env_retries: int = 2
     history: str = "actions"
+    mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     prompt_style: str = "native"
     seed: int = 0
     n_boot: int = 2000
@@ -91,7 +93,7 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
         k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
         for k, v in req.env_options.items()
     }
-    extra = {"kind": "live", "env": req.env, "env_options": env_opts}
+    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode}
     for k, v in extra.items():
         setattr(info, k, v)
     return info
@@ -121,6 +123,9 @@ def run_live(
         problems = previous.mismatches(info)
         if getattr(previous, "env", None) != req.env:
             problems.append(f"env: run folder has {getattr(previous, 'env', None)!r}")
+        before = getattr(previous, "mode", None) or "guided"  # folders older than modes
+        if before != req.mode:
+            problems.append(f"mode: run folder has {before!r}, this command asks {req.mode!r}")
         if problems:
             raise ConfigError(
                 f"{out} holds a run made with other settings; use another --out, or delete "
@@ -132,6 +137,7 @@ def run_live(
     opts = LiveOptions(
         env=req.env, env_options=req.env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
+        mode=req.mode,
     )  # fmt: skip
     stats = LiveStats()
     interrupted = False

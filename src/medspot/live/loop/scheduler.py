@@ -228,6 +228,8 @@ class _Run:
     def _history_line(self, step: StepSpec, action: LiveAction | None) -> str | None:
         if self.opts.history == "none":
             return None
+        if self.opts.mode == "agent":  # its own actions only: nothing of the oracle's path
+            return describe_action(action)
         if self.opts.history == "text":
             return step.instruction
         return f"{step.instruction} -> {describe_action(action)}"
