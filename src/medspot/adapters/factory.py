@@ -3,8 +3,9 @@
 `create_card_adapter(ctx)` serves every named card (`qwen2.5-vl-7b`, `gpt-5`, ...); the name
 comes from `ctx.options["model"]`. `create_generic_adapter(ctx, name)` serves `openai:NAME`.
 Options read here: `backend` ("openai" or "hf"; default: the card's first backend),
-`prompt_style` ("native" or "upstream"), `convention` and `prompt_template` (a file) for
-generic cards. The backends read the rest (see `openai_backend` and `hf_backend`).
+`prompt_style` ("native", "upstream", or "agent" for live agent mode), `convention` and
+`prompt_template` (a file) for generic cards. The backends read the rest (see `openai_backend`
+and `hf_backend`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def choose_style(options: AdapterOptions) -> PromptStyle:
     try:
         return PromptStyle(str(value))
     except ValueError:
-        raise ConfigError(f"unknown prompt style {value!r}; use native or upstream") from None
+        raise ConfigError(
+            f"unknown prompt style {value!r}; use native, upstream or agent"
+        ) from None
 
 
 def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:

@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         tasks_file=Path(args.tasks_file) if args.tasks_file else None,
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
         mode=args.mode,
-        prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
+        prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
         env_options=parse_env_options(args.env_option),
     )  # fmt: skip

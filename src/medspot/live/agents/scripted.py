@@ -1,5 +1,6 @@
-"""Agents that are not models: the `oracle` (the current step's target from the application)
-and `replay` (actions from a JSON-lines file: scripted agents for tests, answers made elsewhere).
+"""Agents that are not models: the `oracle` (the current step's target from the application),
+`noop` (the do-nothing baseline: `done()` at once) and `replay` (actions from a JSON-lines file:
+scripted agents for tests, answers made elsewhere).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from medspot.live.core.actions import (
     action_to_json,
 )
 
-__all__ = ["OracleAgent", "ReplayAgent"]
+__all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
 
 
 @dataclass
@@ -37,6 +38,24 @@ class OracleAgent:
             "kind": "baseline",
             "note": "oracle: the target element's box from the application; not a model",
         }
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class NoopAgent:
+    """The do-nothing baseline: answers `done()` on its first turn, acts on nothing. No task
+    may succeed with it (a success check that already holds at the start is a broken task)."""
+
+    name: str = "noop"
+    max_concurrency: int = 64
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        return AgentAnswer(raw_text="done()", action=Done(), source="noop")
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": "baseline", "note": "noop: done() at once; not a model"}
 
     async def aclose(self) -> None:
         return None

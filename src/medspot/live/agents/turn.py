@@ -17,7 +17,11 @@ from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.runfolder.modelcall import ModelCall
 
-__all__ = ["AgentAnswer", "AgentTurn", "LiveAgent", "PastTurn"]
+__all__ = ["QUEUED", "AgentAnswer", "AgentTurn", "LiveAgent", "PastTurn"]
+
+# The flag of an answer that is a later action of an earlier answer (several actions in one
+# answer), executed without a new model call: not counted as a call.
+QUEUED = "queued"
 
 
 @dataclass(frozen=True)

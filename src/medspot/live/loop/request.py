@@ -16,8 +16,8 @@ from typing import Any
 
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
-from medspot.live.agents.factory import create_agent
-from medspot.live.agents.turn import LiveAgent
+from medspot.live.agents.factory import create_agent, live_prompt_style
+from medspot.live.agents.turn import QUEUED, LiveAgent
 from medspot.live.core.episode import Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
@@ -54,7 +54,7 @@ class LiveRequest:
     env_retries: int = 2
     history: str = "actions"
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    prompt_style: str = "native"
+    prompt_style: str | None = None  # None: the card's agent prompt in agent mode, else native
     seed: int = 0
     n_boot: int = 2000
     max_retries: int = 4
@@ -71,12 +71,12 @@ class LiveOutcome:
     stats: LiveStats
 
 
-def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
+def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str, style: str) -> RunInfo:
     info = RunInfo(
         model=req.model,
         adapter=agent.describe(),
         protocol=PROTOCOL,
-        prompt_style=req.prompt_style,
+        prompt_style=style,
         history=req.history,
         seed=req.seed,
         dataset=DatasetInfo(
@@ -113,11 +113,16 @@ def run_live(
     run_json = out / RUN_JSON
     if not run_json.exists() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
+    style = (
+        live_prompt_style(req.model, req.mode, req.prompt_style)
+        if req.agent is None
+        else (req.prompt_style or "native")
+    )
     agent = req.agent or create_agent(
-        req.model, options=req.options, prompt_style=req.prompt_style,
+        req.model, options=req.options, prompt_style=style,
         concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
     )  # fmt: skip
-    info = _run_info(req, agent, fingerprint)
+    info = _run_info(req, agent, fingerprint, style)
     if run_json.exists():
         previous = RunInfo.load(run_json)
         problems = previous.mismatches(info)
@@ -170,7 +175,7 @@ def run_live(
         for t in tasks
         for steps in state.steps.get(t.id, {}).values()
         for s in steps
-        if not s.replayed
+        if not s.replayed and QUEUED not in s.flags
     ]
     info.calls = len(asked)
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))

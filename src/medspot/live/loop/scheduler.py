@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot.errors import ConfigError, MedspotError, ModelCallError
-from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent, PastTurn
+from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn, LiveAgent, PastTurn
 from medspot.live.core.actions import (
     ENDINGS,
     LiveAction,
@@ -246,7 +246,8 @@ class _Run:
             )
         async with self.sem:
             ans = await self.agent.answer(turn)
-        self.stats.calls += 1
+        if QUEUED not in ans.flags:  # a later action of an earlier answer is no new call
+            self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
 
