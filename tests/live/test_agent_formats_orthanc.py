@@ -102,3 +102,62 @@ def test_agent_format_completes_a_typing_task(
     for req in answers.seen:
         assert plan.goal in req.text
         assert "Click 'Do lookup'" not in req.text + " ".join(req.assistant)
+
+
+def test_planner_and_grounder_complete_the_task(
+    tmp_path: Path, seed_cache: Path, plan: Plan
+) -> None:
+    """`--planner gpt-4o-mini --grounder uground-v1-7b`: a scripted planner names the elements
+    in words (and types), a scripted UGround points at them in its own rel1000 convention, from
+    its own prompt; two test servers."""
+    w, h = plan.screen
+    clicks = [a for a in plan.actions if a["kind"] == "click"]
+    names = [
+        "the Patient Name field of the lookup form",
+        "the 'Do lookup' button under the form",
+        "the result 'DOE^JOAN - CT CHEST'",
+    ]
+    where = {n: (c["x"] / w * 1000, c["y"] / h * 1000) for n, c in zip(names, clicks, strict=True)}
+    plans = iter([
+        f'Thought: open the name field.\nAction: click(element="{names[0]}")',
+        f'Thought: type the name and look it up.\nAction: type("DOE^JOAN")\n'
+        f'click(element="{names[1]}")',
+        f'Thought: open the study.\nAction: click(element="{names[2]}")',
+    ])  # fmt: skip
+    planner_seen, grounder_seen = [], []
+
+    def planner(req: Any) -> str:
+        planner_seen.append(req)
+        return next(plans)
+
+    def grounder(req: Any) -> str:
+        grounder_seen.append(req)
+        x, y = where[req.text.split("Description: ", 1)[1].split("\n", 1)[0]]
+        return f"({x:.0f}, {y:.0f})"
+
+    with OpenAITestServer(answer=planner) as p, OpenAITestServer(answer=grounder) as g:
+        req = LiveRequest(
+            env=ENV, model="gpt-4o-mini+uground-v1-7b", out=tmp_path / "run-pair",
+            task_ids=(TASK,), mode="agent", env_options=env_options(seed_cache), n_boot=100,
+            planner="gpt-4o-mini", grounder="uground-v1-7b",
+            options={"backend": "openai", "base_urls": [p.base_url], "api_key": "test"},
+            grounder_options={"base_urls": [g.base_url]},
+        )  # fmt: skip
+        out = run_live(req)
+    assert out.metrics["task_success_rate"] == 1.0
+    assert len(planner_seen) == 3 and len(grounder_seen) == 3
+    assert out.info.prompt_style == "planner+native"
+    assert out.info.adapter["kind"] == "planner+grounder"
+    steps = [r for r in read(tmp_path / "run-pair" / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    executed = [r for r in steps if r.executed]
+    assert [r.action["kind"] for r in executed if r.action] == ["click", "type", "click", "click"]
+    grounded = [r for r in executed if r.grounding]
+    assert len(grounded) == 3
+    assert [r.grounding[0]["element"] for r in grounded if r.grounding] == names
+    assert all(r.grounding and r.grounding[0]["raw_text"].startswith("(") for r in grounded)
+    assert all(r.hit_intended for r in executed)
+    # the planner's three answers are journaled; the click planned with the typing has none
+    planned = [r for r in executed if r.raw_text]
+    assert len(planned) == 3 and all("Action:" in (r.raw_text or "") for r in planned)
+    later = executed[2]
+    assert later.raw_text is None and "planned_earlier" in later.flags and later.grounding

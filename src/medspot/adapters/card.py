@@ -31,6 +31,7 @@ class PromptStyle(StrEnum):
     NATIVE = "native"  # the model's own documented prompt and convention (default)
     UPSTREAM = "upstream"  # the MedSPOT authors' script for that model, mistakes included
     AGENT = "agent"  # live agent mode: the model's own agent prompt and action format
+    PLANNER = "planner"  # live --planner: the harness planner prompt (elements named in words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ class ModelCard:
     aliases: tuple[str, ...] = ()  # other checkpoint ids for the same model
     install_hint: str = ""  # shown when the model's own package is missing
     agent: StyleSpec | None = None  # live agent mode's prompt and action format, if any
+    planner: StyleSpec | None = None  # the harness planner prompt (set by the cards package)
 
     def style(self, style: PromptStyle) -> StyleSpec:
         if style is PromptStyle.AGENT:
@@ -131,6 +133,10 @@ class ModelCard:
                     "grounding prompt with the goal (--prompt native)"
                 )
             return self.agent
+        if style is PromptStyle.PLANNER:
+            if self.planner is None:
+                raise ConfigError(f"model {self.name!r} cannot be asked as a planner")
+            return self.planner
         return self.native if style is PromptStyle.NATIVE else self.upstream
 
 

@@ -1,5 +1,7 @@
 """`create_agent(name, ...)`: `oracle`, `noop` and `replay` are live agents, every other name is
 a registry model (`random` and `ocr` are the static baselines, run on live screens).
+`create_planner_grounder(planner, grounder, ...)`: a planning model and a grounding card
+(`medspot.live.agents.grounded`).
 
 `live_prompt_style` picks the prompt style of a live run: the one asked for, else in agent mode
 the card's agent prompt (`agent`), which a card without one refuses with a hint; baselines and
@@ -7,6 +9,7 @@ guided runs use `native`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,11 +19,24 @@ from medspot.adapters.base import AdapterContext
 from medspot.adapters.card import ModelCard, PromptStyle
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
+from medspot.live.agents.grounded import PlannerGrounderAgent
 from medspot.live.agents.model import ModelAgent
 from medspot.live.agents.scripted import NoopAgent, OracleAgent, ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 
-__all__ = ["LIVE_AGENTS", "adapter_options", "create_agent", "live_prompt_style", "model_card"]
+__all__ = [
+    "GROUNDER_OWN_OPTIONS",
+    "LIVE_AGENTS",
+    "adapter_options",
+    "create_agent",
+    "create_planner_grounder",
+    "grounder_options",
+    "live_prompt_style",
+    "model_card",
+]
+
+# Options that name one model and so are not passed on from the planner's to the grounder's.
+GROUNDER_OWN_OPTIONS = ("api_model", "checkpoint", "replay_file", "convention", "prompt_template")
 
 LIVE_AGENTS = ("oracle", "noop", "replay")  # agents that are not registry models
 
@@ -90,4 +106,54 @@ def create_agent(
     ctx = AdapterContext(dataset=None, images=None, seed=seed, options=opts)
     return ModelAgent(
         registry.create(model, ctx), action_format=action_format, max_retries=max_retries
+    )
+
+
+def grounder_options(
+    options: AdapterOptions | Mapping[str, Any] | None,
+    overrides: Mapping[str, Any] | None = None,
+) -> AdapterOptions:
+    """The grounder's options: the planner's (backend, servers, key, timeouts, device) without
+    those naming one model, then `overrides` (the `--grounder-*` options)."""
+    base = AdapterOptions.from_mapping(options)
+    kept = {
+        f.name: getattr(base, f.name)
+        for f in dataclasses.fields(base)
+        if f.name not in (*GROUNDER_OWN_OPTIONS, "model", "prompt_style")
+        and getattr(base, f.name) not in (None, ())
+    }
+    return AdapterOptions.from_mapping({**kept, **dict(overrides or {})})
+
+
+def create_planner_grounder(
+    planner: str,
+    grounder: str,
+    *,
+    options: AdapterOptions | Mapping[str, Any] | None = None,
+    grounder_overrides: Mapping[str, Any] | None = None,
+    grounder_style: str = "native",
+    concurrency: int = 4,
+    seed: int = 0,
+    max_retries: int = 4,
+) -> PlannerGrounderAgent:
+    """`planner` asked with the harness planner prompt, `grounder` with its own prompt style
+    (`grounder_style`: native or upstream)."""
+    if planner in LIVE_AGENTS or grounder in LIVE_AGENTS:
+        raise ConfigError("--planner and --grounder take models, not oracle / noop / replay")
+    if grounder_style not in ("native", "upstream"):
+        raise ConfigError(
+            f"a grounder is asked with its native or upstream prompt, not {grounder_style}"
+        )
+    if model_card(planner) is None:
+        raise ConfigError(f"--planner {planner!r} is a baseline; a planner is a model")
+    p_opts = adapter_options(planner, options, prompt_style="planner", concurrency=concurrency)
+    g_opts = adapter_options(
+        grounder, grounder_options(options, grounder_overrides), prompt_style=grounder_style,
+        concurrency=concurrency,
+    )  # fmt: skip
+    p_ctx = AdapterContext(dataset=None, images=None, seed=seed, options=p_opts)
+    g_ctx = AdapterContext(dataset=None, images=None, seed=seed, options=g_opts)
+    return PlannerGrounderAgent(
+        ModelAgent(registry.create(planner, p_ctx), max_retries=max_retries),
+        ModelAgent(registry.create(grounder, g_ctx), max_retries=max_retries),
     )

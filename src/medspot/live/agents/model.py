@@ -22,6 +22,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from medspot.live.agents.formats import AgentFormat, get_format
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
 from medspot.live.core.actions import LiveAction, action_from_json, action_to_json, point_of
 
-__all__ = ["ModelAgent"]
+__all__ = ["ModelAgent", "own_memories"]
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,9 @@ class ModelAgent:
 
     def memories(self, turn: AgentTurn) -> tuple[str, ...]:
         """The model's own history in its format: one memory per earlier model answer."""
-        fmt = self._format
-        if fmt is None:
+        if self._format is None:
             return turn.history
-        out = []
-        for past in turn.previous:
-            text = past.answer.raw_text
-            if QUEUED in past.answer.flags or not text or not text.strip():
-                continue
-            out.append(fmt.memory(text))
-        return tuple(out)
+        return own_memories(turn, self._format.memory)
 
     def request(self, turn: AgentTurn) -> StepRequest:
         """The static request of this turn. In agent mode the model is told the goal only:
@@ -111,6 +105,10 @@ class ModelAgent:
             except Exception as e:  # an adapter bug is a failed call, never a click
                 log.debug("adapter raised", exc_info=True)
                 raise ModelCallError(f"{type(e).__name__}: {e}") from None
+
+    async def ask(self, req: StepRequest) -> tuple[Prediction, int, float]:
+        """One model call with the retries (the prediction, retries used, seconds)."""
+        return await self._predict(req)
 
     def _queued(self, turn: AgentTurn, fmt: AgentFormat) -> AgentAnswer | None:
         """The next action left from the previous answer, if any (no model call)."""
@@ -178,6 +176,18 @@ class ModelAgent:
 
     async def aclose(self) -> None:
         await self.adapter.aclose()
+
+
+def own_memories(turn: AgentTurn, memory: Callable[[str], str]) -> tuple[str, ...]:
+    """One memory per earlier answer the model gave in this attempt (queued actions of an
+    answer and empty answers are not repeated)."""
+    out = []
+    for past in turn.previous:
+        text = past.answer.raw_text
+        if QUEUED in past.answer.flags or not text or not text.strip():
+            continue
+        out.append(memory(text))
+    return tuple(out)
 
 
 def _normalised(action: LiveAction | None, size: tuple[int, int]) -> tuple[float, float] | None:

@@ -56,8 +56,9 @@ class AgentAnswer(ModelCall):
     """An agent's answer: the model call (the fields of `ModelCall`, shared with both
     journals) and what was read from it. `action` None is a no-action answer; `thought` is the
     agent's own reasoning where its format has one; `call_state` is what an agent needs to go on
-    with its conversation on a later turn (e.g. a response id), journaled with the answer so that
-    a resumed run never re-sends a paid turn."""
+    with its conversation on a later turn (e.g. a response id, actions left of an answer),
+    journaled with the answer so that a resumed run never re-sends a paid turn; `grounding`
+    holds the grounder's answers of a planner + grounder agent (the planner's is `raw_text`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -65,6 +66,7 @@ class AgentAnswer(ModelCall):
     source: str = ""
     thought: str | None = None
     call_state: dict[str, Any] | None = None
+    grounding: list[dict[str, Any]] | None = None  # a grounder's answers (planner + grounder)
 
     def record_fields(self) -> dict[str, Any]:
         """The fields a journal step record takes from this answer."""
@@ -73,6 +75,7 @@ class AgentAnswer(ModelCall):
             "source": self.source,
             "thought": self.thought,
             "call_state": self.call_state,
+            "grounding": self.grounding,
             "action": action_to_json(self.action) if self.action is not None else None,
         }
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
-from medspot.live.agents.factory import create_agent, live_prompt_style
+from medspot.live.agents.factory import create_agent, create_planner_grounder, live_prompt_style
 from medspot.live.agents.turn import QUEUED, LiveAgent
 from medspot.live.core.episode import Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
@@ -62,6 +62,11 @@ class LiveRequest:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
     workroot: Path | None = None  # parent of the environments' private folders
+    # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
+    # grounder's options are the planner's less those naming one model, then these
+    planner: str | None = None
+    grounder: str | None = None
+    grounder_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,29 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str, style: str) 
     return info
 
 
+def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
+    """The run's agent and the prompt style recorded for it."""
+    if req.planner or req.grounder:
+        if not (req.planner and req.grounder):
+            raise ConfigError("--planner and --grounder go together")
+        if req.mode != "agent":
+            raise ConfigError("--planner and --grounder plan from the goal: use --mode agent")
+        agent = create_planner_grounder(
+            req.planner, req.grounder, options=req.options,
+            grounder_overrides=req.grounder_options,
+            grounder_style=req.prompt_style or "native", concurrency=req.concurrency,
+            seed=req.seed, max_retries=req.max_retries,
+        )  # fmt: skip
+        return agent, f"planner+{req.prompt_style or 'native'}"
+    if req.agent is not None:
+        return req.agent, req.prompt_style or "native"
+    style = live_prompt_style(req.model, req.mode, req.prompt_style)
+    return create_agent(
+        req.model, options=req.options, prompt_style=style,
+        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
+    ), style  # fmt: skip
+
+
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
@@ -113,15 +141,7 @@ def run_live(
     run_json = out / RUN_JSON
     if not run_json.exists() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
-    style = (
-        live_prompt_style(req.model, req.mode, req.prompt_style)
-        if req.agent is None
-        else (req.prompt_style or "native")
-    )
-    agent = req.agent or create_agent(
-        req.model, options=req.options, prompt_style=style,
-        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
-    )  # fmt: skip
+    agent, style = _agent(req)
     info = _run_info(req, agent, fingerprint, style)
     if run_json.exists():
         previous = RunInfo.load(run_json)

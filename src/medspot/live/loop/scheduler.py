@@ -243,6 +243,7 @@ class _Run:
                 source=replay.source or "replay",
                 thought=replay.thought,
                 call_state=replay.call_state,
+                grounding=replay.grounding,
             )
         async with self.sem:
             ans = await self.agent.answer(turn)

@@ -59,6 +59,7 @@ class StepRecord(ModelCall):
     source: str | None = None  # how the answer was read (answer_reader sources)
     thought: str | None = None  # the agent's own reasoning text, where its format has one
     call_state: dict[str, Any] | None = None  # an agent's conversation state (response ids)
+    grounding: list[dict[str, Any]] | None = None  # the grounder's answers (planner + grounder)
     action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
     executed: bool = False
     settle_s: float | None = None
