@@ -10,10 +10,6 @@ live doctor  say what an environment is missing (exit 1 when something is)
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -183,59 +179,34 @@ def _envs(name: str | None) -> list[str]:
     return env_names()
 
 
-def _env_module(name: str) -> Any:
-    from medspot.live.core.registry import env_entry
-
-    return importlib.import_module(env_entry(name).target.partition(":")[0])
-
-
 def _setup(args: argparse.Namespace) -> int:
     from medspot.live.core.registry import env_entry
+    from medspot.live.services.host import (
+        apt_commands,
+        can_install,
+        install_packages,
+        run_setup_hooks,
+    )
 
-    names = _envs(args.env)
-    pkgs = list(dict.fromkeys(p for n in names for p in env_entry(n).system_packages))
-    cmds = [
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *pkgs],
-    ]
-    root = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
-    if pkgs and (args.print_only or not root):
+    entries = [env_entry(n) for n in _envs(args.env)]
+    cmds = apt_commands(entries)
+    if cmds and (args.print_only or not can_install()):
         print("Run as root:\n" + "\n".join("  " + " ".join(c) for c in cmds))
-    elif pkgs:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        for c in cmds:
-            print("+ " + " ".join(c), flush=True)
-            if subprocess.run(c, env=env, check=False).returncode != 0:
-                raise ConfigError(f"`{' '.join(c)}` failed")
-    for n in names:  # an environment may fetch more (e.g. a pinned npm package into a cache)
-        hook = getattr(_env_module(n), "setup", None)
-        if callable(hook) and not args.print_only:
-            print(f"{n}: {hook() or 'set up'}")
+    elif cmds:
+        install_packages(cmds, echo=lambda line: print(line, flush=True))
+    if not args.print_only:  # an environment may fetch more (a pinned npm package, say)
+        for name, what in run_setup_hooks(entries):
+            print(f"{name}: {what}")
     return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from medspot.live.core.registry import env_entry
+    from medspot.live.services.host import missing_for
 
     missing_any = False
     for n in _envs(args.env):
-        entry = env_entry(n)
-        problems: list[str] = []
-        for pkg in entry.system_packages:
-            out = subprocess.run(
-                ["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True,
-                check=False,
-            ) if shutil.which("dpkg-query") else None  # fmt: skip
-            if out is None or "install ok installed" not in out.stdout:
-                problems.append(f"Debian package {pkg} is not installed")
-        for mod in ("playwright", "pydicom"):
-            try:
-                importlib.import_module(mod)
-            except ImportError:
-                problems.append(f"Python package {mod} is missing (pip install 'medspot[live]')")
-        hook = getattr(_env_module(n), "doctor", None)
-        if callable(hook):
-            problems.extend(str(p) for p in hook())
+        problems = missing_for(env_entry(n))
         if problems:
             missing_any = True
             print(f"{n}: MISSING\n" + "\n".join(f"  - {p}" for p in problems))

@@ -30,6 +30,20 @@ class EnvEntry:
     locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
     system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
     tasks_resource: str | None = None  # packaged task file, e.g. "orthanc_explorer.json"
+    python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
+    # "module:function" hooks, imported only when called: `doctor() -> list[str]` (what is
+    # missing beyond the packages and modules), `setup() -> str` (fetch what apt-get cannot)
+    doctor: str | None = None
+    setup: str | None = None
+
+    def hook(self, which: str) -> Callable[[], Any] | None:
+        """The `doctor` or `setup` hook, imported."""
+        target = self.doctor if which == "doctor" else self.setup if which == "setup" else None
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        fn: Callable[[], Any] = getattr(importlib.import_module(module), attr)
+        return fn
 
 
 _ENVS: dict[str, EnvEntry] = {}

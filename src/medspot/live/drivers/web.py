@@ -187,13 +187,13 @@ class WebSession:
     def new_context(self) -> None:
         """A fresh context (no history, storage or downloads) with one blank page."""
         if self.context is not None:
-            self._guard(self.context.close)
+            self.guard(self.context.close)
         self._inflight.clear()
         self._known.clear()
         self.downloads.clear()
         self._pending.clear()
         w, h = self.viewport
-        self.context = self._guard(
+        self.context = self.guard(
             self.browser.new_context,
             viewport={"width": w, "height": h},
             accept_downloads=True,
@@ -201,7 +201,7 @@ class WebSession:
         )
         self.context.add_init_script(_INIT_JS)
         self.context.on("page", self._on_page)
-        self._on_page(self._guard(self.context.new_page))
+        self._on_page(self.guard(self.context.new_page))
 
     def fresh_page(self, url: str) -> float:
         """Start over at `url` cheaply: the context is kept (a new one costs ~0.1-0.7 s), every
@@ -210,15 +210,15 @@ class WebSession:
         if self.context is None or self.page is None or self._fault:
             self.new_context()
         pages = [p for p in self.context.pages if not p.is_closed()]
-        keep = pages[0] if pages else self._guard(self.context.new_page)
+        keep = pages[0] if pages else self.guard(self.context.new_page)
         for p in pages[1:]:
-            self._guard(p.close)
+            self.guard(p.close)
         self.page = keep
-        self._guard(self.context.clear_cookies)
+        self.guard(self.context.clear_cookies)
         if keep.url.startswith("http"):
-            self._guard(keep.evaluate, "() => { try { localStorage.clear(); "
+            self.guard(keep.evaluate, "() => { try { localStorage.clear(); "
                         "sessionStorage.clear(); } catch (e) {} }")  # fmt: skip
-        self._guard(keep.goto, "about:blank")
+        self.guard(keep.goto, "about:blank")
         self._inflight.clear()
         self.downloads.clear()
         self._pending.clear()
@@ -255,7 +255,7 @@ class WebSession:
     def _set_fault(self, why: str) -> None:
         self._fault = self._fault or why
 
-    def _guard(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def guard(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Call Playwright; its errors (closed page, crashed browser) become faults."""
         if self._fault:
             raise EnvironmentFault(f"web session: {self._fault}")
@@ -282,12 +282,12 @@ class WebSession:
 
     def set_viewport(self, size: tuple[int, int]) -> None:
         self.viewport = size
-        self._guard(self.page.set_viewport_size, {"width": size[0], "height": size[1]})
+        self.guard(self.page.set_viewport_size, {"width": size[0], "height": size[1]})
 
     def goto(self, url: str) -> float:
         if self.page is None:
             raise EnvironmentFault("web session: no page is open")
-        self._guard(self.page.goto, url, wait_until="load", timeout=self.settle_timeout_s * 1000)
+        self.guard(self.page.goto, url, wait_until="load", timeout=self.settle_timeout_s * 1000)
         return self.settle()
 
     def settle(
@@ -303,7 +303,7 @@ class WebSession:
         while True:
             if self.page is None:
                 raise EnvironmentFault("web session: every page was closed")
-            self._guard(self.page.wait_for_timeout, 40)  # lets Playwright deliver events
+            self.guard(self.page.wait_for_timeout, 40)  # lets Playwright deliver events
             idle, ready, mutations, url = self._probe()
             now = time.monotonic()
             net_quiet = not self._inflight and (now - self._last_net) * 1000 >= quiet_ms
@@ -356,15 +356,15 @@ class WebSession:
     def observe(self) -> Observation:
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
-        png = self._guard(self.page.screenshot, type="png", timeout=15000)
-        title = self._guard(self.page.title)
+        png = self.guard(self.page.screenshot, type="png", timeout=15000)
+        title = self.guard(self.page.title)
         w, h = self.viewport
         return Observation(png=png, width=w, height=h, url=self.page.url, title=title)
 
     def locate(self, locator: Locator) -> PixelBox | None:
         spec = locator.model_dump(exclude_defaults=True)
         spec.setdefault("nth", 0)
-        box = self._guard(self.page.evaluate, _LOCATE_JS, spec)
+        box = self.guard(self.page.evaluate, _LOCATE_JS, spec)
         if box is None:
             return None
         b = PixelBox(box[0], box[1], box[2], box[3])
@@ -375,13 +375,13 @@ class WebSession:
         return b
 
     def element_at(self, x: float, y: float) -> ElementInfo | None:
-        got = self._guard(self.page.evaluate, _ELEMENT_AT_JS, [x, y])
+        got = self.guard(self.page.evaluate, _ELEMENT_AT_JS, [x, y])
         if got is None:
             return None
         return ElementInfo(got["key"], got["role"], got["name"], PixelBox(*got["box"]))
 
     def eval(self, script: str, arg: Any = None) -> Any:
-        return self._guard(self.page.evaluate, script, arg)
+        return self.guard(self.page.evaluate, script, arg)
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -392,31 +392,31 @@ class WebSession:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         m, kb = self.page.mouse, self.page.keyboard
         if isinstance(action, Click | Scroll):  # hover effects are not the action's effects
-            self._guard(m.move, action.x, action.y)
+            self.guard(m.move, action.x, action.y)
         before = self._signature()
         match action:
             case Click(x, y, button, double):
                 if double:
-                    self._guard(m.dblclick, x, y, button=button)
+                    self.guard(m.dblclick, x, y, button=button)
                 else:
-                    self._guard(m.click, x, y, button=button)
+                    self.guard(m.click, x, y, button=button)
             case Drag(x1, y1, x2, y2):
-                self._guard(m.move, x1, y1)
-                self._guard(m.down)
+                self.guard(m.move, x1, y1)
+                self.guard(m.down)
                 for k in range(1, 9):
                     f = k / 8
-                    self._guard(m.move, x1 + f * (x2 - x1), y1 + f * (y2 - y1))
-                    self._guard(self.page.wait_for_timeout, 15)
-                self._guard(m.up)
+                    self.guard(m.move, x1 + f * (x2 - x1), y1 + f * (y2 - y1))
+                    self.guard(self.page.wait_for_timeout, 15)
+                self.guard(m.up)
             case Scroll(x, y, dy):
-                self._guard(m.move, x, y)
+                self.guard(m.move, x, y)
                 for _ in range(abs(dy)):
-                    self._guard(m.wheel, 0, 100 if dy > 0 else -100)
-                    self._guard(self.page.wait_for_timeout, 30)
+                    self.guard(m.wheel, 0, 100 if dy > 0 else -100)
+                    self.guard(self.page.wait_for_timeout, 30)
             case TypeText(text):
-                self._guard(kb.type, text, delay=10)
+                self.guard(kb.type, text, delay=10)
             case Key(key):
-                self._guard(kb.press, playwright_key(key))
+                self.guard(kb.press, playwright_key(key))
         settle = self.settle(baseline=(before[0], before[1]))
         return ActResult(settle_s=settle, changed=self._signature() != before)
 
@@ -424,7 +424,7 @@ class WebSession:
         """DOM mutation count, URL, page count, downloads: what `changed` compares."""
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
-        n, url = self._guard(
+        n, url = self.guard(
             self.page.evaluate, "() => [window.__medspot ? __medspot.mutations : 0, location.href]"
         )
         return (n, url, len(self.context.pages), len(self.downloads))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medspot.errors import DataError, Location
-from medspot.live.core.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -36,8 +36,9 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.drivers.atspi import AtspiClient, AtspiNode, AtspiTree, NodeQuery
+from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import X11_CHECK_KINDS, check_x11
+from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.x11 import X11Session
 
 if TYPE_CHECKING:
@@ -97,10 +98,12 @@ class DicomscopeEnv:
         self.start_timeout_s = start_timeout_s
         self.x11 = X11Session(self.workdir / "x11", screen=self.viewport)
         self._app: subprocess.Popen[bytes] | None = None
-        self._wid: str | None = None
         self._seed: Any = None
-        self._atspi: AtspiClient | None = None
-        self._cache: dict[bool, AtspiTree] = {}  # full? -> tree, until the next act/reset
+        self.desktop = DesktopDriver(
+            self.x11, "DICOMscope", viewport=self.viewport, alive=self._alive,
+            settle_quiet_s=settle_quiet_s, settle_timeout_s=settle_timeout_s,
+            skip_tabs=UNUSED_TABS,
+        )  # fmt: skip
         self.restarts = 0
         self.last_reset: dict[str, float] = {}
 
@@ -156,17 +159,17 @@ class DicomscopeEnv:
             "dicomscope.DICOMscope",
         ]
         self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.workdir)
-        self._wid = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
-        self.x11.place_window(self._wid, self.viewport)
+        self.desktop.window = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
+        self.x11.place_window(self.desktop.window, self.viewport)
         deadline = time.monotonic() + self.start_timeout_s
         while True:
-            tree = self._tree()
+            tree = self.desktop.tree()
             if tree.find(NodeQuery(role="page tab", text="Browser")):
                 break
             if time.monotonic() > deadline:
                 raise EnvironmentFault("DICOMscope's widgets never appeared on AT-SPI")
             time.sleep(0.2)
-        self._settle()
+        self.desktop.settle()
         self.last_reset["launch_s"] = time.monotonic() - t0
 
     def _restart(self) -> None:
@@ -185,51 +188,11 @@ class DicomscopeEnv:
         return self._app
 
     def close(self) -> None:
-        if self._atspi is not None:
-            self._atspi.close()
-            self._atspi = None
+        self.desktop.close()
         if self._app is not None:
             self.x11.stop(self._app)
             self._app = None
         self.x11.close()
-
-    # -- AT-SPI ------------------------------------------------------------------------------
-    def _tree(self, full: bool = False) -> AtspiTree:
-        """The accessible tree; without `full`, only what is showing (about 5x faster)."""
-        t0 = time.monotonic()
-        if self._atspi is None:
-            self._atspi = AtspiClient(self.x11.env)
-        tree = self._atspi.dump("DICOMscope", showing_only=not full, skip_tabs=UNUSED_TABS)
-        log.debug("AT-SPI dump (%d nodes) %.3f s", len(tree.nodes), time.monotonic() - t0)
-        return tree
-
-    def _cached_tree(self, full: bool) -> AtspiTree:
-        """The tree for locate/element_at/check: read once per screen (the state only changes
-        through actions, and every action waits until settled)."""
-        tree = self._cache.get(full) or self._cache.get(True)
-        if tree is None:
-            tree = self._cache[full] = self._tree(full)
-        return tree
-
-    def _settle(self, before: str | None = None) -> tuple[float, bool]:
-        return self.x11.settle(
-            self.viewport,
-            quiet_s=self.settle_quiet_s,
-            timeout_s=self.settle_timeout_s,
-            before=before,
-            alive=self._alive(),
-        )
-
-    def _click_node(self, tree: AtspiTree, q: NodeQuery, double: bool = False) -> None:
-        box = self._box(tree, q)
-        if box is None:
-            raise EnvironmentFault(f"reset: {q} not on screen")
-        x, y = box.center
-        self.x11.click(int(x), int(y), repeat=2 if double else 1)
-
-    def _box(self, tree: AtspiTree, q: NodeQuery) -> PixelBox | None:
-        hits = [b for n in tree.find(q) if (b := tree.hittable_box(n, self.viewport))]
-        return hits[q.nth] if q.nth < len(hits) else None
 
     # -- reset -------------------------------------------------------------------------------
     def reset(self, task: LiveTask) -> Observation:
@@ -246,7 +209,7 @@ class DicomscopeEnv:
             )
         t0 = time.monotonic()
         self._alive()
-        self._cache.clear()
+        self.desktop.forget()
         try:
             self._reset_ui(ref)
         except EnvironmentFault as exc:
@@ -260,7 +223,7 @@ class DicomscopeEnv:
         """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""
         deadline = time.monotonic() + self.settle_timeout_s
         while True:
-            tree = self._tree()
+            tree = self.desktop.tree()
             if pred(tree):
                 return tree
             if time.monotonic() > deadline:
@@ -272,23 +235,23 @@ class DicomscopeEnv:
         return lambda t: any(state in n.states for n in t.find(q))
 
     def _reset_ui(self, ref: ImageRef | None) -> None:
-        tree = self._tree()
+        tree = self.desktop.tree()
         if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
             cancel = NodeQuery(role="push button", text="Cancel")
-            if self._box(tree, cancel) is not None:
-                self._click_node(tree, cancel)
-                self._settle()
-                tree = self._tree()
+            if self.desktop.box(tree, cancel) is not None:
+                self.desktop.click_node(tree, cancel)
+                self.desktop.settle()
+                tree = self.desktop.tree()
             self.x11.key("Escape")
-            self._settle()
-            tree = self._tree()
+            self.desktop.settle()
+            tree = self.desktop.tree()
             if self._extra_windows(tree):
                 raise EnvironmentFault("a dialog is still open")
         shutil.copyfile(self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat")
         browser = NodeQuery(role="page tab", text="Browser")
-        self._click_node(tree, browser)
+        self.desktop.click_node(tree, browser)
         tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
-        self._click_node(tree, NodeQuery(role="push button", description="Refresh"))
+        self.desktop.click_node(tree, NodeQuery(role="push button", description="Refresh"))
         studies = NodeQuery(role="label", contains="Study ")
         tree = self._wait(
             lambda t: bool(t.find(studies)) and not self._has(studies, "expanded")(t),
@@ -297,9 +260,9 @@ class DicomscopeEnv:
         if ref is None:
             return
         study, series = self._labels(ref)
-        self._click_node(tree, NodeQuery(text=study), double=True)
+        self.desktop.click_node(tree, NodeQuery(text=study), double=True)
         tree = self._wait(self._has(NodeQuery(text=study), "expanded"), f"{study} did not open")
-        self._click_node(tree, NodeQuery(text=series), double=True)
+        self.desktop.click_node(tree, NodeQuery(text=series), double=True)
         tree = self._wait(
             lambda t: len(self._images(t, series)) >= ref.slice, f"{series} shows too few images"
         )
@@ -314,9 +277,9 @@ class DicomscopeEnv:
             ),
             "the image did not open in the Viewer",
         )
-        self._settle()
+        self.desktop.settle()
         # a new image gets a fresh presentation state, but the viewer's own modes persist
-        tree = self._tree()
+        tree = self.desktop.tree()
         fixes = [
             NodeQuery(description=t)
             for t in START_OFF
@@ -326,10 +289,10 @@ class DicomscopeEnv:
         if not self._has(scale, "checked")(tree):
             fixes.append(scale)
         for q in fixes:
-            self._click_node(tree, q)
+            self.desktop.click_node(tree, q)
         if fixes:
-            self._settle()
-            tree = self._tree()
+            self.desktop.settle()
+            tree = self.desktop.tree()
             if any(self._has(NodeQuery(description=t), "checked")(tree) for t in START_OFF):
                 raise EnvironmentFault("reset: a processing toggle stays on")
 
@@ -360,60 +323,22 @@ class DicomscopeEnv:
             n for n in tree.nodes if n.parent == -1 and n.path[1:] != (0,) and "showing" in n.states
         ]
 
-    # -- the Environment protocol ------------------------------------------------------------
+    # -- the Environment protocol (the desktop driver's, but for the checks) -----------------
     def observe(self) -> Observation:
-        self._alive()
-        shot = self.x11.screenshot(self.viewport)
-        title = self.x11.window_title(self._wid) if self._wid else None
-        return Observation(shot.png, shot.width, shot.height, title=title)
+        return self.desktop.observe()
 
     def act(self, action: LiveAction) -> ActResult:
-        self._alive()
-        self._cache.clear()
-        before = self.x11.digest(self.viewport)
-        match action:
-            case Click(x, y, button, double):
-                self.x11.click(
-                    round(x), round(y), 3 if button == "right" else 1, 2 if double else 1
-                )
-            case Drag(x1, y1, x2, y2):
-                self.x11.drag(round(x1), round(y1), round(x2), round(y2))
-            case Scroll(x, y, dy):
-                self.x11.scroll(round(x), round(y), dy)
-            case TypeText(text):
-                self.x11.type_text(text)
-            case Key(key):
-                self.x11.key(key)
-            case Done():
-                return ActResult(0.0, False)
-        settle_s, changed = self._settle(before)
-        return ActResult(settle_s, changed)
+        return self.desktop.act(action)
+
+    def locate(self, locator: Locator) -> PixelBox | None:
+        return self.desktop.locate(locator)
+
+    def element_at(self, x: float, y: float) -> ElementInfo | None:
+        return self.desktop.element_at(x, y)
 
     def check(self, spec: CheckSpec) -> bool:
         self._alive()
-        return check_x11(spec, self._cached_tree(True), self.x11, self._wid)
-
-    def locate(self, locator: Locator) -> PixelBox | None:
-        self._alive()
-        keys = locator.keys() - {"at"}
-        if not keys and locator.at is not None:
-            x, y = locator.at[0] * self.viewport[0], locator.at[1] * self.viewport[1]
-            return PixelBox(x, y, x + 1, y + 1)
-        q = NodeQuery(
-            locator.role, locator.text, locator.contains, locator.description, locator.nth
-        )
-        box = self._box(self._cached_tree(False), q)
-        if box is None or locator.at is None:
-            return box
-        x = box.x1 + locator.at[0] * (box.x2 - box.x1)
-        y = box.y1 + locator.at[1] * (box.y2 - box.y1)
-        return PixelBox(x, y, x + 1, y + 1)
-
-    def element_at(self, x: float, y: float) -> ElementInfo | None:
-        self._alive()
-        tree = self._cached_tree(False)
-        n = tree.hit(x, y, self.viewport)
-        return None if n is None else tree.element(n)
+        return check_x11(spec, self.desktop.cached_tree(True), self.x11, self.desktop.window)
 
 
 def doctor() -> list[str]:
@@ -436,11 +361,6 @@ def doctor() -> list[str]:
             problems.append(f"{exe} is not on PATH (apt-get install {pkg})")
     if not atspi_available():
         problems.append(f"{SYSTEM_PYTHON} cannot import pyatspi (apt-get install python3-pyatspi)")
-    for mod in ("PIL", "numpy", "pydicom"):
-        try:
-            __import__(mod)
-        except ImportError:
-            problems.append(f"Python package {mod} is missing (pip install 'medspot[live]')")
     return problems
 
 
@@ -456,6 +376,8 @@ register_env(
         check_kinds=X11_CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,
         system_packages=PACKAGES,
+        python_modules=("PIL", "numpy", "pydicom"),
+        doctor="medspot.live.envs.dicomscope:doctor",
         tasks_resource="dicomscope.json",
     )
 )

@@ -18,19 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import (
-    ActResult,
-    ElementInfo,
-    EnvironmentFault,
     Observation,
-    PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.drivers.web import WebSession
-from medspot.live.services.orthanc import OrthancIds, OrthancServer
-from medspot.live.services.seed import SeedSet, seed_files
+from medspot.live.envs.orthanc_web import OrthancWebEnv
 
 __all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
@@ -85,7 +79,7 @@ _VIEWER_INVERT_JS = (
 )
 
 
-class OrthancExplorerEnv:
+class OrthancExplorerEnv(OrthancWebEnv):
     """One Orthanc + one chromium, driven through Orthanc Explorer's pages."""
 
     name = NAME
@@ -103,13 +97,8 @@ class OrthancExplorerEnv:
         orthanc_binary: str | None = None,
         fresh_context: bool = False,
     ) -> None:
-        self.workdir = Path(workdir)
-        self.viewport: tuple[int, int] = (1280, 800)
-        self.seed_n, self.seed_cache = seed, seed_cache
-        self.seed: SeedSet | None = None
-        self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
-        self.web = WebSession(
-            self.workdir / "browser",
+        web = WebSession(
+            Path(workdir) / "browser",
             chromium=chromium,
             headless=headless,
             extra_args=tuple(extra_args),
@@ -117,36 +106,13 @@ class OrthancExplorerEnv:
             settle_timeout_s=settle_timeout_s,
             ready_js=_READY_JS,
         )
-        self.last_reset_s = 0.0
+        super().__init__(
+            workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
+        )
         self.fresh_context = fresh_context  # a new browser context per task (slower)
-        self._started = False
-
-    # -- life cycle -----------------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        try:
-            self.seed = seed_files(self.seed_cache, self.seed_n)
-            self.orthanc.start()
-            self.orthanc.seed(self.seed)
-            self.web.start()
-        except BaseException:
-            self.close()
-            raise
-
-    @property
-    def ids(self) -> OrthancIds:
-        if self.orthanc.ids is None:
-            raise EnvironmentFault("orthanc-explorer: not started")
-        return self.orthanc.ids
 
     def reset(self, task: LiveTask) -> Observation:
-        self.start()
-        assert self.seed is not None
-        self.orthanc.health()
-        self.last_reset_s = self.orthanc.reset_to(self.seed)
+        self.last_reset_s = self._reset_database()
         self.viewport = (int(task.start.viewport[0]), int(task.start.viewport[1]))
         self.web.viewport = self.viewport
         url = self.url_for(task.start.route or "#find-patients", task.id)
@@ -156,12 +122,6 @@ class OrthancExplorerEnv:
         else:
             self.web.fresh_page(url)
         return self.observe()
-
-    def close(self) -> None:
-        try:
-            self.web.close()
-        finally:
-            self.orthanc.stop()
 
     # -- names -> Orthanc IDs -----------------------------------------------------------------
 
@@ -199,23 +159,6 @@ class OrthancExplorerEnv:
         raise DataError(f"task {task_id}: start.route must start with '#' or '/': {route!r}")
 
     # -- the contract -------------------------------------------------------------------------
-
-    def observe(self) -> Observation:
-        return self.web.observe()
-
-    def act(self, action: LiveAction) -> ActResult:
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc is not running (the process died)")
-        result = self.web.act(action)
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc died during the action")
-        return result
-
-    def locate(self, locator: Locator) -> PixelBox | None:
-        return self.web.locate(locator)
-
-    def element_at(self, x: float, y: float) -> ElementInfo | None:
-        return self.web.element_at(x, y)
 
     def check(self, spec: CheckSpec) -> bool:
         p = spec.params
@@ -342,6 +285,7 @@ register_env(
             "chromium",
             "fonts-dejavu-core",
         ),
+        doctor="medspot.live.envs.orthanc_explorer:doctor",
         tasks_resource="orthanc_explorer.json",
     )
 )

@@ -30,10 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.actions import Click, Drag, LiveAction
+from medspot.live.core.actions import Click, Drag
 from medspot.live.core.contract import (
-    ActResult,
-    ElementInfo,
     EnvironmentFault,
     Observation,
     PixelBox,
@@ -50,8 +48,8 @@ from medspot.live.envs.ohif.state import (
     STATE_JS,
     evaluate_check,
 )
-from medspot.live.services.orthanc import OrthancServer
-from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS, SeedSet, seed_files
+from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 
 __all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create", "doctor", "setup"]
 
@@ -86,7 +84,7 @@ LANDMARK_BOX_RADIUS = MARKER_RADIUS + 1
 _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
 
 
-class OhifEnv:
+class OhifEnv(OrthancWebEnv):
     """One Orthanc + one same-origin viewer server + one chromium."""
 
     name = NAME
@@ -105,57 +103,40 @@ class OhifEnv:
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
     ) -> None:
-        self.workdir = Path(workdir)
-        self.viewport: tuple[int, int] = (1280, 800)
-        self.seed_n, self.seed_cache = seed, seed_cache
-        self.seed: SeedSet | None = None
-        self.dist = ohif_dist
-        self.load_timeout_s = load_timeout_s
-        self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
-        self.server: OhifServer | None = None
-        self.web = WebSession(
-            self.workdir / "browser",
+        web = WebSession(
+            Path(workdir) / "browser",
             chromium=chromium,
             headless=headless,
             extra_args=(*SOFTWARE_GL_ARGS, *extra_args),
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
         )
-        self.last_reset_s = 0.0
-        self._started = False
+        super().__init__(
+            workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
+        )
+        self.dist = ohif_dist
+        self.load_timeout_s = load_timeout_s
+        self.server: OhifServer | None = None
         self._context_ready = False
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        try:
-            dist = self.dist or installed_dist()
-            if dist is None:
-                raise EnvironmentFault(
-                    "the OHIF viewer is not installed: run `medspot live setup --env ohif`"
-                )
-            self.seed = seed_files(self.seed_cache, self.seed_n)
-            self.orthanc.start()
-            self.orthanc.seed(self.seed)
-            self.server = OhifServer(dist, self.orthanc.url).start()
-            self.web.start()
-        except BaseException:
-            self.close()
-            raise
+    def _start_services(self) -> None:
+        if (self.dist or installed_dist()) is None:
+            raise EnvironmentFault(
+                "the OHIF viewer is not installed: run `medspot live setup --env ohif`"
+            )
+        super()._start_services()
 
-    def close(self) -> None:
-        try:
-            self.web.close()
-        finally:
-            try:
-                if self.server is not None:
-                    self.server.close()
-                    self.server = None
-            finally:
-                self.orthanc.stop()
+    def _start_more(self) -> None:
+        dist = self.dist or installed_dist()
+        assert dist is not None
+        self.server = OhifServer(dist, self.orthanc.url).start()
+
+    def _close_more(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
 
     @property
     def url(self) -> str:
@@ -182,11 +163,8 @@ class OhifEnv:
         return self.url + _TEMPLATE.sub(one, route)
 
     def reset(self, task: LiveTask) -> Observation:
-        self.start()
-        assert self.seed is not None
         t0 = time.perf_counter()
-        self.orthanc.health()
-        self.orthanc.reset_to(self.seed)
+        self._reset_database()
         size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
         if not self._context_ready:
             self.web.viewport = size
@@ -208,15 +186,15 @@ class OhifEnv:
         page = self.web.page
         if page is None:
             raise EnvironmentFault("ohif: no page is open")
-        self.web._guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
+        self.web.guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
         ready = READY_JS if "/viewer" in url else _LIST_READY_JS
-        self.web._guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
+        self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
         self.web.settle(self.load_timeout_s)
         if self.web.eval(_TOUR_VISIBLE_JS):
             log.info("ohif: the onboarding tour showed; skipping it")
             box = self.web.locate(Locator(text="Skip all"))
             if box is not None:
-                self.web._guard(page.mouse.click, *box.center)
+                self.web.guard(page.mouse.click, *box.center)
                 self.web.settle()
 
     def _predraw(self, task: LiveTask) -> None:
@@ -249,17 +227,6 @@ class OhifEnv:
 
     # -- the contract -------------------------------------------------------------------------
 
-    def observe(self) -> Observation:
-        return self.web.observe()
-
-    def act(self, action: LiveAction) -> ActResult:
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc is not running (the process died)")
-        result = self.web.act(action)
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc died during the action")
-        return result
-
     def state(self) -> dict[str, Any]:
         """The viewer's state as the checks read it (see `medspot.live.envs.ohif.state`)."""
         got = self.web.eval(STATE_JS)
@@ -291,9 +258,6 @@ class OhifEnv:
             x, y = box[0] + fx * (box[2] - box[0]), box[1] + fy * (box[3] - box[1])
             return PixelBox(x, y, x + 1, y + 1)
         return self.web.locate(locator)
-
-    def element_at(self, x: float, y: float) -> ElementInfo | None:
-        return self.web.element_at(x, y)
 
 
 def setup() -> str:
@@ -330,6 +294,8 @@ register_env(
             "chromium",
             "fonts-dejavu-core",
         ),
+        doctor="medspot.live.envs.ohif.env:doctor",
+        setup="medspot.live.envs.ohif.env:setup",
         tasks_resource="ohif.json",
     )
 )
