@@ -1,4 +1,4 @@
-"""`create_agent(name, ...)`: `oracle` and `replay` are live agents, every other name is a
+"""`create_agent(name, ...)`: `oracle`, `noop` and `replay` are live agents, every other name is a
 registry model (`random` and `ocr` are the static baselines, run on live screens)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from medspot.adapters.base import AdapterContext
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
 from medspot.live.agents.model import ModelAgent
-from medspot.live.agents.scripted import OracleAgent, ReplayAgent
+from medspot.live.agents.scripted import NoopAgent, OracleAgent, ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 
 __all__ = ["adapter_options", "create_agent"]
@@ -43,6 +43,8 @@ def create_agent(
     opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
     if model == "oracle":
         return OracleAgent()
+    if model == "noop":
+        return NoopAgent()
     if model == "replay":
         if not opts.replay_file:
             raise ConfigError("--model replay needs --replay-file FILE (live action JSON lines)")

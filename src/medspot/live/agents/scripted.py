@@ -18,7 +18,7 @@ from medspot.live.core.actions import (
     action_to_json,
 )
 
-__all__ = ["OracleAgent", "ReplayAgent"]
+__all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
 
 
 @dataclass
@@ -37,6 +37,24 @@ class OracleAgent:
             "kind": "baseline",
             "note": "oracle: the target element's box from the application; not a model",
         }
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class NoopAgent:
+    """The do-nothing baseline: answers `done()` at once. A task it solves was solved at its
+    start (a broken task)."""
+
+    name: str = "noop"
+    max_concurrency: int = 64
+
+    async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        return AgentAnswer(raw_text="done()", action=Done(), source="noop")
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": "baseline", "note": "noop: answers done() at once"}
 
     async def aclose(self) -> None:
         return None
