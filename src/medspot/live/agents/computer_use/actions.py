@@ -123,7 +123,7 @@ def fit_display(screen: tuple[int, int], max_edge: int, max_pixels: int) -> tupl
     s = min(1.0, max_edge / max(w, h), math.sqrt(max_pixels / (w * h)))
     if s >= 1.0:
         return screen
-    return max(1, math.floor(w * s)), max(1, math.floor(h * s))
+    return max(1, math.floor(w * s + 1e-9)), max(1, math.floor(h * s + 1e-9))
 
 
 def _num(v: Any) -> float | None:
