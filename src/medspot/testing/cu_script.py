@@ -21,15 +21,16 @@ message and `reasoning` a reasoning summary; for the Messages API its `tool_uses
 the request offers the `computer_toolset_...` toolset) after a text block. `usage` ([in, out])
 overrides the token counts (default: 1000 per image sent plus the words, out 40 per action).
 
-The conversation a request belongs to: the Responses API's `previous_response_id` (the server
-remembers which turn each response answered) or, for a first request and for the stateless
-Messages API, the script whose `match` the goal contains; the Messages API's turn is the number
-of assistant messages sent. What the client must send is checked as the real APIs check it
-(refused with HTTP 400): every computer call of the previous turn answered by a
-`computer_call_output` with a screenshot, its pending safety checks acknowledged, every
-`tool_use` answered by a `tool_result`. Each request answered is kept (`CuExchange`) so that
-tests read what was sent: the screenshots, the chaining, the acknowledgements, the tool and the
-beta header.
+Response and message ids name the turn they answer (`resp_<conversation>_<turn>_<request>`,
+`msg_<conversation>_<turn>_<request>`). The conversation a request belongs to: the Responses
+API's `previous_response_id` (the server remembers which turn each response answered) or, for
+a first request and for the stateless Messages API, the script whose `match` the goal
+contains; the Messages API's turn is the number of assistant messages sent. What the client
+must send is checked as the real APIs check it (refused with HTTP 400): every computer call of
+the previous turn answered by a `computer_call_output` with a screenshot, its pending safety
+checks acknowledged, every `tool_use` answered by a `tool_result`. Each request answered is
+kept (`CuExchange`) so that tests read what was sent: the screenshots, the chaining, the
+acknowledgements, the tool and the beta header.
 """
 
 from __future__ import annotations
@@ -278,4 +279,6 @@ class ScriptedComputerUse:
                 "messages", conv, k, req.index, shots, None, (), dict(tools[0]),
                 req.headers.get("anthropic-beta"), None,
             ))  # fmt: skip
-        return messages_body(req.index, req.model, content, tokens, stop)
+        body = messages_body(req.index, req.model, content, tokens, stop)
+        body["id"] = f"msg_{conv}_{k}_{req.index}"  # which turn it answered, for tests
+        return body
