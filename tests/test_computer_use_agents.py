@@ -291,3 +291,50 @@ def test_computer_use_agents_need_agent_mode_and_their_own_options() -> None:
     with pytest.raises(ConfigError, match="not an Anthropic"):
         create_agent("anthropic-computer-use", options={"api_key": "k",
                      "computer_tool": "computer"}, mode="agent")  # fmt: skip
+
+
+def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import anthropic
+    import openai
+
+    f = tmp_path / "script.json"
+    both = {"text": "clicking", "actions": [{"type": "click", "button": "left", "x": 1, "y": 2}],
+            "tool_uses": [{"input": {"action": "left_click", "coordinate": [1, 2]}}]}  # fmt: skip
+    f.write_text(json.dumps({"conversations": [{"match": "GARCIA^MARIA", "turns": [both]}]}))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    cmd = [sys.executable, "-m", "medspot", "serve-test", "--script", str(f)]
+    srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)  # fmt: skip
+    try:
+        assert srv.stdout is not None
+        words = srv.stdout.readline().split()
+        oai, root = words[1], words[4]
+
+        async def main() -> tuple[Any, Any]:
+            o = openai.AsyncOpenAI(base_url=oai, api_key="t")
+            a = anthropic.AsyncAnthropic(base_url=root, api_key="t")
+            r1 = await o.responses.create(model="gpt-5.4", tools=[{"type": "computer"}],
+                                          input=GOAL)  # fmt: skip
+            r2 = await a.beta.messages.create(
+                model="claude-sonnet-4-6", max_tokens=100, betas=["computer-use-2025-11-24"],
+                messages=[{"role": "user", "content": GOAL}],
+                tools=[{"type": "computer_20251124", "name": "computer",
+                        "display_width_px": 1280, "display_height_px": 800}],
+            )  # fmt: skip
+            await o.close()
+            await a.close()
+            return r1, r2
+
+        r1, r2 = asyncio.run(main())
+        assert [o.type for o in r1.output] == ["message", "computer_call"]
+        assert r2.stop_reason == "tool_use" and r2.content[1].input["coordinate"] == [1, 2]
+    finally:
+        srv.send_signal(signal.SIGINT)
+        _, err = srv.communicate(timeout=30)
+    assert srv.returncode == 0 and "2 request(s)" in err, err

@@ -242,3 +242,37 @@ def test_max_cost_stops_and_a_safety_check_waits_for_the_option(
     assert len(first_turns) == 1  # the paid first turn was replayed, never re-sent
     last = [s for s in _steps(out) if not s.error][-1]
     assert "safety_check_acknowledged:sensitive_domain" in last.flags
+
+
+def test_the_documented_example_script_runs_both_agents(tmp_path: Path, workroot: Path) -> None:
+    """docs/live.md's commands: `serve-test --script docs/examples/cu-script.json` (a free port
+    instead of 8765), then each agent through `live run` with a placeholder key."""
+    import signal
+
+    doc = (REPO / "docs" / "live.md").read_text()
+    assert "--script docs/examples/cu-script.json" in doc
+    env = _env(workroot)
+    srv = subprocess.Popen(
+        [sys.executable, "-m", "medspot", "serve-test", "--port", "0", "--script",
+         "docs/examples/cu-script.json"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert srv.stdout is not None
+        words = srv.stdout.readline().split()
+        urls = {"openai-computer-use": words[1], "anthropic-computer-use": words[4]}
+        for model, url in urls.items():
+            key = "OPENAI_API_KEY" if model.startswith("openai") else "ANTHROPIC_API_KEY"
+            out = tmp_path / model
+            cmd = [sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--mode",
+                   "agent", "--model", model, "--base-url", url, "--tasks",
+                   "open-study-ct-doe-john", "--out", str(out), "--env-option",
+                   f"chromium={CHROMIUM}", "--no-progress"]  # fmt: skip
+            done = subprocess.run(cmd, env={**env, key: "test"}, capture_output=True,
+                                  text=True, timeout=600)  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert "success 100.0%" in done.stdout
+    finally:
+        srv.send_signal(signal.SIGINT)
+        _, err = srv.communicate(timeout=30)
+    assert "4 request(s)" in err, err
