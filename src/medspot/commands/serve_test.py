@@ -45,14 +45,21 @@ def _run(args: argparse.Namespace) -> int:
         if responder is not None:
             print(f"serving {srv.base_url} (OpenAI) and {srv.root_url} (Anthropic) with the "
                   f"script {args.script}; Ctrl-C stops", flush=True)  # fmt: skip
+            print(
+                "try: medspot live run --env orthanc-explorer --mode agent --model "
+                f"openai-computer-use --base-url {srv.base_url} --out results/try "
+                "(a placeholder key in OPENAI_API_KEY)",
+                file=sys.stderr,
+                flush=True,
+            )
         else:
             print(f"serving {srv.base_url} (answer {args.answer!r}); Ctrl-C stops", flush=True)
-        print(
-            f"try: medspot eval --data DATA --limit 2 --model openai:test --convention "
-            f"rel1000 --base-url {srv.base_url} --out results/try",
-            file=sys.stderr,
-            flush=True,
-        )
+            print(
+                f"try: medspot eval --data DATA --limit 2 --model openai:test --convention "
+                f"rel1000 --base-url {srv.base_url} --out results/try",
+                file=sys.stderr,
+                flush=True,
+            )
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
