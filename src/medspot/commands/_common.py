@@ -105,6 +105,8 @@ _ADAPTER_OPTIONS = (
     "prompt_template",
     "price_file",
     "api_model",
+    "computer_tool",
+    "acknowledge_safety_checks",
 )
 
 

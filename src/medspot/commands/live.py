@@ -15,9 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from medspot.commands._common import adapter_options, positive_int, progress_bar
+from medspot.commands._common import (
+    adapter_options,
+    non_negative_float,
+    positive_int,
+    progress_bar,
+)
 from medspot.commands.eval import add_model_args
-from medspot.errors import ConfigError
+from medspot.errors import BudgetExceeded, ConfigError
 
 __all__ = ["parse_env_options", "register"]
 
@@ -87,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         mode=args.mode,
         prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
-        env_options=parse_env_options(args.env_option),
+        env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     try:
@@ -121,6 +126,13 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.model == "oracle":
         print("note: `oracle` reads the target element from the application; not a model.")
+    if outcome.info.cost_usd:
+        print(f"cost so far: ${outcome.info.cost_usd:.4f}")
+    if st.budget_reached:
+        raise BudgetExceeded(
+            f"--max-cost {args.max_cost} reached; the run stopped before its next model call. "
+            "Raise --max-cost and run the same command again to continue."
+        )
     if outcome.info.status != "complete":
         print(
             f"medspot: the run is incomplete ({outcome.info.errors} tasks errored); run the "
@@ -244,6 +256,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     r.add_argument("--max-retries", type=int, default=4, metavar="N",
                    help="retries of a failed model call before it is an error")  # fmt: skip
+    r.add_argument(
+        "--max-cost", type=non_negative_float, default=None, metavar="USD",
+        help="start no model call once the run has cost this much (resumable; exit 3)",
+    )  # fmt: skip
+    r.add_argument(
+        "--computer-tool", default=None, metavar="TYPE",
+        help="the computer-use API's tool type or version (default: by the API model)",
+    )  # fmt: skip
+    r.add_argument(
+        "--acknowledge-safety-checks", action="store_true", default=None,
+        help="openai-computer-use: acknowledge the API's pending safety checks and go on "
+        "(default: such a turn is an error and nothing is executed)",
+    )  # fmt: skip
     r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
                    help="bootstrap resamples for the 95%% intervals")  # fmt: skip

@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core.actions import (
+    WHEEL_NOTCH_PX,
+    Click,
+    Done,
+    Drag,
+    Key,
+    LiveAction,
+    Scroll,
+    TypeText,
+)
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -411,7 +420,7 @@ class WebSession:
             case Scroll(x, y, dy):
                 self.guard(m.move, x, y)
                 for _ in range(abs(dy)):
-                    self.guard(m.wheel, 0, 100 if dy > 0 else -100)
+                    self.guard(m.wheel, 0, WHEEL_NOTCH_PX if dy > 0 else -WHEEL_NOTCH_PX)
                     self.guard(self.page.wait_for_timeout, 30)
             case TypeText(text):
                 self.guard(kb.type, text, delay=10)

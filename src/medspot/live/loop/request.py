@@ -62,6 +62,7 @@ class LiveRequest:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
     workroot: Path | None = None  # parent of the environments' private folders
+    max_cost: float | None = None  # USD: stop starting model calls once spent (resumable)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def run_live(
         raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
     agent = req.agent or create_agent(
         req.model, options=req.options, prompt_style=req.prompt_style,
-        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
+        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries, mode=req.mode,
     )  # fmt: skip
     info = _run_info(req, agent, fingerprint)
     if run_json.exists():
@@ -137,7 +138,7 @@ def run_live(
     opts = LiveOptions(
         env=req.env, env_options=req.env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
-        mode=req.mode,
+        mode=req.mode, max_cost=req.max_cost,
     )  # fmt: skip
     stats = LiveStats()
     interrupted = False
@@ -179,6 +180,8 @@ def run_live(
     info.finished = now_iso()
     if interrupted:
         info.status = "interrupted"
+    elif stats.budget_reached:
+        info.status = "budget_reached"
     else:
         info.status = "complete" if all(r.scored for r in results) else "incomplete"
     atomic_write_json(run_json, info.model_dump())

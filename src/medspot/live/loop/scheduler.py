@@ -12,7 +12,9 @@ model's latency overlaps the other environments' work. Every step is journaled a
 An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
 throws the environment away and retries the task on a fresh one, replaying the answers already
 journaled; it is never the model's failure. A failed model call ends the attempt as an error
-(asked again on resume), never as a click.
+(asked again on resume), never as a click. With `max_cost`, no new model call is started once
+the run's spent cost (this run and the journal's earlier ones) reaches it: the task being run
+is left unfinished (resumed later, its answers replayed) and no new task starts.
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot.errors import ConfigError, MedspotError, ModelCallError
-from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent, PastTurn
+from medspot.live.agents.turn import (
+    AgentAnswer,
+    AgentTurn,
+    AnsweredCallError,
+    LiveAgent,
+    PastTurn,
+)
 from medspot.live.core.actions import (
     ENDINGS,
     LiveAction,
@@ -78,6 +86,7 @@ class LiveOptions:
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     call_timeout_s: float = 180.0  # an environment call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    max_cost: float | None = None  # USD: no new model call once the run has spent this much
 
 
 @dataclass
@@ -88,6 +97,8 @@ class LiveStats:
     faults: int = 0  # environment faults
     cost_usd: float = 0.0
     envs_started: int = 0
+    previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
+    budget_reached: bool = False  # `max_cost` stopped the run
 
 
 def screen_rel(sha: str) -> str:
@@ -185,6 +196,10 @@ class _Slot:
         self._pool.shutdown(wait=False)
 
 
+class _BudgetReached(Exception):
+    """`max_cost` is reached: the attempt stops before its next model call (not journaled)."""
+
+
 def _with(rec: StepRecord, **update: Any) -> StepRecord:
     """`rec` with `update`, validated (the call fields' validator runs on what is journaled)."""
     return StepRecord.model_validate({**rec.model_dump(), **update})
@@ -208,7 +223,7 @@ class _Run:
         self.opts = opts
         self.state = state
         self.on_progress = on_progress
-        self.stats = LiveStats()
+        self.stats = LiveStats(previous_cost_usd=state.spent_usd())
         self.sem = asyncio.Semaphore(agent.max_concurrency)
         self.done = 0
         self.total = 0
@@ -244,8 +259,16 @@ class _Run:
                 thought=replay.thought,
                 call_state=replay.call_state,
             )
+        cap = self.opts.max_cost
+        if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
+            self.stats.budget_reached = True
+            raise _BudgetReached
         async with self.sem:
-            ans = await self.agent.answer(turn)
+            try:
+                ans = await self.agent.answer(turn)
+            except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
+                self.stats.cost_usd += e.answer.cost_usd or 0.0
+                raise
         self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
@@ -293,7 +316,8 @@ class _Run:
                 ans = await self._ask(turn, replay.get(n))
             except ModelCallError as e:
                 self.stats.errors += 1
-                self._append(_with(rec, error=str(e), time=now_iso()))
+                answered = e.answer.record_fields() if isinstance(e, AnsweredCallError) else {}
+                self._append(_with(rec, **{**answered, "error": str(e), "time": now_iso()}))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
@@ -333,6 +357,8 @@ class _Run:
             attempt += 1
             try:
                 rec = await self._episode(slot, task, attempt)
+            except _BudgetReached:
+                return  # unfinished: resumed later, its journaled answers replayed
             except EnvironmentFault as e:
                 self.stats.faults += 1
                 log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
@@ -374,7 +400,7 @@ class _Run:
         slots = [_Slot(i, self.opts, self.stats) for i in range(n_slots)]
 
         async def worker(slot: _Slot) -> None:
-            while True:
+            while not self.stats.budget_reached:
                 try:
                     task = queue.get_nowait()
                 except asyncio.QueueEmpty:

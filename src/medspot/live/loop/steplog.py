@@ -171,6 +171,16 @@ class ResumeState:
             else:
                 st.finished.pop(r.task, None)
 
+    def spent_usd(self) -> float:
+        """The cost of the model calls journaled (replayed answers cost nothing again)."""
+        return sum(
+            s.cost_usd or 0.0
+            for attempts in self.steps.values()
+            for steps in attempts.values()
+            for s in steps
+            if not s.replayed
+        )
+
     def trajectory(self, task: str) -> list[StepRecord]:
         """The steps of the attempt that produced the task's latest result."""
         rec = self.last.get(task)
