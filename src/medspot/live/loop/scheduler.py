@@ -227,8 +227,8 @@ def recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
     else:
         where = f"action {last.n}, before the answer (the answers before it replayed)"
     return (
-        f"environment fault recurs at {where} on {len(streak)} fresh environments in a row: "
-        f"{_first_line(last.message)}"
+        f"environment fault recurs at {where}, in {len(streak)} attempts in a row (a fresh "
+        f"environment for each retry): {_first_line(last.message)}"
     )
 
 
