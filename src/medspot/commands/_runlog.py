@@ -87,7 +87,7 @@ class RunLogHandler(logging.Handler):
 
     def close(self) -> None:
         with self.lock or contextlib.nullcontext():
-            f = self._open()
+            f = self._open() if self._pending or self._file is not None else None
             if f is not None:
                 with contextlib.suppress(OSError):
                     f.write("".join(self._pending))

@@ -117,21 +117,24 @@ def _run(args: argparse.Namespace) -> int:
         env_options=parse_env_options(args.env_option), retry_env_errors=args.retry_env_errors,
     )  # fmt: skip
     bar, update = _bar(args, "live")
-    try:
-        with _logged(args, out):
+    stopped: int | None = None
+    # the exception is let go inside the log's block: what its frames held (environments, a
+    # browser driver's futures) is collected, and reported, while the log still takes it
+    with _logged(args, out):
+        try:
             outcome = run_live(req, on_progress=update)
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
-        if bar:
-            bar.close()
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
+            stopped = exit_status(e)
+        finally:
+            if bar:
+                bar.close()
+    if stopped is not None:
         print(
             f"\nmedspot: interrupted. Every step so far is in {out}/live_journal.jsonl; run "
             "the same command again to resume.",
             file=sys.stderr,
         )
-        return exit_status(e)
-    finally:
-        if bar:
-            bar.close()
+        return stopped
     m, st = outcome.metrics, outcome.stats
 
     def pct(key: str) -> str:
@@ -198,24 +201,27 @@ def _export(args: argparse.Namespace) -> int:
     out = Path(args.out)
     ids, env_options = _task_ids(args), parse_env_options(args.env_option)
     bar, update = _bar(args, "export")
-    try:
-        with _logged(args, out / RUN_SUBDIR):
+    stopped: int | None = None
+    with _logged(args, out / RUN_SUBDIR):  # as in `_run`
+        try:
             res = export_env(
                 args.env, out, task_ids=ids,
                 tasks_file=Path(args.tasks_file) if args.tasks_file else None,
                 concurrency=args.concurrency, env_options=env_options, on_progress=update,
                 retry_env_errors=args.retry_env_errors,
             )  # fmt: skip
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
+            stopped = exit_status(e)
+        finally:
+            if bar:
+                bar.close()
+    if stopped is not None:
         print(
             f"\nmedspot: interrupted. The oracle's steps so far are in {out / RUN_SUBDIR}; run "
             "the same command again to resume.",
             file=sys.stderr,
         )
-        return exit_status(e)
-    finally:
-        if bar:
-            bar.close()
+        return stopped
     print(
         f"{res.root}: {res.tasks} tasks, {res.steps} steps of {res.app} "
         f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/)"
