@@ -33,7 +33,7 @@ from medspot.runfolder.runinfo import (
     now_iso,
     package_versions,
 )
-from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.runfolder.writer import atomic_write_json, record_failed_run, write_results
 from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
@@ -128,8 +128,7 @@ def _evaluate_locked(
     try:
         return _run_and_score(req, info, adapter, images, existing, on_progress)
     except Exception as e:  # run.json says why the run stopped, not "running"
-        info.record_failure(e)
-        atomic_write_json(run_json, info.model_dump())
+        record_failed_run(run_json, info, e)
         raise
 
 

@@ -39,6 +39,7 @@ from medspot.live.loop.static_bridge import (
     git_revision,
     now_iso,
     package_versions,
+    record_failed_run,
     run_folder_lock,
 )
 from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
@@ -189,8 +190,7 @@ def _run_locked(
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
     except Exception as e:  # run.json says why the run stopped, not "running"
-        info.record_failure(e)
-        atomic_write_json(run_json, info.model_dump())
+        record_failed_run(run_json, info, e)
         raise
 
 

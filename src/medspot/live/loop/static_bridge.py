@@ -29,7 +29,12 @@ from medspot.runfolder.layout import (
 )
 from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines, atomic_write_text
+from medspot.runfolder.writer import (
+    atomic_write_json,
+    atomic_write_json_lines,
+    atomic_write_text,
+    record_failed_run,
+)
 from medspot.scoring.metrics import (
     METRIC_KEYS,
     SHORT_NAMES,
@@ -62,6 +67,7 @@ __all__ = [
     "now_iso",
     "package_versions",
     "percentile_intervals",
+    "record_failed_run",
     "resample_counts",
     "run_folder_lock",
     "static_metrics",
