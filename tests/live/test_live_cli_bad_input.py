@@ -74,6 +74,18 @@ def test_bad_options_are_exit_2_before_anything_starts(
     assert not out.exists()  # nothing written, no run.json saying "running"
 
 
+def test_a_viewport_other_than_the_tasks_is_refused_before_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    args = ["live", "run", "--env", "dicomscope", "--model", "oracle", "--out", str(out),
+            "--no-progress", "--env-option", "viewport=800x600"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "viewport=800x600" in err and "start at another size" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("option", ["--env-retries", "--max-retries"])
 def test_negative_retries_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str

@@ -19,7 +19,7 @@ import math
 import shlex
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
 from medspot.live.core.registry import EnvEntry, env_entry
+from medspot.live.core.tasks import LiveTask
 
-__all__ = ["EnvOption", "check_env_options", "env_options_of"]
+__all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
 RUNNER_PARAMS = frozenset({"workdir"})  # given by the runner, not by the user
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -206,3 +207,19 @@ def check_env_options(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError as e:
             raise ConfigError(f"--env-option {name}={value!r}: {e} ({env})") from None
     return out
+
+
+def check_viewport(options: Mapping[str, Any], tasks: Sequence[LiveTask]) -> None:
+    """An environment whose screen size is an option (`viewport`) runs tasks of that size only
+    (`start.viewport`): a `ConfigError` before it starts, naming the tasks that differ."""
+    vp = options.get("viewport")
+    if vp is None:
+        return
+    size = (int(vp[0]), int(vp[1]))
+    other = [t.id for t in tasks if tuple(t.start.viewport) != size]
+    if other:
+        shown = ", ".join(other[:5]) + (" ..." if len(other) > 5 else "")
+        raise ConfigError(
+            f"--env-option viewport={size[0]}x{size[1]}: {len(other)} task(s) start at another "
+            f"size (start.viewport): {shown}"
+        )

@@ -22,7 +22,7 @@ from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
 from medspot.live.agents.factory import create_agent
 from medspot.live.agents.turn import LiveAgent
-from medspot.live.core.envoptions import check_env_options
+from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
@@ -140,6 +140,7 @@ def run_live(
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
+    check_viewport(env_options, tasks)
     out = req.out
     try:
         out.mkdir(parents=True, exist_ok=True)
