@@ -30,21 +30,33 @@ def exit_status(exc: BaseException) -> int:
     return 128 + int(getattr(exc, "signum", signal.SIGINT))
 
 
+class _State:
+    depth = 0  # nested `sigterm_stops` blocks
+    stopping = False  # a SIGTERM was raised; the blocks are unwinding
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup that follows is not cut short
+    if _State.stopping:  # the cleanup of the first one is not cut short
+        return
+    _State.stopping = True
     raise Terminated()
 
 
 @contextlib.contextmanager
 def sigterm_stops() -> Iterator[None]:
-    """Inside the block, SIGTERM raises `Terminated`; the previous handler is restored after.
-    Outside the main thread (where handlers cannot be set) it does nothing."""
+    """Inside the block, SIGTERM raises `Terminated` (once: later ones are ignored until the
+    outermost block is left); the previous handler is restored after. Outside the main thread
+    (where handlers cannot be set) it does nothing."""
     try:
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
     except ValueError:  # not the main thread
         yield
         return
+    _State.depth += 1
     try:
         yield
     finally:
+        _State.depth -= 1
+        if _State.depth == 0:
+            _State.stopping = False
         signal.signal(signal.SIGTERM, previous)
