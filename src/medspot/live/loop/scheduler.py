@@ -60,7 +60,6 @@ __all__ = [
     "HISTORY_MODES",
     "LiveOptions",
     "LiveStats",
-    "recurring_fault_reason",
     "run_tasks",
     "screen_rel",
 ]
@@ -196,8 +195,7 @@ class _Slot:
         # the thread ends with the environment closed, so what it held (a browser driver's
         # event loop and its futures) is released now, while the command still logs, not
         # at interpreter exit; a thread stuck in a call that never returned is left behind
-        pool = self._pool
-        await asyncio.to_thread(pool.shutdown, not self._stuck)
+        await asyncio.to_thread(self._pool.shutdown, not self._stuck)
 
 
 @dataclass
@@ -221,7 +219,7 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:300]
 
 
-def recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
+def _recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
     """What a task given up on says: where its fault recurs, and the fault."""
     last = streak[-1]
     if last.n == 0:
@@ -415,7 +413,7 @@ class _Run:
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
 
     def _give_up(self, task: LiveTask, attempt: int, streak: Sequence[FaultRecord]) -> None:
-        reason = recurring_fault_reason(streak)
+        reason = _recurring_fault_reason(streak)
         log.warning("task %s: %s; not retried on a resume (--retry-env-errors)", task.id, reason)
         self.task_errors += 1
         self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
