@@ -7,6 +7,7 @@ a temporary file in the same folder, flushed and fsynced, then `os.replace`d ove
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any
 import orjson
 
 from medspot.dataset.records import Dataset
-from medspot.errors import RunFolderError
+from medspot.errors import MedspotError, RunFolderError
 from medspot.runfolder.layout import RunFolder
+from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
 from medspot.scoring.score import RunScore, StepScore, TaskScore
@@ -27,10 +29,13 @@ __all__ = [
     "atomic_write_text",
     "metrics_json",
     "metrics_table",
+    "record_failed_run",
     "task_json",
     "task_row",
     "write_results",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def _file_mode() -> int:
@@ -74,6 +79,17 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_json(path: Path, obj: Any) -> None:
     """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None:
+    """`run.json` says that `exc` stopped the run (status "failed", `error`), not "running".
+    A write that fails in turn (the full disk that stopped the run) is logged, never raised in
+    place of `exc`."""
+    info.record_failure(exc)
+    try:
+        atomic_write_json(run_json, info.model_dump())
+    except (MedspotError, OSError) as e:
+        log.warning("%s: cannot record the failure: %s", run_json, e)
 
 
 def atomic_write_json_lines(path: Path, items: list[Any]) -> None:

@@ -73,6 +73,11 @@ def load_task_file(path: Path) -> LiveTaskFile:
             f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
             Location(str(path)),
         ) from None
+    except RecursionError:  # the parser recurses once per level of [ or {
+        raise DataError(
+            "JSON nested too deeply (over about a thousand levels of [ or {); not a task file",
+            Location(str(path)),
+        ) from None
     return parse_task_file(data, str(path))
 
 

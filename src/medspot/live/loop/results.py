@@ -8,6 +8,8 @@
     <env>/task_failures.json, task_metrics.json, failure_statistics.json
     trajectories/<task>.json          every step: action, element hit, checks, settle time
     screens/<sha256>.png              each distinct screenshot once
+    live.log                          the command's log in full (stderr shows first lines)
+    .medspot.lock                     the writer's lock (one writer per run folder)
 
 Step rows carry the screen before the action (`image_path` relative to the run folder, which
 `run.json` names as the dataset root, so the static report finds the pictures), the action's
@@ -35,10 +37,11 @@ from medspot.live.loop.static_bridge import (
 )
 from medspot.live.loop.steplog import StepRecord
 
-__all__ = ["PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
+__all__ = ["LIVE_LOG", "PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
 
 PROTOCOL = "live-v1"
 TRAJECTORIES = "trajectories"
+LIVE_LOG = "live.log"  # written by the command line (commands._runlog), not here
 
 
 def task_uid(env: str, task_id: str) -> str:

@@ -1,7 +1,7 @@
 """The one place where `medspot.live` meets the static harness's run-folder modules: the journal
-writer, the atomic writers, `run.json`, the static metric formulas and the run-folder file
-names. Everything else in `medspot.live` imports them from here, so that moving those modules
-changes this file only.
+writer, the atomic writers, `run.json`, the run folder's lock (one writer per folder), the static
+metric formulas and the run-folder file names. Everything else in `medspot.live` imports them
+from here, so that moving those modules changes this file only.
 """
 
 from __future__ import annotations
@@ -20,14 +20,21 @@ from medspot.runfolder.journal import Journal, JournalRecord
 from medspot.runfolder.layout import (
     APP_FAILURES,
     APP_METRICS,
+    LOCK,
     OVERALL_FAILURES,
     OVERALL_METRICS,
     RUN_JSON,
     TASK_FAILURES,
     TASK_RESULTS,
 )
+from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines, atomic_write_text
+from medspot.runfolder.writer import (
+    atomic_write_json,
+    atomic_write_json_lines,
+    atomic_write_text,
+    record_failed_run,
+)
 from medspot.scoring.metrics import (
     METRIC_KEYS,
     SHORT_NAMES,
@@ -39,6 +46,7 @@ from medspot.scoring.metrics import (
 __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
+    "LOCK",
     "METRIC_KEYS",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
@@ -48,6 +56,7 @@ __all__ = [
     "TASK_RESULTS",
     "DatasetInfo",
     "LineJournal",
+    "RunFolderBusy",
     "RunInfo",
     "StaticRow",
     "atomic_write_bytes",
@@ -58,7 +67,9 @@ __all__ = [
     "now_iso",
     "package_versions",
     "percentile_intervals",
+    "record_failed_run",
     "resample_counts",
+    "run_folder_lock",
     "static_metrics",
 ]
 
