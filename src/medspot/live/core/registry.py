@@ -29,7 +29,7 @@ class EnvEntry:
     check_kinds: tuple[str, ...]  # the CheckSpec kinds its `check` understands
     locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
     system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
-    tasks_resource: str | None = None  # packaged task file, e.g. "orthanc_explorer.json"
+    tasks_resource: str | None = None  # packaged tasks, e.g. "orthanc_explorer.json" (+ "-*.json")
     python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
     # "module:function" hooks, imported only when called: `doctor() -> list[str]` (what is
     # missing beyond the packages and modules), `setup() -> str` (fetch what apt-get cannot)

@@ -16,7 +16,13 @@ from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.registry import env_entry
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, location_of
 
-__all__ = ["env_task_file", "load_task_file", "parse_task_file", "select_tasks"]
+__all__ = [
+    "env_task_file",
+    "load_task_file",
+    "packaged_task_files",
+    "parse_task_file",
+    "select_tasks",
+]
 
 
 def parse_task_file(data: Any, file: str) -> LiveTaskFile:
@@ -81,23 +87,71 @@ def load_task_file(path: Path) -> LiveTaskFile:
     return parse_task_file(data, str(path))
 
 
-def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
-    """The task file given, or the environment's packaged one; and its fingerprint."""
+def packaged_task_files(env: str) -> list[tuple[str, bytes]]:
+    """The packaged task files of `env`: its `tasks_resource` (`<stem>.json`) and the files
+    beside it named `<stem>-<part>.json` (e.g. `orthanc_explorer-workflows.json`), in name
+    order after the first; (path shown in errors, contents)."""
     entry = env_entry(env)
+    if not entry.tasks_resource:
+        raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
+    folder = resources.files("medspot.live") / "tasklists"
+    stem = entry.tasks_resource.removesuffix(".json")
+    more = sorted(
+        f.name
+        for f in folder.iterdir()
+        if f.name.startswith(stem + "-") and f.name.endswith(".json")
+    )
+    names = [entry.tasks_resource, *more]
+    return [(f"medspot/live/tasklists/{n}", (folder / n).read_bytes()) for n in names]
+
+
+def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:
+    """One task file of several of the same environment; a task id given twice is an error."""
+    first = parts[0][1]
+    seen: dict[str, str] = {}
+    tasks: list[LiveTask] = []
+    for name, tf in parts:
+        if tf.env != first.env:
+            raise DataError(
+                f"the task file is for {tf.env!r}, not {first.env!r}", Location(name, field="env")
+            )
+        for i, task in enumerate(tf.tasks):
+            if task.id in seen:
+                raise DataError(
+                    f"duplicate task id {task.id!r} (also in {seen[task.id]})",
+                    Location(name, task=i, field="id"),
+                )
+            seen[task.id] = name
+            tasks.append(task)
+    return first.model_copy(update={"tasks": tuple(tasks)})
+
+
+def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
+    """The task file given, or the environment's packaged ones as one; and its fingerprint."""
     if path is not None:
         tf = load_task_file(path)
-        text = path.read_bytes()
+        digest = hashlib.sha256(path.read_bytes())
     else:
-        if not entry.tasks_resource:
-            raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-        res = resources.files("medspot.live") / "tasklists" / entry.tasks_resource
-        text = res.read_bytes()
-        tf = parse_task_file(json.loads(text), f"medspot/live/tasklists/{entry.tasks_resource}")
+        files = packaged_task_files(env)
+        parts = [(name, parse_task_file(_json(text, name), name)) for name, text in files]
+        tf = _merge(parts)
+        digest = hashlib.sha256(files[0][1])
+        for name, text in files[1:]:  # one file: the fingerprint of its bytes, as before
+            digest.update(name.encode() + b"\0" + text)
     if tf.env != env:
         raise DataError(
             f"the task file is for {tf.env!r}, not {env!r}", Location(str(path), field="env")
         )
-    return tf, hashlib.sha256(text).hexdigest()[:16]
+    return tf, digest.hexdigest()[:16]
+
+
+def _json(text: bytes, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", Location(name)
+        ) from None
 
 
 def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
