@@ -10,6 +10,7 @@ from typing import Any
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES, RetryPolicy
 from medspot.errors import ConfigError
 from medspot.live.agents.model import ModelAgent
 from medspot.live.agents.scripted import OracleAgent, ReplayAgent
@@ -38,7 +39,7 @@ def create_agent(
     prompt_style: str = "native",
     concurrency: int = 4,
     seed: int = 0,
-    max_retries: int = 4,
+    max_retries: int = MAX_RETRIES,
 ) -> LiveAgent:
     opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
     if model == "oracle":
@@ -48,4 +49,4 @@ def create_agent(
             raise ConfigError("--model replay needs --replay-file FILE (live action JSON lines)")
         return ReplayAgent(Path(opts.replay_file))
     ctx = AdapterContext(dataset=None, images=None, seed=seed, options=opts)
-    return ModelAgent(registry.create(model, ctx), max_retries=max_retries)
+    return ModelAgent(registry.create(model, ctx), RetryPolicy(max_retries=max_retries))

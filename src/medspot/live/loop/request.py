@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.live.agents.factory import create_agent
 from medspot.live.agents.turn import LiveAgent
@@ -57,7 +58,7 @@ class LiveRequest:
     prompt_style: str = "native"
     seed: int = 0
     n_boot: int = 2000
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     options: AdapterOptions | Mapping[str, Any] = field(default_factory=dict)  # as eval's
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)

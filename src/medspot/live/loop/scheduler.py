@@ -293,7 +293,8 @@ class _Run:
                 ans = await self._ask(turn, replay.get(n))
             except ModelCallError as e:
                 self.stats.errors += 1
-                self._append(_with(rec, error=str(e), time=now_iso()))
+                retries = getattr(e, "retries", 0)  # CallFailed says how many were made
+                self._append(_with(rec, error=str(e), retries=retries, time=now_iso()))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
