@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import pickle
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -153,3 +154,53 @@ def test_the_env_class_is_the_registered_entry_point() -> None:
         gymnasium.envs.registration.load_env_creator(gymnasium.spec(env_id(ENV)).entry_point)
         is LiveGymEnv
     )
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_declares_the_entry_point(tmp_path: Path) -> None:
+    """A wheel of a private copy, installed into a private folder (never the shared venv): its
+    metadata holds the `gymnasium.envs` entry point, which registers the ids when called as
+    Gymnasium 0.26-0.29's loader did; Gymnasium 1.x itself needs the import (or the prefix)."""
+    pytest.importorskip("setuptools")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, tree / name)
+    shutil.copytree(REPO / "src", tree / "src", ignore=shutil.ignore_patterns("*.egg-info"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    wheel = subprocess.run(
+        [*pip, "wheel", ".", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "whl")],
+        cwd=tree, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert wheel.returncode == 0, wheel.stderr[-2000:]
+    (whl,) = (tmp_path / "whl").glob("medspot-*.whl")
+    site = tmp_path / "site"
+    inst = subprocess.run(
+        [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(whl)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert inst.returncode == 0, inst.stderr[-2000:]
+    code = (
+        "import importlib.metadata as md, gymnasium\n"
+        "from gymnasium.envs.registration import namespace\n"
+        "(ep,) = [e for e in md.entry_points(group='gymnasium.envs') if e.name == 'medspot']\n"
+        "import medspot\n"
+        f"print(ep.value, medspot.__file__.startswith({str(site)!r}))\n"
+        "try:\n"
+        "    gymnasium.make('medspot/orthanc-explorer-v1')\n"
+        "except gymnasium.error.Error as e:\n"
+        "    print('without the import:', type(e).__name__)\n"
+        "with namespace(ep.name):\n"
+        "    ep.load()()\n"
+        "print(sorted(k for k in gymnasium.registry if k.startswith('medspot/')))\n"
+    )
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == "medspot.live.gym.registration:register_envs True"
+    assert lines[1].startswith("without the import:")  # Gymnasium 1.x loads no plugins
+    assert lines[2] == str(sorted(env_id(n) for n in env_names()))
