@@ -113,6 +113,15 @@ def test_oracle_rollout_through_make_gets_reward_1(seed_cache: Path, workroot: P
     assert live.last_result is not None and live.last_result.settle_s is not None
     frame = live.render()
     assert frame is None  # render_mode None
+    with pytest.raises(gymnasium.error.ResetNeeded):
+        env.step("done()")  # the episode ended
+    # agent mode: the goal only; the text form's infeasible(...) ends a feasible task as a failure
+    obs, info = env.reset(options={"task": "open-study-ct-doe-john", "mode": "agent"})
+    assert obs["instruction"] == "" and "instruction" not in info and info["mode"] == "agent"
+    obs, reward, terminated, truncated, info = env.step('infeasible("no such study")')
+    assert (reward, terminated, truncated) == (0.0, True, False)
+    assert info["action"] == {"kind": "infeasible", "reason": "no such study"}
+    assert info["outcome"] == "failure" and info["executed"] is False
     env.close()
     assert not any(p.exists() for p in private)  # the private folder is gone
     env.close()  # idempotent
