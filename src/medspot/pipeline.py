@@ -17,6 +17,7 @@ from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -54,7 +55,7 @@ class EvalRequest:
     prompt_style: PromptStyleName = "native"
     history: HistoryMode = "none"
     concurrency: int = 16
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     max_cost: float | None = None
     seed: int = 0
     n_boot: int = 2000

@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
     add_data_args,
@@ -217,9 +218,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--max-retries",
         type=non_negative_int,
-        default=4,
+        default=MAX_RETRIES,
         metavar="N",
-        help="retries of a failed call before it is recorded as an error",
+        help=f"retries of a failed call before it is recorded as an error (default {MAX_RETRIES})",
     )
     p.add_argument(
         "--max-cost",

@@ -24,6 +24,7 @@ from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
 from medspot.scoring.score import RunScore, StepScore, TaskScore
 
 __all__ = [
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_json_lines",
     "atomic_write_text",
@@ -53,8 +54,10 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a part:
+    a temporary file in the same folder, with the mode the umask gives a new file, fsynced,
+    then renamed over `path`. A failure is a `RunFolderError` naming the file."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,9 +65,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as e:
         raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), _file_mode())
-            f.write(text)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -74,6 +77,11 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """`text` as UTF-8, written atomically (`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES, RetryPolicy
 from medspot.errors import ConfigError
 from medspot.live.agents.model import ModelAgent
 from medspot.live.agents.scripted import NoopAgent, OracleAgent, ReplayAgent
@@ -42,7 +43,7 @@ def create_agent(
     prompt_style: str = "native",
     concurrency: int = 4,
     seed: int = 0,
-    max_retries: int = 4,
+    max_retries: int = MAX_RETRIES,
     mode: str = "guided",
 ) -> LiveAgent:
     opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
@@ -70,4 +71,4 @@ def create_agent(
             raise ConfigError("--model replay needs --replay-file FILE (live action JSON lines)")
         return ReplayAgent(Path(opts.replay_file))
     ctx = AdapterContext(dataset=None, images=None, seed=seed, options=opts)
-    return ModelAgent(registry.create(model, ctx), max_retries=max_retries)
+    return ModelAgent(registry.create(model, ctx), RetryPolicy(max_retries=max_retries))

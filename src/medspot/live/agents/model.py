@@ -6,13 +6,13 @@ task's goal and the steps done as history lines); its answer is read by
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
-from medspot.live.agents.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 
 __all__ = ["ModelAgent"]
@@ -21,9 +21,7 @@ __all__ = ["ModelAgent"]
 @dataclass
 class ModelAgent:
     adapter: Adapter
-    max_retries: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @property
     def name(self) -> str:
@@ -51,10 +49,11 @@ class ModelAgent:
         )
 
     async def _predict(self, req: StepRequest) -> tuple[Prediction, int, float]:
-        t0 = time.perf_counter()
-        policy = RetryPolicy(self.max_retries, self.backoff_base, self.backoff_max)
-        pred, retries = await call_with_retries(lambda: self.adapter.predict(req), policy)
-        return pred, retries, time.perf_counter() - t0
+        """The adapter's prediction with the one retry loop; a failed call raises
+        `ModelCallError` (`CallFailed`), an adapter bug included, never a click."""
+        return await call_with_retries(
+            functools.partial(self.adapter.predict, req), self.retry, label=req.step_uid
+        )
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         pred, retries, latency = await self._predict(self.request(turn))

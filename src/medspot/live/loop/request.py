@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
 from medspot.live.agents.factory import create_agent
@@ -66,7 +67,7 @@ class LiveRequest:
     prompt_style: str = "native"
     seed: int = 0
     n_boot: int = 2000
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     options: AdapterOptions | Mapping[str, Any] = field(default_factory=dict)  # as eval's
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)

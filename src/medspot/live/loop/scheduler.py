@@ -370,7 +370,9 @@ class _Run:
             except ModelCallError as e:
                 self.stats.errors += 1
                 answered = e.answer.record_fields() if isinstance(e, AnsweredCallError) else {}
-                self._append(_with(rec, **{**answered, "error": str(e), "time": now_iso()}))
+                retries = getattr(e, "retries", 0)  # CallFailed says how many were made
+                update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
+                self._append(_with(rec, **update))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}

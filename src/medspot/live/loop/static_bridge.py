@@ -6,8 +6,6 @@ from here, so that moving those modules changes this file only.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +13,6 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from medspot.errors import ConfigError
 from medspot.runfolder.journal import Journal, JournalRecord
 from medspot.runfolder.layout import (
     APP_FAILURES,
@@ -30,6 +27,7 @@ from medspot.runfolder.layout import (
 from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
 from medspot.runfolder.writer import (
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_json_lines,
     atomic_write_text,
@@ -86,24 +84,6 @@ class LineJournal(Journal):
 
     def __enter__(self) -> LineJournal:
         return self
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """`data` to `path` atomically (a temporary file in the same folder, fsynced, renamed)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from typing import Any
 
 from medspot.adapters.backends.pricing import PriceTable
 from medspot.adapters.base import Usage
+from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.errors import ConfigError
 from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, ending_from_text
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending, turn_logs
-from medspot.live.agents.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.turn import AgentAnswer, AgentTurn, AnsweredCallError
 from medspot.live.core.actions import action_from_json, action_to_json
 
@@ -187,8 +187,8 @@ class ComputerUseAgent(ABC):
     async def _call(
         self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap, work: _TurnWork
     ) -> CallResult:
-        result, retries = await call_with_retries(
-            lambda: self._request(turn, logs, dmap), self.retry
+        result, retries, _ = await call_with_retries(
+            lambda: self._request(turn, logs, dmap), self.retry, label=f"{self.name} turn {turn.n}"
         )
         work.calls += 1
         work.retries += retries

@@ -38,6 +38,7 @@ from medspot.adapters.backends.openai import check_base_url, redact_secrets, san
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import RetryPolicy
 from medspot.errors import AdapterUnavailable, ConfigError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
@@ -52,7 +53,6 @@ from medspot.live.agents.computer_use.agent import (
     harness_instructions,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
-from medspot.live.agents.retry import RetryPolicy
 from medspot.live.agents.turn import AgentTurn
 
 __all__ = [

@@ -34,6 +34,7 @@ from medspot.adapters.backends.openai import (
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import RetryPolicy
 from medspot.errors import AdapterUnavailable, ConfigError
 from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, openai_item
 from medspot.live.agents.computer_use.agent import (
@@ -43,7 +44,6 @@ from medspot.live.agents.computer_use.agent import (
     harness_instructions,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, last_call, pending
-from medspot.live.agents.retry import RetryPolicy
 from medspot.live.agents.turn import AgentTurn
 
 __all__ = ["DEFAULT_MODEL", "TOOLS", "OpenAIComputerUseAgent", "tool_for"]
