@@ -27,6 +27,7 @@ from medspot.live.loop.static_bridge import (
     RUN_JSON,
     DatasetInfo,
     LineJournal,
+    LiveRunInfo,
     RunInfo,
     atomic_write_json,
     git_revision,
@@ -66,13 +67,17 @@ class LiveRequest:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    info: RunInfo
+    info: LiveRunInfo
     metrics: dict[str, Any]
     stats: LiveStats
 
 
-def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
-    info = RunInfo(
+def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> LiveRunInfo:
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in req.env_options.items()
+    }
+    return LiveRunInfo(
         model=req.model,
         adapter=agent.describe(),
         protocol=PROTOCOL,
@@ -88,15 +93,10 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
         versions=package_versions(),
         git_revision=git_revision(),
         started=now_iso(),
+        env=req.env,
+        env_options=env_opts,
+        mode=req.mode,
     )
-    env_opts = {
-        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in req.env_options.items()
-    }
-    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode}
-    for k, v in extra.items():
-        setattr(info, k, v)
-    return info
 
 
 def run_live(
@@ -119,13 +119,10 @@ def run_live(
     )  # fmt: skip
     info = _run_info(req, agent, fingerprint)
     if run_json.exists():
-        previous = RunInfo.load(run_json)
+        previous = LiveRunInfo.of(RunInfo.load(run_json))
+        if previous is None:
+            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
         problems = previous.mismatches(info)
-        if getattr(previous, "env", None) != req.env:
-            problems.append(f"env: run folder has {getattr(previous, 'env', None)!r}")
-        before = getattr(previous, "mode", None) or "guided"  # folders older than modes
-        if before != req.mode:
-            problems.append(f"mode: run folder has {before!r}, this command asks {req.mode!r}")
         if problems:
             raise ConfigError(
                 f"{out} holds a run made with other settings; use another --out, or delete "

@@ -1,7 +1,7 @@
 """The one place where `medspot.live` meets the static harness's run-folder modules: the journal
-writer, the atomic writers, `run.json`, the static metric formulas and the run-folder file
-names. Everything else in `medspot.live` imports them from here, so that moving those modules
-changes this file only.
+writer, the atomic writers, `run.json` (and its live fields), the live rows and metric names,
+the static metric formulas and the run-folder file names. Everything else in `medspot.live`
+imports them from here, so that moving those modules changes this file only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,18 @@ from medspot.runfolder.layout import (
     TASK_FAILURES,
     TASK_RESULTS,
 )
+from medspot.runfolder.live_schema import (
+    HARMFUL,
+    HIT_RATE,
+    LIVE_KEYS,
+    RECOVERY,
+    STEPS_RATIO,
+    SUCCESS,
+    LiveOutcome,
+    LiveRunInfo,
+    LiveStepRow,
+    LiveTaskRow,
+)
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
 from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines, atomic_write_text
 from medspot.scoring.metrics import (
@@ -39,15 +51,25 @@ from medspot.scoring.metrics import (
 __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
+    "HARMFUL",
+    "HIT_RATE",
+    "LIVE_KEYS",
     "METRIC_KEYS",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
+    "RECOVERY",
     "RUN_JSON",
     "SHORT_NAMES",
+    "STEPS_RATIO",
+    "SUCCESS",
     "TASK_FAILURES",
     "TASK_RESULTS",
     "DatasetInfo",
     "LineJournal",
+    "LiveOutcome",
+    "LiveRunInfo",
+    "LiveStepRow",
+    "LiveTaskRow",
     "RunInfo",
     "StaticRow",
     "atomic_write_bytes",
