@@ -124,7 +124,7 @@ def test_runs_over_other_apps_or_limits_are_refused(
 
 def _as_live(run: Path, mode: str | None) -> Path:
     info = json.loads((run / "run.json").read_text())
-    info["kind"] = "live"
+    info["kind"], info["env"] = "live", "orthanc-explorer"
     if mode is not None:
         info["mode"] = mode
     (run / "run.json").write_text(json.dumps(info))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
+from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.reader import Run
 from medspot.runfolder.schema import TaskRow
 
@@ -68,9 +69,8 @@ def data_mismatch(runs: Sequence[Run]) -> str | None:
 def run_mode(run: Run) -> str | None:
     """A live run's mode (`guided`, `agent`; live runs made before modes are guided), None for
     a static run."""
-    if getattr(run.info, "kind", None) != "live":
-        return None
-    return str(getattr(run.info, "mode", None) or "guided")
+    live = LiveRunInfo.of(run.info)
+    return None if live is None else live.mode
 
 
 def mode_mismatch(runs: Sequence[Run]) -> str | None:

@@ -8,7 +8,7 @@ import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,7 +86,7 @@ class RunInfo(BaseModel):
     rescored_from: str | None = None  # the run folder whose journal this one was scored from
 
     @classmethod
-    def load(cls, path: Path) -> RunInfo:
+    def load(cls, path: Path) -> Self:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(data, dict):

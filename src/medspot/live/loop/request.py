@@ -35,6 +35,7 @@ from medspot.live.loop.static_bridge import (
     RUN_JSON,
     DatasetInfo,
     LineJournal,
+    LiveRunInfo,
     RunInfo,
     atomic_write_json,
     git_revision,
@@ -78,7 +79,7 @@ class LiveRequest:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    info: RunInfo
+    info: LiveRunInfo
     metrics: dict[str, Any]
     stats: LiveStats
     # tasks ended as environment errors whose fault recurs: a resume does not run them again
@@ -88,8 +89,12 @@ class LiveOutcome:
 
 def _run_info(
     req: LiveRequest, agent: LiveAgent, fingerprint: str, env_options: Mapping[str, Any]
-) -> RunInfo:
-    info = RunInfo(
+) -> LiveRunInfo:
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in env_options.items()
+    }
+    return LiveRunInfo(
         model=req.model,
         adapter=agent.describe(),
         protocol=PROTOCOL,
@@ -105,15 +110,10 @@ def _run_info(
         versions=package_versions(),
         git_revision=git_revision(),
         started=now_iso(),
+        env=req.env,
+        env_options=env_opts,
+        mode=req.mode,
     )
-    env_opts = {
-        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in env_options.items()
-    }
-    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode}
-    for k, v in extra.items():
-        setattr(info, k, v)
-    return info
 
 
 def _check_request(req: LiveRequest) -> None:
@@ -170,13 +170,10 @@ def _run_locked(
     )  # fmt: skip
     info = _run_info(req, agent, fingerprint, env_options)
     if run_json.exists():
-        previous = RunInfo.load(run_json)
+        previous = LiveRunInfo.of(RunInfo.load(run_json))
+        if previous is None:
+            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
         problems = previous.mismatches(info)
-        if getattr(previous, "env", None) != req.env:
-            problems.append(f"env: run folder has {getattr(previous, 'env', None)!r}")
-        before = getattr(previous, "mode", None) or "guided"  # folders older than modes
-        if before != req.mode:
-            problems.append(f"mode: run folder has {before!r}, this command asks {req.mode!r}")
         if problems:
             raise ConfigError(
                 f"{out} holds a run made with other settings; use another --out, or delete "
@@ -201,7 +198,7 @@ def _run_and_write(
     req: LiveRequest,
     tasks: list[LiveTask],
     agent: LiveAgent,
-    info: RunInfo,
+    info: LiveRunInfo,
     opts: LiveOptions,
     state: ResumeState,
     on_progress: Callable[[ProgressEvent], None] | None,

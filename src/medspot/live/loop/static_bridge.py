@@ -1,7 +1,8 @@
 """The one place where `medspot.live` meets the static harness's run-folder modules: the journal
-writer, the atomic writers, `run.json`, the run folder's lock (one writer per folder), the static
-metric formulas and the run-folder file names. Everything else in `medspot.live` imports them
-from here, so that moving those modules changes this file only.
+writer, the atomic writers, `run.json` (and its live fields), the live rows and metric names,
+the run folder's lock (one writer per folder), the static metric formulas and the run-folder
+file names. Everything else in `medspot.live` imports them from here, so that moving those
+modules changes this file only.
 """
 
 from __future__ import annotations
@@ -24,6 +25,18 @@ from medspot.runfolder.layout import (
     TASK_FAILURES,
     TASK_RESULTS,
 )
+from medspot.runfolder.live_schema import (
+    HARMFUL,
+    HIT_RATE,
+    LIVE_KEYS,
+    RECOVERY,
+    STEPS_RATIO,
+    SUCCESS,
+    LiveOutcome,
+    LiveRunInfo,
+    LiveStepRow,
+    LiveTaskRow,
+)
 from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
 from medspot.runfolder.writer import (
@@ -44,16 +57,26 @@ from medspot.scoring.metrics import (
 __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
+    "HARMFUL",
+    "HIT_RATE",
+    "LIVE_KEYS",
     "LOCK",
     "METRIC_KEYS",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
+    "RECOVERY",
     "RUN_JSON",
     "SHORT_NAMES",
+    "STEPS_RATIO",
+    "SUCCESS",
     "TASK_FAILURES",
     "TASK_RESULTS",
     "DatasetInfo",
     "LineJournal",
+    "LiveOutcome",
+    "LiveRunInfo",
+    "LiveStepRow",
+    "LiveTaskRow",
     "RunFolderBusy",
     "RunInfo",
     "StaticRow",
