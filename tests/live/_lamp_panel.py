@@ -30,6 +30,7 @@ from PIL import Image, ImageDraw
 
 from medspot.errors import DataError, Location
 from medspot.live.core.actions import Click, LiveAction
+from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -43,11 +44,25 @@ from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 NAME = "lamp-panel"
 LAMPS = ("red", "green", "blue", "crash")
 VIEWPORT = (1280, 800)
+
+
+class LampParams(CheckParams):
+    lamp: str  # any name: a lamp the panel lacks is found by the running panel (a DataError)
+    value: bool = True
+
+
+def _lamp_on(params: LampParams, lamps: dict[str, bool]) -> bool:
+    if params.lamp not in lamps:  # bad task data, found at run time (the contract's DataError)
+        raise DataError(f"lamp.on: the panel has no lamp {params.lamp!r}", Location(NAME))
+    return lamps[params.lamp] == params.value
+
+
+KINDS = CheckKinds(CheckKind("lamp.on", LampParams, "lamps", _lamp_on, "a lamp is on (off)"))
 ENTRY = EnvEntry(
     name=NAME,
     target="_lamp_panel:create",
     summary="a panel of lamps (the live commands' tests)",
-    check_kinds=("lamp.on",),
+    check_kinds=KINDS,
     locator_keys=("text",),
     python_modules=("PIL",),
 )
@@ -172,11 +187,7 @@ class LampPanel:
 
     def check(self, spec: CheckSpec) -> bool:
         self._alive()
-        params = spec.params
-        lamp = str(params.get("lamp"))
-        if lamp not in self.on:  # bad task data, found at run time (the contract's DataError)
-            raise DataError(f"lamp.on: the panel has no lamp {lamp!r}", Location(NAME))
-        return self.on[lamp] == bool(params.get("value", True))
+        return KINDS.evaluate(spec, {"lamps": lambda _params: self.on}, NAME)
 
     def locate(self, locator: Locator) -> PixelBox | None:
         return button_box(locator.text) if locator.text in LAMPS else None

@@ -3,6 +3,7 @@
 live run     run a model (any card, as `eval` takes it) through an environment's tasks
 live tasks   list an environment's tasks, or validate a task file
 live export  the oracle through every task, written as a MedSPOT-format dataset
+live audit   are the tasks sound? the oracle and a do-nothing agent through every task
 live setup   install the environments' system packages (apt-get as root; else print)
 live doctor  say what an environment is missing (exit 1 when something is)
 """
@@ -241,6 +242,44 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    import json
+    import shutil
+    import tempfile
+
+    from medspot.live.core.taskfiles import env_task_file, select_tasks
+    from medspot.live.loop.task_audit import audit_env
+
+    tasks_file = Path(args.tasks_file) if args.tasks_file else None
+    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args))  # bad input: exit 2
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
+    bar, update = _bar(args, "audit")
+    try:
+        res = audit_env(
+            args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
+            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
+            on_progress=update,
+        )  # fmt: skip
+    finally:
+        if bar:
+            bar.close()
+        if not args.out:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.out:
+        (work / "audit.json").write_text(json.dumps(res.to_json(), indent=1), encoding="utf-8")
+    for task, found in res.by_task().items():
+        for f in found:
+            print(f"{task}: {f.kind}: {f.message}")
+    n = len({f.task for f in res.findings})
+    print(
+        f"{args.env}: {len(res.tasks)} tasks audited, {n} with findings"
+        + (f" ({len(res.findings)} findings)" if res.findings else "")
+        + (f"; the runs are in {work}/" if args.out else ""),
+        file=sys.stderr,
+    )
+    return 1 if res.findings else 0
+
+
 def _envs(name: str | None) -> list[str]:
     from medspot.live.core.registry import env_entry, env_names
 
@@ -343,6 +382,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
     _selection_args(x)
     x.set_defaults(func=_export)
+
+    a = lsub.add_parser(
+        "audit", help="the oracle and a do-nothing agent through the tasks: what is unsound",
+        description="Runs the oracle and the noop agent through the runner and reports per task: "
+        "oracle failures, tasks solved at their start, oracle actions that change nothing, "
+        "vacuous checks. Exit 0: nothing found; 1: findings; 2: bad input.",
+    )  # fmt: skip
+    _env_args(a)
+    a.add_argument(
+        "--out", default=None, metavar="DIR",
+        help="keep the two runs and audit.json here (default: a temporary folder)",
+    )  # fmt: skip
+    _selection_args(a)
+    a.set_defaults(func=_audit)
 
     s = lsub.add_parser("setup", help="install the environments' system packages")
     _env_args(s, required=False)

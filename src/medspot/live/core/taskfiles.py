@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.registry import env_entry
-from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, location_of
+from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
 
 __all__ = [
     "env_task_file",
@@ -22,12 +22,14 @@ __all__ = [
     "packaged_task_files",
     "parse_task_file",
     "select_tasks",
+    "task_checks",
 ]
 
 
 def parse_task_file(data: Any, file: str) -> LiveTaskFile:
     """Validate parsed JSON; the first problem becomes a located `DataError`; then check ids
-    are unique and, where the environment is registered, its check kinds and locator keys."""
+    are unique and the tasks against their environment: check kinds and their parameters,
+    locator keys, the environment's own rules (`EnvEntry.task_check`)."""
     try:
         parsed = LiveTaskFile.model_validate(data)
     except ValidationError as exc:
@@ -42,29 +44,61 @@ def parse_task_file(data: Any, file: str) -> LiveTaskFile:
     return parsed
 
 
+def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
+    """Every check of a task with its dotted place: `success.0`, `fail_if.1`,
+    `steps.2.done_if`, `start.prepare.0.done_if` (0-based, as pydantic's locations)."""
+    out: list[tuple[str, CheckSpec]] = []
+    out += [(f"success.{j}", c) for j, c in enumerate(task.success)]
+    out += [(f"fail_if.{j}", c) for j, c in enumerate(task.fail_if)]
+    out += [(f"steps.{k}.done_if", s.done_if) for k, s in enumerate(task.steps) if s.done_if]
+    out += [
+        (f"start.prepare.{k}.done_if", s.done_if)
+        for k, s in enumerate(task.start.prepare)
+        if s.done_if is not None
+    ]
+    return out
+
+
+def _where(file: str, i: int, place: str) -> Location:
+    parts: list[int | str] = [int(p) if p.isdigit() else p for p in place.split(".")]
+    return location_of(file, ("tasks", i, *parts))
+
+
 def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
+    """Check kinds, their parameters (seeded names, locators inside them), locator keys of
+    every step (the path and `start.prepare`) and the environment's own task rules: the first
+    problem is a located `DataError`."""
     entry = env_entry(parsed.env)  # ConfigError for an unknown env
-    kinds, keys = set(entry.check_kinds), set(entry.locator_keys)
+    keys = set(entry.locator_keys)
+    lint = entry.hook("task_check")
+
+    def bad_keys(loc: Locator) -> str | None:
+        if loc.keys() <= keys:
+            return None
+        bad = ", ".join(sorted(loc.keys() - keys))
+        return f"locator key(s) {bad} not understood by {parsed.env}"
+
     for i, task in enumerate(parsed.tasks):
-        checks: list[tuple[int | None, str, CheckSpec]] = []
-        checks += [(None, "success", c) for c in task.success]
-        checks += [(None, "fail_if", c) for c in task.fail_if]
-        for k, step in enumerate(task.steps, start=1):
-            if step.done_if is not None:
-                checks.append((k, "done_if", step.done_if))
-            for name, loc in (("target", step.target), ("to", step.to)):
-                if loc is not None and not loc.keys() <= keys:
-                    bad = ", ".join(sorted(loc.keys() - keys))
+        for place, check in task_checks(task):
+            try:
+                params = entry.check_kinds.parse(check, parsed.env)
+            except DataError as exc:
+                raise DataError(exc.message, _where(file, i, place)) from None
+            for name, loc in params.locators():
+                why = bad_keys(loc)
+                if why is not None:
                     raise DataError(
-                        f"locator key(s) {bad} not understood by {parsed.env}",
-                        Location(file, task=i, step=k, field=name),
+                        f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
                     )
-        for pos, fld, check in checks:
-            if check.kind not in kinds:
-                raise DataError(
-                    f"check kind {check.kind!r} not understood by {parsed.env}",
-                    Location(file, task=i, step=pos, field=fld),
-                )
+        steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
+        steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
+        for place, step in steps:
+            for name, where in (("target", step.target), ("to", step.to)):
+                why = bad_keys(where) if where is not None else None
+                if why is not None:
+                    raise DataError(why, _where(file, i, f"{place}.{name}"))
+        for place, message in lint(task) if lint is not None else ():
+            raise DataError(message, _where(file, i, place))
 
 
 def load_task_file(path: Path) -> LiveTaskFile:

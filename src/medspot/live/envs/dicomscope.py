@@ -37,14 +37,14 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery
-from medspot.live.drivers.atspi_checks import X11_CHECK_KINDS, check_x11
+from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.x11 import X11Session
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["DicomscopeEnv", "create", "doctor"]
+__all__ = ["DicomscopeEnv", "create", "doctor", "task_check"]
 
 log = logging.getLogger(__name__)
 
@@ -337,8 +337,44 @@ class DicomscopeEnv:
         return self.desktop.element_at(x, y)
 
     def check(self, spec: CheckSpec) -> bool:
+        """Read the state the kind judges (the whole AT-SPI tree; the window titles), then
+        judge it (`drivers.atspi_checks`)."""
         self._alive()
-        return check_x11(spec, self.desktop.cached_tree(True), self.x11, self.desktop.window)
+        return DESKTOP_KINDS.evaluate(spec, {"atspi": self._tree_state, "window": self._titles})
+
+    def _tree_state(self, _params: object) -> AtspiTree:
+        return self.desktop.cached_tree(True)
+
+    def _titles(self, _params: object) -> tuple[str, ...]:
+        tree = self.desktop.cached_tree(True)
+        titles = [n.name for n in tree.nodes if n.parent == -1 and "showing" in n.states]
+        if self.desktop.window is not None:
+            titles.append(self.x11.window_title(self.desktop.window))
+        return tuple(titles)
+
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task's start for this
+    environment (the registry's `task_check` hook): `start.file` names a seeded image."""
+    from medspot.live.services.seed import CATALOGUE
+
+    out: list[tuple[str, str]] = []
+    if task.start.file is not None:
+        try:
+            ref = parse_file_ref(task.start.file)
+        except DataError as exc:
+            return [("start.file", exc.message)]
+        try:
+            se = CATALOGUE.series(f"{ref.study}/{ref.series}")
+        except KeyError:
+            out.append(("start.file", f"no seeded series {ref.study}/{ref.series}"))
+        else:
+            if ref.slice > se.slices:
+                out.append(("start.file", f"{se.name} has slices 1..{se.slices}"))
+    if task.start.route is not None:
+        out.append(("start.route", "dicomscope has no routes (start.file opens an image)"))
+    out += [(f"start.{k}", "not a start key of dicomscope") for k in task.start.params]
+    return out
 
 
 def doctor() -> list[str]:
@@ -373,11 +409,12 @@ register_env(
         name="dicomscope",
         target="medspot.live.envs.dicomscope:create",
         summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
-        check_kinds=X11_CHECK_KINDS,
+        check_kinds=DESKTOP_KINDS,
         locator_keys=LOCATOR_KEYS,
         system_packages=PACKAGES,
         python_modules=("PIL", "numpy", "pydicom"),
         doctor="medspot.live.envs.dicomscope:doctor",
+        task_check="medspot.live.envs.dicomscope:task_check",
         tasks_resource="dicomscope.json",
     )
 )
