@@ -1,12 +1,16 @@
 """What the two Orthanc web environments share (`orthanc-explorer`, `ohif`): one private Orthanc
 seeded with `medspot.live.services.seed`, one chromium (`WebSession`), and the contract's
 `observe`, `act` (with Orthanc's liveness checked before and after), `locate` and `element_at`
-on the page. A subclass adds its own server or page logic, `reset` and `check`."""
+on the page. A subclass adds its own server or page logic, `reset` and `check`.
+
+The workdir is claimed for this process and the stale folders beside it are swept at start
+(`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import (
     ActResult,
@@ -54,6 +58,8 @@ class OrthancWebEnv:
             return
         self._started = True
         try:
+            processes.claim(self.workdir)
+            processes.sweep(self.workdir.parent, keep=self.workdir)
             self._start_services()
         except BaseException:
             self.close()
@@ -78,6 +84,7 @@ class OrthancWebEnv:
                 self._close_more()
             finally:
                 self.orthanc.stop()
+                processes.stop_folder(self.workdir)
 
     def _close_more(self) -> None:
         """Hook: what a subclass stops before Orthanc."""
