@@ -13,9 +13,10 @@ that never settles, raises `EnvironmentFault`.
 No Playwright call waits unboundedly: a page whose script never yields blocks `evaluate` for
 good, so every call runs under a watchdog (`call_limit_s`, or the call's own `timeout` plus a
 margin); when it expires the browser is SIGKILLed, the call fails, and the fault names the call.
-Chromium is started with the marker of `medspot.live.core.processes` and recorded (with
-Playwright's driver) in the workdir; after a SIGKILL of the run, the driver ends when its pipe
-closes and takes chromium with it.
+Chromium is started with the marker of `medspot.live.core.processes` and its main process
+recorded in the workdir. Playwright's node driver is shared by the sessions of a thread and not
+recorded (a folder's cleanup must not end another session's driver): after a SIGKILL of the
+run it ends when its pipe closes, and takes chromium with it (measured: within a second).
 """
 
 from __future__ import annotations
@@ -243,7 +244,6 @@ class WebSession:
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._pw = _Driver.acquire()
-        self._record_driver()
         try:
             self.browser = self._bounded(
                 self._pw.chromium.launch,
@@ -262,22 +262,6 @@ class WebSession:
         for s in self._browser_pids:
             processes.record(self.workdir, s.pid)
         self.new_context()
-
-    def _record_driver(self) -> None:
-        """Playwright's node driver (our child, shared per thread) goes into the record."""
-        me = os.getpid()
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-                if int(stat[1]) != me:
-                    continue
-                cmd = Path(f"/proc/{d}/cmdline").read_bytes()
-            except (OSError, IndexError, ValueError):
-                continue
-            if b"playwright" in cmd and b"run-driver" in cmd:
-                processes.record(self.workdir, int(d))
 
     def _expired(self, what: str) -> None:
         """The watchdog's action: the browser is killed, so that the hung call fails."""
