@@ -232,7 +232,8 @@ class OrthancServer:
     def _unprotect(self) -> None:
         """Seeded patients are unprotected (the Explorer's patient page toggles protection)."""
         assert self.ids is not None
-        for pid in self.ids.patients.values():
+        present = set(self.get("/patients") or [])
+        for pid in present & set(self.ids.patients.values()):
             if self.get(f"/patients/{pid}/protected") in (b"1", 1):
                 self.request("PUT", f"/patients/{pid}/protected", b"0", "text/plain")
 
