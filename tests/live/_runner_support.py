@@ -66,6 +66,24 @@ def processes_mentioning(text: str) -> list[int]:
     return out
 
 
+def processes_of(folder: Path) -> list[int]:
+    """Processes whose command line or environment names `folder` (a test's private folder,
+    e.g. the TMPDIR a run was given: its children inherit it)."""
+    key = str(folder).encode()
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+            environ = Path(f"/proc/{d}/environ").read_bytes()
+        except OSError:
+            continue
+        if key in cmd or key in environ:
+            out.append(int(d))
+    return out
+
+
 def descendants(root: int) -> list[int]:
     """Every process below `root` (by parent links), e.g. what a killed CLI run left."""
     children: dict[int, list[int]] = {}

@@ -3,13 +3,17 @@ seeded with `medspot.live.services.seed`, one chromium (`WebSession`), and the c
 `observe`, `act` (with Orthanc's liveness checked before and after), `locate`, `element_at`
 on the page, and `check`: a dispatcher over the subclass's `check_kinds` and the readers of
 their states (the Orthanc database and the page here; a subclass adds its own). A subclass adds
-its own server or page logic, `reset`, and `names` (the IDs its URLs use)."""
+its own server or page logic, `reset`, and `names` (the IDs its URLs use).
+
+The workdir is claimed for this process and the stale folders beside it are swept at start
+(`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, ClassVar
 
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import (
@@ -62,6 +66,8 @@ class OrthancWebEnv:
             return
         self._started = True
         try:
+            processes.claim(self.workdir)
+            processes.sweep(self.workdir.parent, keep=self.workdir)
             self._start_services()
         except BaseException:
             self.close()
@@ -86,6 +92,7 @@ class OrthancWebEnv:
                 self._close_more()
             finally:
                 self.orthanc.stop()
+                processes.stop_folder(self.workdir)
 
     def _close_more(self) -> None:
         """Hook: what a subclass stops before Orthanc."""

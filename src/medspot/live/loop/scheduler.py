@@ -58,6 +58,7 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.episode import Episode, Mode
+from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
@@ -167,7 +168,7 @@ class _Slot:
             root = self.opts.workroot
             if root is not None:
                 root.mkdir(parents=True, exist_ok=True)
-            self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-", dir=root))
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.index}-", dir=root))
             try:
                 env = await self.call(
                     functools.partial(

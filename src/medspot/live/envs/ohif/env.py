@@ -7,9 +7,11 @@ with software WebGL (SwiftShader). The onboarding tour is disabled before any pa
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
 
-`reset(task)` brings the database back to the seed through REST, clears the page's storage
-and loads the start route (the browser context, and so its HTTP cache, is kept: the viewer's
-20 MB of scripts load once). Routes name seeded things by catalogue names:
+`reset(task)` brings the database back to the seed through REST, clears the page's storage,
+replaces the page by a new one (no history, the pointer at (0, 0)) and loads the start route:
+a new document, so VOI, zoom, layout, measurements, the active tool and the panels are the
+viewer's defaults (the browser context, and so its HTTP cache, is kept: the viewer's 20 MB of
+scripts load once). Routes name seeded things by catalogue names:
 `/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
 UIDs; the default route is the study list `/`.
 
@@ -80,7 +82,6 @@ _NO_TOUR_JS = (
     "try { localStorage.setItem('shownTours', " + json.dumps(json.dumps(list(TOUR_IDS))) + "); }"
     " catch (e) {}"
 )
-_CLEAR_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
 _TOUR_VISIBLE_JS = "() => !!document.querySelector('.shepherd-element')"
 _LIST_READY_JS = "() => document.querySelectorAll('tbody tr td').length > 0"
 _VIEWPORT_CSS = ".cornerstone-viewport-element"
@@ -180,15 +181,13 @@ class OhifEnv(OrthancWebEnv):
         t0 = time.perf_counter()
         self._reset_database()
         size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
+        self.web.viewport = size
         if not self._context_ready:
-            self.web.viewport = size
             self.web.new_context()
             self.web.context.add_init_script(_NO_TOUR_JS)
             self._context_ready = True
-        elif self.web.page is not None and self.web.page.url.startswith(self.url):
-            self.web.eval(_CLEAR_JS)
-        if size != self.viewport or size != self.web.viewport:
-            self.web.set_viewport(size)
+        else:
+            self.web.new_page()
         self.viewport = size
         self.load(self.url_for(task.start.route or "/", task.id))
         self._predraw(task)
