@@ -21,6 +21,7 @@ from medspot.live.agents.answer_reader import (
     PAGE_NOTCHES,
     SCROLL_NOTCHES,
     Frame,
+    parse_action,
     parse_answer,
 )
 from medspot.live.agents.scripted import ReplayAgent
@@ -211,6 +212,9 @@ def test_drag_without_a_start_is_not_guessed() -> None:
         ('key("ctrl+a")', Key("Control+a")),
         ("done()", Done()),
         ('infeasible("no study of SMITH^JOHN")', Infeasible("no study of SMITH^JOHN")),
+        ('infeasible("there is no patient SMITH")', Infeasible("there is no patient SMITH")),
+        ("infeasible()", Infeasible("")),
+        ("infeasible(reason='no such series')", Infeasible("no such series")),
         ("I will click the OK button: click(412, 233)", Click(412, 233)),
     ],
 )
@@ -218,6 +222,7 @@ def test_text_form_in_pixels(text: str, expected: object) -> None:
     got = parse_answer(text, PX)
     assert got.source == "text"
     assert _same(got.action, expected)
+    assert parse_action(text, (W, H)) == got  # the pixel reader of replay and Gymnasium
 
 
 def test_numbers_follow_the_declared_convention_never_the_values() -> None:

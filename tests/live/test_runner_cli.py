@@ -166,6 +166,28 @@ def test_doctor_names_what_is_missing(
     assert "medspot-no-such-package is not installed" in capsys.readouterr().out
 
 
+def duplicate_problem() -> list[str]:
+    """A doctor hook that names what the generic module check names too."""
+    return ["Python package medspot_no_such_module is missing (pip install 'medspot[live]')"]
+
+
+def test_doctor_names_each_missing_thing_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from medspot.live.core import registry
+
+    entry = registry.env_entry(ENV)
+    fake = registry.EnvEntry(
+        "missing-env", entry.target, "test", entry.check_kinds, entry.locator_keys,
+        python_modules=("medspot_no_such_module", "medspot_no_such_module"),
+        doctor=f"{__name__}:duplicate_problem",
+    )  # fmt: skip
+    monkeypatch.setitem(registry._ENVS, "missing-env", fake)
+    assert main(["live", "doctor", "--env", "missing-env"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("medspot_no_such_module is missing") == 1
+
+
 def test_ci_installs_every_environments_system_packages() -> None:
     from medspot.live.core.registry import env_entry, env_names
 

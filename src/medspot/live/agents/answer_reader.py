@@ -44,6 +44,7 @@ __all__ = [
     "Frame",
     "ParsedAction",
     "named_action",
+    "parse_action",
     "parse_answer",
     "point_action",
     "pyautogui_actions",
@@ -167,7 +168,9 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
         reason = call.kw("reason", "content", "text")
         if reason is None and pos and isinstance(pos[0], str):
             reason = pos[0]
-        return ParsedAction(Infeasible(reason if isinstance(reason, str) else f"{name}()"), source)
+        if not isinstance(reason, str):
+            reason = "" if name == "infeasible" else f"{name}()"
+        return ParsedAction(Infeasible(reason), source)
     return ParsedAction(None, source, (UNSUPPORTED,))
 
 
@@ -333,3 +336,9 @@ def parse_answer(text: str | None, frame: Frame, point: Point | None = None) -> 
     if point is not None:
         return ParsedAction(point_action(point, frame.screen), "point")
     return ParsedAction(None, "none")
+
+
+def parse_action(text: str, screen: tuple[int, int]) -> ParsedAction:
+    """An action written in screenshot pixels (the documented text form, or any form above read
+    as abs_original): the replay agent's `raw_text`, the Gymnasium API's text actions."""
+    return parse_answer(text, Frame(Convention.ABS_ORIGINAL, screen))

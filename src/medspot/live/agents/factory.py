@@ -1,11 +1,12 @@
-"""`create_agent(name, ...)`: `oracle`, `noop` and `replay` are live agents, every other name is
-a registry model (`random` and `ocr` are the static baselines, run on live screens).
-`create_planner_grounder(planner, grounder, ...)`: a planning model and a grounding card
-(`medspot.live.agents.grounded`).
+"""`create_agent(name, ...)`: `oracle`, `noop` and `replay` are live agents,
+`openai-computer-use` and `anthropic-computer-use` the computer-use APIs (agent mode only),
+every other name is a registry model (`random` and `ocr` are the static baselines, run on
+live screens). `create_planner_grounder(planner, grounder, ...)`: a planning model and a
+grounding card (`medspot.live.agents.grounded`).
 
 `live_prompt_style` picks the prompt style of a live run: the one asked for, else in agent mode
-the card's agent prompt (`agent`), which a card without one refuses with a hint; baselines and
-guided runs use `native`."""
+the card's agent prompt (`agent`), which a card without one refuses with a hint; baselines,
+the live agents and guided runs use `native`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from medspot.adapters import registry
 from medspot.adapters.base import AdapterContext
 from medspot.adapters.card import ModelCard, PromptStyle
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES, RetryPolicy
 from medspot.errors import ConfigError
 from medspot.live.agents.grounded import PlannerGrounderAgent
 from medspot.live.agents.model import ModelAgent
@@ -25,6 +27,7 @@ from medspot.live.agents.scripted import NoopAgent, OracleAgent, ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 
 __all__ = [
+    "COMPUTER_USE_AGENTS",
     "GROUNDER_OWN_OPTIONS",
     "LIVE_AGENTS",
     "adapter_options",
@@ -38,7 +41,9 @@ __all__ = [
 # Options that name one model and so are not passed on from the planner's to the grounder's.
 GROUNDER_OWN_OPTIONS = ("api_model", "checkpoint", "replay_file", "convention", "prompt_template")
 
-LIVE_AGENTS = ("oracle", "noop", "replay")  # agents that are not registry models
+COMPUTER_USE_AGENTS = ("openai-computer-use", "anthropic-computer-use")
+# agents that are not registry models (no card, no prompt style)
+LIVE_AGENTS = ("oracle", "noop", "replay", *COMPUTER_USE_AGENTS)
 
 
 def adapter_options(
@@ -86,9 +91,25 @@ def create_agent(
     prompt_style: str = "native",
     concurrency: int = 4,
     seed: int = 0,
-    max_retries: int = 4,
+    max_retries: int = MAX_RETRIES,
+    mode: str = "guided",
 ) -> LiveAgent:
     opts = adapter_options(model, options, prompt_style=prompt_style, concurrency=concurrency)
+    if model in COMPUTER_USE_AGENTS:
+        if mode != "agent":
+            raise ConfigError(f"{model} plans by itself: run it with --mode agent")
+        if model == "openai-computer-use":
+            from medspot.live.agents.computer_use.openai_cu import OpenAIComputerUseAgent
+
+            return OpenAIComputerUseAgent.from_options(opts, max_retries=max_retries)
+        from medspot.live.agents.computer_use.anthropic_cu import AnthropicComputerUseAgent
+
+        return AnthropicComputerUseAgent.from_options(opts, max_retries=max_retries)
+    if opts.computer_tool or opts.acknowledge_safety_checks:
+        raise ConfigError(
+            "--computer-tool and --acknowledge-safety-checks are options of "
+            + " and ".join(COMPUTER_USE_AGENTS)
+        )
     if model == "oracle":
         return OracleAgent()
     if model == "noop":
@@ -105,7 +126,7 @@ def create_agent(
         action_format = card.style(PromptStyle.AGENT).action_format
     ctx = AdapterContext(dataset=None, images=None, seed=seed, options=opts)
     return ModelAgent(
-        registry.create(model, ctx), action_format=action_format, max_retries=max_retries
+        registry.create(model, ctx), RetryPolicy(max_retries=max_retries), action_format
     )
 
 
@@ -134,12 +155,14 @@ def create_planner_grounder(
     grounder_style: str = "native",
     concurrency: int = 4,
     seed: int = 0,
-    max_retries: int = 4,
+    max_retries: int = MAX_RETRIES,
 ) -> PlannerGrounderAgent:
     """`planner` asked with the harness planner prompt, `grounder` with its own prompt style
     (`grounder_style`: native or upstream)."""
     if planner in LIVE_AGENTS or grounder in LIVE_AGENTS:
-        raise ConfigError("--planner and --grounder take models, not oracle / noop / replay")
+        raise ConfigError(
+            "--planner and --grounder take models of the benchmark, not " + ", ".join(LIVE_AGENTS)
+        )
     if grounder_style not in ("native", "upstream"):
         raise ConfigError(
             f"a grounder is asked with its native or upstream prompt, not {grounder_style}"
@@ -154,6 +177,6 @@ def create_planner_grounder(
     p_ctx = AdapterContext(dataset=None, images=None, seed=seed, options=p_opts)
     g_ctx = AdapterContext(dataset=None, images=None, seed=seed, options=g_opts)
     return PlannerGrounderAgent(
-        ModelAgent(registry.create(planner, p_ctx), max_retries=max_retries),
-        ModelAgent(registry.create(grounder, g_ctx), max_retries=max_retries),
+        ModelAgent(registry.create(planner, p_ctx), RetryPolicy(max_retries=max_retries)),
+        ModelAgent(registry.create(grounder, g_ctx), RetryPolicy(max_retries=max_retries)),
     )

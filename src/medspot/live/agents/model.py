@@ -18,16 +18,13 @@ Two ways to read the answer:
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
-import time
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.errors import ModelCallError, TransientModelError
+from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.formats import AgentFormat, get_format
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
@@ -35,16 +32,12 @@ from medspot.live.core.actions import LiveAction, action_from_json, action_to_js
 
 __all__ = ["ModelAgent", "own_memories"]
 
-log = logging.getLogger(__name__)
-
 
 @dataclass
 class ModelAgent:
     adapter: Adapter
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     action_format: str = ""  # an agent format's name: the card's agent style is asked
-    max_retries: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
     _format: AgentFormat | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -82,29 +75,11 @@ class ModelAgent:
         )
 
     async def _predict(self, req: StepRequest) -> tuple[Prediction, int, float]:
-        retries = 0
-        t0 = time.perf_counter()
-        while True:
-            try:
-                pred = await self.adapter.predict(req)
-                return pred, retries, time.perf_counter() - t0
-            except TransientModelError as e:
-                if retries >= self.max_retries:
-                    raise ModelCallError(f"{e} (after {retries} retries)") from None
-                if e.retry_after is not None and e.retry_after >= 0:
-                    delay = min(e.retry_after, 120.0)
-                else:
-                    delay = min(self.backoff_max, self.backoff_base * 2**retries)
-                    delay *= 0.5 + random.random() / 2
-                retries += 1
-                await asyncio.sleep(delay)
-            except ModelCallError:
-                raise
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # an adapter bug is a failed call, never a click
-                log.debug("adapter raised", exc_info=True)
-                raise ModelCallError(f"{type(e).__name__}: {e}") from None
+        """The adapter's prediction with the one retry loop; a failed call raises
+        `ModelCallError` (`CallFailed`), an adapter bug included, never a click."""
+        return await call_with_retries(
+            functools.partial(self.adapter.predict, req), self.retry, label=req.step_uid
+        )
 
     async def ask(self, req: StepRequest) -> tuple[Prediction, int, float]:
         """One model call with the retries (the prediction, retries used, seconds)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.agents.answer_reader import Frame, parse_answer
+from medspot.live.agents.answer_reader import parse_action
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core.actions import (
     Done,
@@ -45,8 +45,8 @@ class OracleAgent:
 
 @dataclass
 class NoopAgent:
-    """The do-nothing baseline: answers `done()` on its first turn, acts on nothing. No task
-    may succeed with it (a success check that already holds at the start is a broken task)."""
+    """The do-nothing baseline: answers `done()` at once. A task it solves was solved at its
+    start (a broken task)."""
 
     name: str = "noop"
     max_concurrency: int = 64
@@ -55,7 +55,7 @@ class NoopAgent:
         return AgentAnswer(raw_text="done()", action=Done(), source="noop")
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": "baseline", "note": "noop: done() at once; not a model"}
+        return {"name": self.name, "kind": "baseline", "note": "noop: answers done() at once"}
 
     async def aclose(self) -> None:
         return None
@@ -115,9 +115,7 @@ class ReplayAgent:
         if "action" in obj:
             action = action_from_json(obj["action"])
             return AgentAnswer(raw_text=json.dumps(obj["action"]), action=action, source="replay")
-        from medspot.adapters.base import Convention
-
-        parsed = parse_answer(obj["raw_text"], Frame(Convention.ABS_ORIGINAL, turn.size))
+        parsed = parse_action(obj["raw_text"], turn.size)
         return AgentAnswer(
             raw_text=obj["raw_text"],
             action=parsed.action,

@@ -13,46 +13,27 @@ from __future__ import annotations
 
 import logging
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import (
-    ActResult,
-    ElementInfo,
-    EnvironmentFault,
     Observation,
-    PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
-from medspot.live.services.orthanc import OrthancIds, OrthancServer
-from medspot.live.services.seed import SeedSet, seed_files
+from medspot.live.envs.orthanc_checks import ORTHANC_KINDS, orthanc_names
+from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
+from medspot.live.services.names import TEMPLATE, NameTable, template_problems
 
 __all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
 log = logging.getLogger(__name__)
 NAME = "orthanc-explorer"
-CHECK_KINDS = (
-    "orthanc.patient_present",
-    "orthanc.patient_absent",
-    "orthanc.study_present",
-    "orthanc.study_absent",
-    "orthanc.series_present",
-    "orthanc.series_absent",
-    "orthanc.instance_count",
-    "web.url_matches",
-    "web.title_matches",
-    "web.download",
-    "web.element_visible",
-    "webviewer.slice",
-    "webviewer.inverted",
-)
+CHECK_KINDS = ORTHANC_KINDS + PAGE_KINDS + WEBVIEWER_KINDS
 LOCATOR_KEYS = ("css", "text", "contains", "role", "nth", "at")
-_TEMPLATE = re.compile(r"\{(patient|study|series|instance):([^{}]+)\}")
 # jQuery Mobile is idle: no ajax running, no page transition, the hash route's page shown, and
 # no clicked link (jQM marks it `ui-btn-active` until its page is shown) still on its way; that
 # last sign is trusted for 2 s at most (a stale mark must not hang the settle)
@@ -75,20 +56,13 @@ _READY_JS = """() => {
   window.__medspotPending = window.__medspotPending || performance.now();
   return performance.now() - window.__medspotPending > 2000;
 }"""
-_VIEWER_SLICE_JS = (
-    "() => { const s = window.jQuery && jQuery('#slider');"
-    " return s && s.length && s.slider('instance') ? s.slider('option', 'value') : null; }"
-)
-_VIEWER_INVERT_JS = (
-    "() => { const el = document.getElementById('dicomImage');"
-    " try { return !!cornerstone.getViewport(el).invert; } catch (e) { return null; } }"
-)
 
 
-class OrthancExplorerEnv:
+class OrthancExplorerEnv(OrthancWebEnv):
     """One Orthanc + one chromium, driven through Orthanc Explorer's pages."""
 
     name = NAME
+    check_kinds = CHECK_KINDS
 
     def __init__(
         self,
@@ -103,13 +77,8 @@ class OrthancExplorerEnv:
         orthanc_binary: str | None = None,
         fresh_context: bool = False,
     ) -> None:
-        self.workdir = Path(workdir)
-        self.viewport: tuple[int, int] = (1280, 800)
-        self.seed_n, self.seed_cache = seed, seed_cache
-        self.seed: SeedSet | None = None
-        self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
-        self.web = WebSession(
-            self.workdir / "browser",
+        web = WebSession(
+            Path(workdir) / "browser",
             chromium=chromium,
             headless=headless,
             extra_args=tuple(extra_args),
@@ -117,36 +86,14 @@ class OrthancExplorerEnv:
             settle_timeout_s=settle_timeout_s,
             ready_js=_READY_JS,
         )
-        self.last_reset_s = 0.0
+        super().__init__(
+            workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
+        )
         self.fresh_context = fresh_context  # a new browser context per task (slower)
-        self._started = False
-
-    # -- life cycle -----------------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        try:
-            self.seed = seed_files(self.seed_cache, self.seed_n)
-            self.orthanc.start()
-            self.orthanc.seed(self.seed)
-            self.web.start()
-        except BaseException:
-            self.close()
-            raise
-
-    @property
-    def ids(self) -> OrthancIds:
-        if self.orthanc.ids is None:
-            raise EnvironmentFault("orthanc-explorer: not started")
-        return self.orthanc.ids
+        self._names: NameTable | None = None
 
     def reset(self, task: LiveTask) -> Observation:
-        self.start()
-        assert self.seed is not None
-        self.orthanc.health()
-        self.last_reset_s = self.orthanc.reset_to(self.seed)
+        self.last_reset_s = self._reset_database()
         self.viewport = (int(task.start.viewport[0]), int(task.start.viewport[1]))
         self.web.viewport = self.viewport
         url = self.url_for(task.start.route or "#find-patients", task.id)
@@ -157,12 +104,6 @@ class OrthancExplorerEnv:
             self.web.fresh_page(url)
         return self.observe()
 
-    def close(self) -> None:
-        try:
-            self.web.close()
-        finally:
-            self.orthanc.stop()
-
     # -- names -> Orthanc IDs -----------------------------------------------------------------
 
     def resolve(self, text: str, where: str = "route") -> str:
@@ -171,7 +112,7 @@ class OrthancExplorerEnv:
         def one(m: re.Match[str]) -> str:
             return self.orthanc_id(m.group(1), m.group(2), where)
 
-        return _TEMPLATE.sub(one, text)
+        return TEMPLATE.sub(one, text)
 
     def orthanc_id(self, level: str, name: str, where: str = "check") -> str:
         ids = self.ids
@@ -198,111 +139,28 @@ class OrthancExplorerEnv:
             return self.orthanc.url + route
         raise DataError(f"task {task_id}: start.route must start with '#' or '/': {route!r}")
 
-    # -- the contract -------------------------------------------------------------------------
+    # -- checks -------------------------------------------------------------------------------
 
-    def observe(self) -> Observation:
-        return self.web.observe()
-
-    def act(self, action: LiveAction) -> ActResult:
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc is not running (the process died)")
-        result = self.web.act(action)
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc died during the action")
-        return result
-
-    def locate(self, locator: Locator) -> PixelBox | None:
-        return self.web.locate(locator)
-
-    def element_at(self, x: float, y: float) -> ElementInfo | None:
-        return self.web.element_at(x, y)
-
-    def check(self, spec: CheckSpec) -> bool:
-        p = spec.params
-        kind = spec.kind
-        if kind.startswith("orthanc."):
-            self.orthanc.health()
-        if kind in ("orthanc.patient_present", "orthanc.patient_absent"):
-            return self._exists("patients", "patient", p) == kind.endswith("present")
-        if kind in ("orthanc.study_present", "orthanc.study_absent"):
-            return self._exists("studies", "study", p) == kind.endswith("present")
-        if kind in ("orthanc.series_present", "orthanc.series_absent"):
-            return self._exists("series", "series", p) == kind.endswith("present")
-        if kind == "orthanc.instance_count":  # `count` (==), `min` and/or `max` (inclusive)
-            if not {"count", "min", "max"} & set(p):
-                raise DataError(f"check {kind!r} needs 'count', 'min' or 'max'")
-            n = self._instance_count(p)
-            return (
-                n == int(p.get("count", n))
-                and n >= int(p.get("min", n))
-                and n <= int(p.get("max", n))
-            )
-        if kind == "web.url_matches":
-            pattern = self.resolve(str(_param(p, "pattern", kind)), kind)
-            return re.search(pattern, self.web.page.url if self.web.page else "") is not None
-        if kind == "web.title_matches":
-            title = self.web.eval("document.title") or ""
-            return re.search(str(_param(p, "pattern", kind)), str(title)) is not None
-        if kind == "web.element_visible":
-            target = Locator.model_validate(_param(p, "target", kind))
-            return self.web.locate(target) is not None
-        if kind == "web.download":
-            return self._downloaded(p)
-        if kind == "webviewer.slice":
-            value = self.web.eval(_VIEWER_SLICE_JS)
-            return value is not None and int(value) + 1 == int(_param(p, "slice", kind))
-        if kind == "webviewer.inverted":
-            return self.web.eval(_VIEWER_INVERT_JS) is bool(p.get("value", True))
-        raise DataError(f"check kind {kind!r} is not understood by {NAME}")
-
-    def _exists(self, path: str, level: str, p: dict[str, Any]) -> bool:
-        oid = self.orthanc_id(level, str(_param(p, level, f"orthanc.{level}")))
-        return self.orthanc.get(f"/{path}/{oid}") is not None
-
-    def _instance_count(self, p: dict[str, Any]) -> int:
-        for level, path in (("series", "series"), ("study", "studies"), ("patient", "patients")):
-            if level in p:
-                oid = self.orthanc_id(level, str(p[level]))
-                got = self.orthanc.get(f"/{path}/{oid}/instances")
-                return len(got) if isinstance(got, list) else 0
-        got = self.orthanc.get("/instances")
-        return len(got) if isinstance(got, list) else 0
-
-    def _downloaded(self, p: dict[str, Any]) -> bool:
-        """A finished download of type `file` (zip/dicom/json/any) of the named resource."""
-        want = str(p.get("file", "any"))
-        parts: list[str] = []
-        for level, path in (
-            ("patient", "patients"),
-            ("study", "studies"),
-            ("series", "series"),
-            ("instance", "instances"),
-        ):
-            if level in p:
-                parts.append(f"/{path}/{self.orthanc_id(level, str(p[level]))}/")
-        for d in self.web.downloads:
-            if d.path is None or (want != "any" and d.kind != want):
-                continue
-            if not all(part in d.url for part in parts):
-                continue
-            if d.kind == "zip" and not _zip_ok(d.path):
-                continue
-            return True
-        return False
+    def names(self) -> NameTable:
+        assert self.seed is not None
+        if self._names is None:
+            self._names = orthanc_names(self.ids, self.seed.catalogue)
+        return self._names
 
 
-def _zip_ok(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as z:
-            return bool(z.namelist()) and z.testzip() is None
-    except (zipfile.BadZipFile, OSError):
-        return False
-
-
-def _param(p: dict[str, Any], name: str, kind: str) -> Any:
-    if name not in p:
-        raise DataError(f"check {kind!r} needs the parameter {name!r}")
-    return p[name]
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task's start for this
+    environment (the registry's `task_check` hook)."""
+    out: list[tuple[str, str]] = []
+    route = task.start.route
+    if route is not None:
+        if not route.startswith(("#", "/")):
+            out.append(("start.route", f"must start with '#' or '/': {route!r}"))
+        out += [("start.route", why) for why in template_problems(route)]
+    if task.start.file is not None:
+        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
+    out += [(f"start.{k}", f"not a start key of {NAME}") for k in task.start.params]
+    return out
 
 
 def doctor() -> list[str]:
@@ -342,6 +200,8 @@ register_env(
             "chromium",
             "fonts-dejavu-core",
         ),
+        doctor="medspot.live.envs.orthanc_explorer:doctor",
+        task_check="medspot.live.envs.orthanc_explorer:task_check",
         tasks_resource="orthanc_explorer.json",
     )
 )

@@ -11,8 +11,14 @@ Playwright / subprocess / pyatspi); the loop and the model calls are asyncio, so
 model's latency overlaps the other environments' work. Every step is journaled as it happens.
 An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
 throws the environment away and retries the task on a fresh one, replaying the answers already
-journaled; it is never the model's failure. A failed model call ends the attempt as an error
-(asked again on resume), never as a click.
+journaled; it is never the model's failure. A fault that recurs at the same place on every fresh
+environment (the same reset, or the same replayed answer: `FaultRecord.same_place`, at least
+twice in a row and on every attempt the run allows) ends the task as an environment error with
+its cause named and `fault_recurs` set; a resume does not run it again unless
+`LiveOptions.retry_env_errors`. A failed model call ends the attempt as an error (asked again on
+resume), never as a click. With `max_cost`, no new model call is started once
+the run's spent cost (this run and the journal's earlier ones) reaches it: the task being run
+is left unfinished (resumed later, its answers replayed) and no new task starts.
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot.errors import ConfigError, MedspotError, ModelCallError
-from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn, LiveAgent, PastTurn
+from medspot.live.agents.turn import (
+    QUEUED,
+    AgentAnswer,
+    AgentTurn,
+    AnsweredCallError,
+    LiveAgent,
+    PastTurn,
+)
 from medspot.live.core.actions import (
     ENDINGS,
     LiveAction,
@@ -46,6 +59,7 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.episode import Episode, Mode
+from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
@@ -78,6 +92,13 @@ class LiveOptions:
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     call_timeout_s: float = 180.0  # an environment call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    max_cost: float | None = None  # USD: no new model call once the run has spent this much
+    retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
+
+    @property
+    def recurrence(self) -> int:
+        """Faults in a row at one place after which a task is given up on."""
+        return max(2, self.env_retries + 1)
 
 
 @dataclass
@@ -88,6 +109,8 @@ class LiveStats:
     faults: int = 0  # environment faults
     cost_usd: float = 0.0
     envs_started: int = 0
+    previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
+    budget_reached: bool = False  # `max_cost` stopped the run
 
 
 def screen_rel(sha: str) -> str:
@@ -146,7 +169,7 @@ class _Slot:
             root = self.opts.workroot
             if root is not None:
                 root.mkdir(parents=True, exist_ok=True)
-            self.workdir = Path(tempfile.mkdtemp(prefix=f"medspot-live-{self.index}-", dir=root))
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.index}-", dir=root))
             try:
                 env = await self.call(
                     functools.partial(
@@ -182,7 +205,50 @@ class _Slot:
 
     async def shutdown(self) -> None:
         await self.discard()
-        self._pool.shutdown(wait=False)
+        # the thread ends with the environment closed, so what it held (a browser driver's
+        # event loop and its futures) is released now, while the command still logs, not
+        # at interpreter exit; a thread stuck in a call that never returned is left behind
+        await asyncio.to_thread(self._pool.shutdown, not self._stuck)
+
+
+@dataclass
+class _Place:
+    """Where an attempt is, for naming a fault: `n` the action number (0: the reset; None: the
+    environment is starting), the action being executed, and whether every answer so far came
+    from the journal."""
+
+    n: int | None = None
+    action: dict[str, Any] | None = None
+    replayed: bool = True
+
+    def fault(self, task: str, env: str, attempt: int, message: str) -> FaultRecord:
+        return FaultRecord(
+            task=task, env=env, attempt=attempt, message=message, n=self.n, action=self.action,
+            replayed=self.replayed, time=now_iso(),
+        )  # fmt: skip
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:300]
+
+
+def _recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
+    """What a task given up on says: where its fault recurs, and the fault."""
+    last = streak[-1]
+    if last.n == 0:
+        where = "the task's reset"
+    elif last.action is not None:
+        where = f"action {last.n}, {describe_action(action_from_json(last.action))}, replayed"
+    else:
+        where = f"action {last.n}, before the answer (the answers before it replayed)"
+    return (
+        f"environment fault recurs at {where}, in {len(streak)} attempts in a row (a fresh "
+        f"environment for each retry): {_first_line(last.message)}"
+    )
+
+
+class _BudgetReached(Exception):
+    """`max_cost` is reached: the attempt stops before its next model call (not journaled)."""
 
 
 def _with(rec: StepRecord, **update: Any) -> StepRecord:
@@ -208,7 +274,7 @@ class _Run:
         self.opts = opts
         self.state = state
         self.on_progress = on_progress
-        self.stats = LiveStats()
+        self.stats = LiveStats(previous_cost_usd=state.spent_usd())
         self.sem = asyncio.Semaphore(agent.max_concurrency)
         self.done = 0
         self.total = 0
@@ -245,17 +311,28 @@ class _Run:
                 call_state=replay.call_state,
                 grounding=replay.grounding,
             )
+        cap = self.opts.max_cost
+        if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
+            self.stats.budget_reached = True
+            raise _BudgetReached
         async with self.sem:
-            ans = await self.agent.answer(turn)
+            try:
+                ans = await self.agent.answer(turn)
+            except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
+                self.stats.cost_usd += e.answer.cost_usd or 0.0
+                raise
         if QUEUED not in ans.flags:  # a later action of an earlier answer is no new call
             self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
 
-    async def _episode(self, slot: _Slot, task: LiveTask, attempt: int) -> TaskRecord:
+    async def _episode(
+        self, slot: _Slot, task: LiveTask, attempt: int, place: _Place
+    ) -> TaskRecord:
         env = await slot.ensure()
         t0 = time.perf_counter()
         ep = Episode(env, task, mode=self.opts.mode)
+        place.n = 0
         obs = await slot.call(ep.reset)
         history: list[str] = []
         previous: list[PastTurn] = []
@@ -278,6 +355,7 @@ class _Run:
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
+            place.n, place.action = n, None
             step = task.steps[k]
             intended, intended_to = await slot.call(ep.intended)
             turn = AgentTurn(
@@ -295,10 +373,14 @@ class _Run:
                 ans = await self._ask(turn, replay.get(n))
             except ModelCallError as e:
                 self.stats.errors += 1
-                self._append(_with(rec, error=str(e), time=now_iso()))
+                answered = e.answer.record_fields() if isinstance(e, AnsweredCallError) else {}
+                retries = getattr(e, "retries", 0)  # CallFailed says how many were made
+                update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
+                self._append(_with(rec, **update))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
+            place.action, place.replayed = upd["action"], place.replayed and n in replay
             if upd["latency_s"] is not None:
                 upd["latency_s"] = round(upd["latency_s"], 6)
             acts = action is not None and not isinstance(action, ENDINGS)
@@ -331,17 +413,26 @@ class _Run:
 
     async def _task(self, slot: _Slot, task: LiveTask) -> None:
         attempt = self.state.attempts.get(task.id, 0)
+        last_fault = ""
         for _ in range(self.opts.env_retries + 1):
             attempt += 1
+            place = _Place()
             try:
-                rec = await self._episode(slot, task, attempt)
+                rec = await self._episode(slot, task, attempt, place)
+            except _BudgetReached:
+                return  # unfinished: resumed later, its journaled answers replayed
             except EnvironmentFault as e:
                 self.stats.faults += 1
+                # the whole message (a browser's log, say) goes to the log file; stderr shows
+                # its first line (commands._runlog)
                 log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
-
-                self._append(FaultRecord(task=task.id, env=self.opts.env, attempt=attempt,
-                                         message=str(e), time=now_iso()))  # fmt: skip
+                last_fault = str(e)
+                self._append(place.fault(task.id, self.opts.env, attempt, last_fault))
                 await slot.discard()
+                streak = self.state.fault_streak.get(task.id, [])
+                if len(streak) >= self.opts.recurrence:
+                    self._give_up(task, attempt, streak)
+                    return
                 continue
             self._append(rec)
             if rec.outcome == "error":
@@ -349,7 +440,16 @@ class _Run:
             return
         self.task_errors += 1
         self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
-                                outcome="env_error", reason="environment kept failing",
+                                outcome="env_error",
+                                reason=f"environment kept failing: {_first_line(last_fault)}",
+                                oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
+
+    def _give_up(self, task: LiveTask, attempt: int, streak: Sequence[FaultRecord]) -> None:
+        reason = _recurring_fault_reason(streak)
+        log.warning("task %s: %s; not retried on a resume (--retry-env-errors)", task.id, reason)
+        self.task_errors += 1
+        self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
+                                outcome="env_error", reason=reason, fault_recurs=True,
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
 
     def _progress(self) -> None:
@@ -367,7 +467,10 @@ class _Run:
             )
 
     async def run(self) -> LiveStats:
-        todo = [t for t in self.tasks if t.id not in self.state.finished]
+        skip = set(self.state.finished)
+        if not self.opts.retry_env_errors:
+            skip |= set(self.state.given_up)
+        todo = [t for t in self.tasks if t.id not in skip]
         self.total = len(todo)
         queue: asyncio.Queue[LiveTask] = asyncio.Queue()
         for t in todo:
@@ -376,7 +479,7 @@ class _Run:
         slots = [_Slot(i, self.opts, self.stats) for i in range(n_slots)]
 
         async def worker(slot: _Slot) -> None:
-            while True:
+            while not self.stats.budget_reached:
                 try:
                     task = queue.get_nowait()
                 except asyncio.QueueEmpty:

@@ -7,9 +7,11 @@ with software WebGL (SwiftShader). The onboarding tour is disabled before any pa
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
 
-`reset(task)` brings the database back to the seed through REST, clears the page's storage
-and loads the start route (the browser context, and so its HTTP cache, is kept: the viewer's
-20 MB of scripts load once). Routes name seeded things by catalogue names:
+`reset(task)` brings the database back to the seed through REST, clears the page's storage,
+replaces the page by a new one (no history, the pointer at (0, 0)) and loads the start route:
+a new document, so VOI, zoom, layout, measurements, the active tool and the panels are the
+viewer's defaults (the browser context, and so its HTTP cache, is kept: the viewer's 20 MB of
+scripts load once). Routes name seeded things by catalogue names:
 `/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
 UIDs; the default route is the study list `/`.
 
@@ -30,33 +32,44 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.actions import Click, Drag, LiveAction
+from medspot.live.core.actions import Click, Drag
 from medspot.live.core.contract import (
-    ActResult,
-    ElementInfo,
     EnvironmentFault,
     Observation,
     PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
 from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
 from medspot.live.envs.ohif.server import OhifServer
 from medspot.live.envs.ohif.state import (
-    CHECK_KINDS,
     LANDMARK_JS,
+    OHIF_KINDS,
     READY_JS,
     STATE_JS,
-    evaluate_check,
+    OhifState,
 )
-from medspot.live.services.orthanc import OrthancServer
-from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS, SeedSet, seed_files
+from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
+from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.web_checks import PAGE_KINDS
+from medspot.live.services.names import NameTable, instance_names, template_problems
+from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 
-__all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create", "doctor", "setup"]
+__all__ = [
+    "CHECK_KINDS",
+    "LOCATOR_KEYS",
+    "SOFTWARE_GL_ARGS",
+    "OhifEnv",
+    "create",
+    "doctor",
+    "setup",
+    "task_check",
+]
 
 log = logging.getLogger(__name__)
 NAME = "ohif"
+CHECK_KINDS = OHIF_KINDS + PAGE_KINDS + ORTHANC_KINDS
 LOCATOR_KEYS = ("data_cy", "css", "text", "contains", "role", "nth", "at", "landmark")
 SOFTWARE_GL_ARGS = (
     "--use-gl=angle",
@@ -69,7 +82,6 @@ _NO_TOUR_JS = (
     "try { localStorage.setItem('shownTours', " + json.dumps(json.dumps(list(TOUR_IDS))) + "); }"
     " catch (e) {}"
 )
-_CLEAR_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
 _TOUR_VISIBLE_JS = "() => !!document.querySelector('.shepherd-element')"
 _LIST_READY_JS = "() => document.querySelectorAll('tbody tr td').length > 0"
 _VIEWPORT_CSS = ".cornerstone-viewport-element"
@@ -86,10 +98,11 @@ LANDMARK_BOX_RADIUS = MARKER_RADIUS + 1
 _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
 
 
-class OhifEnv:
+class OhifEnv(OrthancWebEnv):
     """One Orthanc + one same-origin viewer server + one chromium."""
 
     name = NAME
+    check_kinds = CHECK_KINDS
 
     def __init__(
         self,
@@ -105,57 +118,40 @@ class OhifEnv:
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
     ) -> None:
-        self.workdir = Path(workdir)
-        self.viewport: tuple[int, int] = (1280, 800)
-        self.seed_n, self.seed_cache = seed, seed_cache
-        self.seed: SeedSet | None = None
-        self.dist = ohif_dist
-        self.load_timeout_s = load_timeout_s
-        self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
-        self.server: OhifServer | None = None
-        self.web = WebSession(
-            self.workdir / "browser",
+        web = WebSession(
+            Path(workdir) / "browser",
             chromium=chromium,
             headless=headless,
             extra_args=(*SOFTWARE_GL_ARGS, *extra_args),
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
         )
-        self.last_reset_s = 0.0
-        self._started = False
+        super().__init__(
+            workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
+        )
+        self.dist = ohif_dist
+        self.load_timeout_s = load_timeout_s
+        self.server: OhifServer | None = None
         self._context_ready = False
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        try:
-            dist = self.dist or installed_dist()
-            if dist is None:
-                raise EnvironmentFault(
-                    "the OHIF viewer is not installed: run `medspot live setup --env ohif`"
-                )
-            self.seed = seed_files(self.seed_cache, self.seed_n)
-            self.orthanc.start()
-            self.orthanc.seed(self.seed)
-            self.server = OhifServer(dist, self.orthanc.url).start()
-            self.web.start()
-        except BaseException:
-            self.close()
-            raise
+    def _start_services(self) -> None:
+        if (self.dist or installed_dist()) is None:
+            raise EnvironmentFault(
+                "the OHIF viewer is not installed: run `medspot live setup --env ohif`"
+            )
+        super()._start_services()
 
-    def close(self) -> None:
-        try:
-            self.web.close()
-        finally:
-            try:
-                if self.server is not None:
-                    self.server.close()
-                    self.server = None
-            finally:
-                self.orthanc.stop()
+    def _start_more(self) -> None:
+        dist = self.dist or installed_dist()
+        assert dist is not None
+        self.server = OhifServer(dist, self.orthanc.url).start()
+
+    def _close_more(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
 
     @property
     def url(self) -> str:
@@ -182,21 +178,16 @@ class OhifEnv:
         return self.url + _TEMPLATE.sub(one, route)
 
     def reset(self, task: LiveTask) -> Observation:
-        self.start()
-        assert self.seed is not None
         t0 = time.perf_counter()
-        self.orthanc.health()
-        self.orthanc.reset_to(self.seed)
+        self._reset_database()
         size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
+        self.web.viewport = size
         if not self._context_ready:
-            self.web.viewport = size
             self.web.new_context()
             self.web.context.add_init_script(_NO_TOUR_JS)
             self._context_ready = True
-        elif self.web.page is not None and self.web.page.url.startswith(self.url):
-            self.web.eval(_CLEAR_JS)
-        if size != self.viewport or size != self.web.viewport:
-            self.web.set_viewport(size)
+        else:
+            self.web.new_page()
         self.viewport = size
         self.load(self.url_for(task.start.route or "/", task.id))
         self._predraw(task)
@@ -208,15 +199,15 @@ class OhifEnv:
         page = self.web.page
         if page is None:
             raise EnvironmentFault("ohif: no page is open")
-        self.web._guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
+        self.web.guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
         ready = READY_JS if "/viewer" in url else _LIST_READY_JS
-        self.web._guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
+        self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
         self.web.settle(self.load_timeout_s)
         if self.web.eval(_TOUR_VISIBLE_JS):
             log.info("ohif: the onboarding tour showed; skipping it")
             box = self.web.locate(Locator(text="Skip all"))
             if box is not None:
-                self.web._guard(page.mouse.click, *box.center)
+                self.web.guard(page.mouse.click, *box.center)
                 self.web.settle()
 
     def _predraw(self, task: LiveTask) -> None:
@@ -249,27 +240,28 @@ class OhifEnv:
 
     # -- the contract -------------------------------------------------------------------------
 
-    def observe(self) -> Observation:
-        return self.web.observe()
-
-    def act(self, action: LiveAction) -> ActResult:
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc is not running (the process died)")
-        result = self.web.act(action)
-        if not self.orthanc.alive():
-            raise EnvironmentFault("Orthanc died during the action")
-        return result
-
     def state(self) -> dict[str, Any]:
         """The viewer's state as the checks read it (see `medspot.live.envs.ohif.state`)."""
         got = self.web.eval(STATE_JS)
         return got if isinstance(got, dict) else {}
 
-    def check(self, spec: CheckSpec) -> bool:
-        if spec.kind not in CHECK_KINDS:
-            raise DataError(f"check kind {spec.kind!r} is not understood by {NAME}")
+    def names(self) -> NameTable:
+        """Catalogue names -> the DICOM UIDs the viewer's routes use."""
         assert self.seed is not None
-        return evaluate_check(spec.kind, spec.params, self.state(), self.seed.catalogue)
+        cat = self.seed.catalogue
+        return {
+            "patient": {p.name: p.patient_id for p in cat.patients},
+            "study": {st.name: st.uid for st in cat.studies()},
+            "series": {se.name: se.uid for se in cat.all_series()},
+            "instance": instance_names(cat),
+        }
+
+    def readers(self) -> dict[str, Any]:
+        out = super().readers()
+        assert self.seed is not None
+        cat = self.seed.catalogue
+        out["ohif"] = lambda p: OhifState(self.state(), cat)
+        return out
 
     def locate(self, locator: Locator) -> PixelBox | None:
         if locator.landmark is not None:
@@ -292,8 +284,36 @@ class OhifEnv:
             return PixelBox(x, y, x + 1, y + 1)
         return self.web.locate(locator)
 
-    def element_at(self, x: float, y: float) -> ElementInfo | None:
-        return self.web.element_at(x, y)
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task for this environment beyond
+    its checks (the registry's `task_check` hook): the start route, `start.measure`, landmark
+    locators."""
+    out: list[tuple[str, str]] = []
+    route = task.start.route
+    if route is not None:
+        if not route.startswith("/"):
+            out.append(("start.route", f"must start with '/': {route!r}"))
+        out += [("start.route", why) for why in template_problems(route, ("study", "series"))]
+    if task.start.file is not None:
+        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
+    for k, v in task.start.params.items():
+        if k != "measure":
+            out.append((f"start.{k}", f"not a start key of {NAME}"))
+        elif not isinstance(v, list) or not all(
+            isinstance(pq, list) and len(pq) == 2 and all(x in LANDMARKS for x in pq) for pq in v
+        ):
+            out.append(
+                ("start.measure", f"a list of [landmark, landmark] pairs of {sorted(LANDMARKS)}")
+            )
+    steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
+    steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
+    for place, step in steps:
+        for name, loc in (("target", step.target), ("to", step.to)):
+            if loc is not None and loc.landmark is not None and loc.landmark not in LANDMARKS:
+                out.append((f"{place}.{name}", f"unknown landmark {loc.landmark!r} "
+                                               f"(known: {sorted(LANDMARKS)})"))  # fmt: skip
+    return out
 
 
 def setup() -> str:
@@ -330,6 +350,9 @@ register_env(
             "chromium",
             "fonts-dejavu-core",
         ),
+        doctor="medspot.live.envs.ohif.env:doctor",
+        setup="medspot.live.envs.ohif.env:setup",
+        task_check="medspot.live.envs.ohif.env:task_check",
         tasks_resource="ohif.json",
     )
 )
