@@ -151,13 +151,24 @@ def test_planner_and_grounder_complete_the_task(
     steps = [r for r in read(tmp_path / "run-pair" / JOURNAL_NAME) if isinstance(r, StepRecord)]
     executed = [r for r in steps if r.executed]
     assert [r.action["kind"] for r in executed if r.action] == ["click", "type", "click", "click"]
-    grounded = [r for r in executed if r.grounding]
-    assert len(grounded) == 3
-    assert [r.grounding[0]["element"] for r in grounded if r.grounding] == names
-    assert all(r.grounding and r.grounding[0]["raw_text"].startswith("(") for r in grounded)
+    calls = [c for r in executed for c in r.model_calls or []]
+    assert [c.role for c in calls] == [
+        "planner",
+        "grounder",
+        "planner",
+        "grounder",
+        "planner",
+        "grounder",
+    ]
+    assert [c.element for c in calls if c.role == "grounder"] == names
+    assert all(c.raw_text and c.raw_text.startswith("(") for c in calls if c.role == "grounder")
+    assert [c.raw_text for c in calls if c.role == "planner"] == [
+        r.raw_text for r in executed if r.raw_text
+    ]
     assert all(r.hit_intended for r in executed)
     # the planner's three answers are journaled; the click planned with the typing has none
     planned = [r for r in executed if r.raw_text]
     assert len(planned) == 3 and all("Action:" in (r.raw_text or "") for r in planned)
     later = executed[2]
-    assert later.raw_text is None and "planned_earlier" in later.flags and later.grounding
+    assert later.raw_text is None and "planned_earlier" in later.flags
+    assert [c.role for c in later.model_calls or []] == ["grounder"]

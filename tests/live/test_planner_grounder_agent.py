@@ -174,11 +174,19 @@ def test_pair_grounds_each_step_on_its_own_screen(tmp_path: Path) -> None:
     assert len(planner_seen) == 2 and len(grounder_seen) == 3  # the drag: both of its ends
     assert a1.action == Click(100 / 1000 * W, 40 / 1000 * H) and a1.source == "planner"
     assert a1.thought == "pick the tool, then measure." and a1.call_state is not None
-    assert a1.grounding is not None and a1.grounding[0]["element"] == "the Length button"
-    assert a1.grounding[0]["raw_text"] == "(100, 40)"
+    assert a1.model_calls is not None
+    planned, grounded = a1.model_calls
+    assert planned.role == "planner" and planned.raw_text == a1.raw_text == plans[0]
+    assert grounded.role == "grounder" and grounded.element == "the Length button"
+    assert grounded.raw_text == "(100, 40)" and grounded.point == (0.1, 0.04)
+    assert grounded.step == "click(element='the Length button')"
+    assert a1.input_tokens == (planned.input_tokens or 0) + (grounded.input_tokens or 0)
     assert a2.action == Drag(0.25 * W, 0.5 * H, 0.75 * W, 0.5 * H)
     assert PLANNED_EARLIER in a2.flags and a2.raw_text is None and QUEUED not in a2.flags
-    assert [r["element"] for r in a2.grounding or []] == ["marker A", "marker B"]
+    assert [(r.role, r.element) for r in a2.model_calls or []] == [
+        ("grounder", "marker A"),
+        ("grounder", "marker B"),
+    ]
     # the drag was grounded on the second turn's screen, not the first's
     assert grounder_seen[1].image is not None and grounder_seen[0].image is not None
     assert grounder_seen[1].image.sha256 != grounder_seen[0].image.sha256
@@ -197,7 +205,10 @@ def test_no_point_and_planner_coordinates_are_no_actions(tmp_path: Path) -> None
         OpenAITestServer(answer=_grounder(seen)) as g,
     ):
         a1, a2 = _play(_pair(p.base_url, g.base_url), tmp_path, 2)
-    assert a1.action is None and NO_POINT in a1.flags and a1.grounding is not None
+    assert a1.action is None and NO_POINT in a1.flags
+    assert [r.role for r in a1.model_calls or []] == ["planner", "grounder"]
+    assert a1.model_calls is not None and a1.model_calls[1].raw_text == "I cannot find it."
+    assert [r.role for r in a2.model_calls or []] == ["planner"]
     assert a2.action is None and "bad_action_args" in a2.flags and len(seen) == 1
     assert not any(isinstance(a.action, Scroll) for a in (a1, a2))
 
@@ -212,3 +223,27 @@ def test_pair_options_and_refusals() -> None:
         create_planner_grounder("random", "uground-v1-7b")
     with pytest.raises(ConfigError, match="oracle"):
         create_planner_grounder("gpt-5", "oracle")
+
+
+@pytest.mark.parametrize(
+    ("pair", "mode", "match"),
+    [
+        ({"planner": "gpt-5"}, "agent", "go together"),
+        ({"planner": "gpt-5", "grounder": "uground-v1-7b"}, "guided", "--mode agent"),
+        ({"planner": "noop", "grounder": "uground-v1-7b"}, "agent", "not oracle, noop"),
+        ({"planner": "gpt-5", "grounder": "no-such-card"}, "agent", "unknown model"),
+    ],
+)
+def test_a_bad_pair_is_refused_before_the_run_folder_is_made(
+    tmp_path: Path, pair: dict[str, str], mode: str, match: str
+) -> None:
+    from medspot.live.loop.request import LiveRequest, run_live
+
+    out = tmp_path / "run"
+    req = LiveRequest(
+        env="orthanc-explorer", model="pair", out=out, task_ids=("open-study-ct-doe-john",),
+        mode=mode, **pair,  # type: ignore[arg-type]
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=match):
+        run_live(req)
+    assert not out.exists()

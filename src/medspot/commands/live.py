@@ -124,6 +124,8 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["base_urls"] = args.grounder_base_url
     if args.grounder_backend:
         out["backend"] = args.grounder_backend
+    if args.grounder_api_model:
+        out["api_model"] = args.grounder_api_model
     return out
 
 
@@ -379,6 +381,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pg.add_argument(
         "--grounder-backend", choices=["openai", "hf"], default=None,
         help="the grounder's backend (default: --backend)",
+    )  # fmt: skip
+    pg.add_argument(
+        "--grounder-api-model", default=None, metavar="NAME",
+        help="the grounder's model name on its server (default: its card's checkpoint)",
     )  # fmt: skip
     r.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder")
     _selection_args(r)

@@ -14,7 +14,9 @@ from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import PromptSpec, StyleSpec
 from medspot.adapters.cards.harness_agent import AGENT_MAX_TOKENS, agent_style
 
-__all__ = ["PLANNER_TEMPLATE", "planner_style", "planner_text"]
+__all__ = ["EARLIER_STEPS", "PLANNER_TEMPLATE", "planner_style", "planner_text"]
+
+EARLIER_STEPS = "Your earlier steps (oldest first):"  # the heading of the planner's history
 
 PLANNER_TEMPLATE = """You are operating clinical imaging software through its screen, \
 like a careful human user. Your task:
@@ -49,7 +51,7 @@ def planner_text(req: StepRequest) -> str:
         steps = "\n".join(
             f"{i}. " + entry.replace("\n", "\n   ") for i, entry in enumerate(req.history, 1)
         )
-        history = f"Your earlier steps (oldest first):\n{steps}\n"
+        history = f"{EARLIER_STEPS}\n{steps}\n"
     else:
         history = "You have not acted yet.\n"
     return PLANNER_TEMPLATE.replace("{goal}", req.instruction).replace("{history}", history)

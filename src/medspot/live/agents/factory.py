@@ -31,6 +31,7 @@ __all__ = [
     "GROUNDER_OWN_OPTIONS",
     "LIVE_AGENTS",
     "adapter_options",
+    "check_planner_grounder",
     "create_agent",
     "create_planner_grounder",
     "grounder_options",
@@ -146,6 +147,21 @@ def grounder_options(
     return AdapterOptions.from_mapping({**kept, **dict(overrides or {})})
 
 
+def check_planner_grounder(planner: str, grounder: str, grounder_style: str = "native") -> None:
+    """The pair's own refusals (a `ConfigError`), before anything is made."""
+    if planner in LIVE_AGENTS or grounder in LIVE_AGENTS:
+        raise ConfigError(
+            "--planner and --grounder take models of the benchmark, not " + ", ".join(LIVE_AGENTS)
+        )
+    if grounder_style not in ("native", "upstream"):
+        raise ConfigError(
+            f"a grounder is asked with its native or upstream prompt, not {grounder_style}"
+        )
+    if model_card(planner) is None:
+        raise ConfigError(f"--planner {planner!r} is a baseline; a planner is a model")
+    registry.entry(grounder)  # an unknown name: a ConfigError naming the known ones
+
+
 def create_planner_grounder(
     planner: str,
     grounder: str,
@@ -159,16 +175,7 @@ def create_planner_grounder(
 ) -> PlannerGrounderAgent:
     """`planner` asked with the harness planner prompt, `grounder` with its own prompt style
     (`grounder_style`: native or upstream)."""
-    if planner in LIVE_AGENTS or grounder in LIVE_AGENTS:
-        raise ConfigError(
-            "--planner and --grounder take models of the benchmark, not " + ", ".join(LIVE_AGENTS)
-        )
-    if grounder_style not in ("native", "upstream"):
-        raise ConfigError(
-            f"a grounder is asked with its native or upstream prompt, not {grounder_style}"
-        )
-    if model_card(planner) is None:
-        raise ConfigError(f"--planner {planner!r} is a baseline; a planner is a model")
+    check_planner_grounder(planner, grounder, grounder_style)
     p_opts = adapter_options(planner, options, prompt_style="planner", concurrency=concurrency)
     g_opts = adapter_options(
         grounder, grounder_options(options, grounder_overrides), prompt_style=grounder_style,

@@ -8,9 +8,10 @@ grounding models are evaluated inside agents in their own papers.
 Per turn: the planner is asked (the goal, its own earlier steps); its first step is grounded on
 this screen (a drag asks the grounder twice, for its start and its end) and executed; later
 steps of the same answer are grounded on the screens of the following turns, without asking
-the planner again (queued, as in `ModelAgent`). The journal keeps both: the planner's answer is
-`raw_text` (its thought `thought`), the grounder's answers `grounding` (element, raw text,
-point, flags, tokens). Tokens and cost of a turn are the planner's and the grounder's summed.
+the planner again (queued, as in `ModelAgent`). The journal keeps both answers: the step's
+`raw_text` and `thought` are the planner's, and `model_calls` holds one model-call record per
+call (`TurnCall`: the planner's, then the grounder's with the element it was asked for); the
+step's latency, tokens, cost and retries are their sums.
 A planner step that cannot be read, or an element the grounder gives no point for, is a
 no-action with a flag, never a guessed click.
 """
@@ -19,15 +20,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from medspot.adapters.base import Prediction, StepRequest
 from medspot.live.agents.formats.planner import PlanStep, plan_memory, read_plan
 from medspot.live.agents.model import ModelAgent, own_memories
-from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
+from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn, TurnCall
 from medspot.live.core.actions import Click, Drag, LiveAction, Scroll
 
-__all__ = ["NO_POINT", "PLANNED_EARLIER", "PlannerGrounderAgent"]
+__all__ = ["NO_POINT", "PLANNED_EARLIER", "PlannerGrounderAgent", "call_record"]
 
 NO_POINT = "grounder_no_point"  # the grounder found no point for the element
 # A later step of an earlier planner answer that the grounder was asked for on this turn (one
@@ -35,12 +36,33 @@ NO_POINT = "grounder_no_point"  # the grounder found no point for the element
 PLANNED_EARLIER = "planned_earlier"
 
 
+Call = tuple[Prediction, int, float]  # a prediction, the retries it took, its seconds
+
+
+def call_record(call: Call, role: Literal["planner", "grounder"], **names: str) -> TurnCall:
+    """One model call as a model-call record of the journal."""
+    pred, retries, latency = call
+    usage, pt = pred.usage, pred.point
+    return TurnCall(
+        role=role,
+        raw_text=pred.raw_text,
+        point=(pt.x, pt.y) if pt is not None else None,
+        flags=list(pred.flags),
+        sent_size=pred.sent_size,
+        latency_s=round(latency, 6),
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        cost_usd=pred.cost_usd,
+        retries=retries,
+        **names,
+    )
+
+
 @dataclass
 class _Grounded:
     action: LiveAction | None
-    records: list[dict[str, Any]]
+    records: list[TurnCall]
     flags: list[str]
-    calls: list[tuple[Prediction, int, float]]
 
 
 @dataclass
@@ -81,7 +103,7 @@ class PlannerGrounderAgent:
 
     async def _ground(self, turn: AgentTurn, step: PlanStep) -> _Grounded:
         if step.kind == "act":
-            return _Grounded(step.action, [], [], [])
+            return _Grounded(step.action, [], [])
         elements = [step.element, step.end] if step.kind == "drag" else [step.element]
         calls = await asyncio.gather(
             *(
@@ -89,21 +111,13 @@ class PlannerGrounderAgent:
                 for i, e in enumerate(elements, 1)
             )
         )
-        records, points = [], []
-        for element, (pred, retries, latency) in zip(elements, calls, strict=True):
-            pt = pred.point
-            points.append(pt)
-            records.append({
-                "element": element, "raw_text": pred.raw_text,
-                "point": [pt.x, pt.y] if pt is not None else None, "flags": list(pred.flags),
-                "sent_size": list(pred.sent_size) if pred.sent_size else None,
-                "latency_s": round(latency, 6), "retries": retries,
-                "input_tokens": pred.usage.input_tokens if pred.usage else None,
-                "output_tokens": pred.usage.output_tokens if pred.usage else None,
-                "cost_usd": pred.cost_usd,
-            })  # fmt: skip
+        records = [
+            call_record(c, "grounder", element=e, step=step.describe())
+            for e, c in zip(elements, calls, strict=True)
+        ]
+        points = [c[0].point for c in calls]
         if any(p is None for p in points):
-            return _Grounded(None, records, [NO_POINT], list(calls))
+            return _Grounded(None, records, [NO_POINT])
         w, h = turn.size
         px = [(p.x * w, p.y * h) for p in points if p is not None]
         action: LiveAction
@@ -117,31 +131,30 @@ class PlannerGrounderAgent:
             action = Click(*px[0], button="right")
         else:
             action = Click(*px[0])
-        return _Grounded(action, records, [], list(calls))
+        return _Grounded(action, records, [])
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         pending = self._pending(turn)
-        calls: list[tuple[Prediction, int, float]] = []
+        records: list[TurnCall] = []
         if pending is not None:
             step, rest, answer_n = pending
             raw, thought, flags = None, None, [QUEUED]
         else:
             call = await self.planner.ask(self._planner_request(turn))
-            calls.append(call)
+            records.append(call_record(call, "planner"))
             raw = call[0].raw_text
             plan = read_plan(raw or "")
             thought, flags = plan.thought, [*call[0].flags, *plan.flags]
             if not plan.steps:
-                return self._answer(raw, None, thought, flags, calls, None, None)
+                return self._answer(raw, None, thought, flags, records, None)
             step, rest, answer_n = plan.steps[0], list(plan.steps[1:]), turn.n
         grounded = await self._ground(turn, step)
-        calls.extend(grounded.calls)
-        if pending is not None and grounded.calls:
-            flags = [PLANNED_EARLIER]
+        records.extend(grounded.records)
+        if pending is not None and grounded.records:
+            flags = [PLANNED_EARLIER]  # a model was asked: not a queued step
         state = {"pending": [s.to_json() for s in rest], "answer_n": answer_n} if rest else None
-        records = [{"step": step.describe(), **r} for r in grounded.records] or None
         return self._answer(
-            raw, grounded.action, thought, [*flags, *grounded.flags], calls, state, records
+            raw, grounded.action, thought, [*flags, *grounded.flags], records, state
         )
 
     def _pending(self, turn: AgentTurn) -> tuple[PlanStep, list[PlanStep], Any] | None:
@@ -161,29 +174,31 @@ class PlannerGrounderAgent:
         action: LiveAction | None,
         thought: str | None,
         flags: list[str],
-        calls: list[tuple[Prediction, int, float]],
+        records: list[TurnCall],
         state: dict[str, Any] | None,
-        grounding: list[dict[str, Any]] | None,
     ) -> AgentAnswer:
-        preds = [c[0] for c in calls]
-        usage = [p.usage for p in preds if p.usage is not None]
-        costs = [p.cost_usd for p in preds if p.cost_usd is not None]
-        first = grounding[0]["point"] if grounding else None
+        """The turn's answer: the planner's text and thought, the first grounded point, the
+        calls' latency, tokens, cost and retries summed, and each call's own record."""
+        tokens_in = [r.input_tokens for r in records if r.input_tokens is not None]
+        tokens_out = [r.output_tokens for r in records if r.output_tokens is not None]
+        costs = [r.cost_usd for r in records if r.cost_usd is not None]
+        planner = next((r for r in records if r.role == "planner"), None)
+        grounder = next((r for r in records if r.role == "grounder"), None)
         return AgentAnswer(
             raw_text=raw,
             action=action,
             source="planner:queued" if raw is None else "planner",
             flags=list(dict.fromkeys(flags)),
-            point=(first[0], first[1]) if first else None,
-            sent_size=preds[0].sent_size if raw is not None and preds else None,
-            latency_s=sum(c[2] for c in calls),
-            input_tokens=sum(u.input_tokens for u in usage) if usage else None,
-            output_tokens=sum(u.output_tokens for u in usage) if usage else None,
+            point=grounder.point if grounder is not None else None,
+            sent_size=planner.sent_size if planner is not None else None,
+            latency_s=sum(r.latency_s or 0.0 for r in records),
+            input_tokens=sum(tokens_in) if tokens_in else None,
+            output_tokens=sum(tokens_out) if tokens_out else None,
             cost_usd=sum(costs) if costs else None,
-            retries=sum(c[1] for c in calls),
+            retries=sum(r.retries for r in records),
             thought=thought,
             call_state=state,
-            grounding=grounding,
+            model_calls=records or None,
         )
 
     def describe(self) -> dict[str, Any]:

@@ -21,7 +21,12 @@ from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
-from medspot.live.agents.factory import create_agent, create_planner_grounder, live_prompt_style
+from medspot.live.agents.factory import (
+    check_planner_grounder,
+    create_agent,
+    create_planner_grounder,
+    live_prompt_style,
+)
 from medspot.live.agents.turn import QUEUED, LiveAgent
 from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
@@ -138,19 +143,27 @@ def _check_request(req: LiveRequest) -> None:
     ):
         if value < least:
             raise ConfigError(f"{name} {value}: must be {least} or more")
+    _check_pair(req)
 
 
 # Files a fresh run folder may hold before its run.json (the lock; the log, opened lazily)
 _BEFORE_RUN_JSON = frozenset({LOCK, LIVE_LOG})
 
 
+def _check_pair(req: LiveRequest) -> None:
+    """--planner and --grounder: both, in agent mode, models that can take these parts."""
+    if not (req.planner or req.grounder):
+        return
+    if not (req.planner and req.grounder):
+        raise ConfigError("--planner and --grounder go together")
+    if req.mode != "agent":
+        raise ConfigError("--planner and --grounder plan from the goal: use --mode agent")
+    check_planner_grounder(req.planner, req.grounder, req.prompt_style or "native")
+
+
 def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
     """The run's agent and the prompt style recorded for it."""
-    if req.planner or req.grounder:
-        if not (req.planner and req.grounder):
-            raise ConfigError("--planner and --grounder go together")
-        if req.mode != "agent":
-            raise ConfigError("--planner and --grounder plan from the goal: use --mode agent")
+    if req.planner and req.grounder:
         agent = create_planner_grounder(
             req.planner, req.grounder, options=req.options,
             grounder_overrides=req.grounder_options,

@@ -309,7 +309,7 @@ class _Run:
                 source=replay.source or "replay",
                 thought=replay.thought,
                 call_state=replay.call_state,
-                grounding=replay.grounding,
+                model_calls=replay.model_calls,
             )
         cap = self.opts.max_cost
         if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
