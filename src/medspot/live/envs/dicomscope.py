@@ -52,6 +52,7 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeStat
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.envs.reset_clock import ResetClock
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
@@ -110,6 +111,7 @@ class DicomscopeEnv:
         settle_quiet_s: float = 0.5,
         settle_timeout_s: float = 15.0,
         start_timeout_s: float = 90.0,
+        reset_quiet_s: float = 0.25,
     ) -> None:
         self.workdir = Path(workdir)
         self.viewport = (int(viewport[0]), int(viewport[1]))
@@ -118,6 +120,7 @@ class DicomscopeEnv:
         self.settle_quiet_s = settle_quiet_s
         self.settle_timeout_s = settle_timeout_s
         self.start_timeout_s = start_timeout_s
+        self.reset_quiet_s = reset_quiet_s
         self.x11 = X11Session(self.workdir / "x11", screen=self.viewport)
         self._app: subprocess.Popen[bytes] | None = None
         self._seed: Any = None
@@ -128,6 +131,8 @@ class DicomscopeEnv:
         )  # fmt: skip
         self.restarts = 0
         self.last_reset: dict[str, float] = {}
+        self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
+        self._clock = ResetClock()
         # the fresh Browser state, recorded at each (re)start: accessible tree and screen
         self._fresh: tuple[dict[str, NodeState], Any] | None = None
 
@@ -209,10 +214,11 @@ class DicomscopeEnv:
 
     def _restart(self) -> None:
         self.restarts += 1
-        if self._app is not None:
-            self.x11.stop(self._app)
-        self._restore_index()
-        self._launch()
+        with self._clock.phase("restart"):
+            if self._app is not None:
+                self.x11.stop(self._app)
+            self._restore_index()
+            self._launch()
 
     def _restore_index(self) -> None:
         """The seeded database index back, only when it changed: DICOMscope polls the file and
@@ -269,6 +275,7 @@ class DicomscopeEnv:
                 Location(task.id, field="start.viewport"),
             )
         t0 = time.monotonic()
+        self._clock = clock = ResetClock()
         self._alive()
         self.desktop.forget()
         try:
@@ -279,7 +286,10 @@ class DicomscopeEnv:
             self._reset_ui(ref)
         self.desktop.forget()
         self.last_reset["reset_s"] = time.monotonic() - t0
-        return self.observe()
+        with clock.phase("observe"):
+            obs = self.observe()
+        self.reset_phases = clock.done()
+        return obs
 
     def _wait(self, pred: Callable[[AtspiTree], bool], what: str) -> AtspiTree:
         """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""
@@ -297,24 +307,34 @@ class DicomscopeEnv:
         return lambda t: any(state in n.states for n in t.find(q))
 
     def _reset_ui(self, ref: ImageRef | None) -> None:
-        tree = self.desktop.tree(full=True)
+        clock = self._clock
+        with clock.phase("read_tree"):
+            tree = self.desktop.tree(full=True)
         if ref is None and self._viewer_used(tree):
             log.debug("dicomscope: the viewer holds an image; restarting for a browser start")
             self._restart()
             return
-        if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
-            tree = self._dismiss(tree)
-        self._restore_index()
-        tree = self._to_browser(tree)
+        with clock.phase("dismiss"):
+            if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+                tree = self._dismiss(tree)
+            self._restore_index()
+        with clock.phase("browser"):
+            tree = self._to_browser(tree)
         if ref is None:
-            self._neutral_pointer()
-            self._expect_fresh()
+            with clock.phase("pointer"):
+                self._neutral_pointer()
+            with clock.phase("fresh_check"):
+                self._expect_fresh()
             return
-        self._open(tree, ref)
-        self._restore_modes()
-        # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
-        self.desktop.click_node(self.desktop.tree(), NodeQuery(role="page tab", text="Viewer"))
-        self._neutral_pointer()
+        with clock.phase("open"):
+            self._open(tree, ref)
+        with clock.phase("modes"):
+            self._restore_modes()
+        with clock.phase("focus"):
+            # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
+            self.desktop.click_node(self.desktop.tree(), NodeQuery(role="page tab", text="Viewer"))
+        with clock.phase("pointer"):
+            self._neutral_pointer()
 
     def _to_browser(self, tree: AtspiTree) -> AtspiTree:
         """The Browser tab, refreshed: the study tree collapsed."""
@@ -360,8 +380,7 @@ class DicomscopeEnv:
                 self._has(viewer, "selected")(t) and bool(t.find(NodeQuery(description="Invert")))
             ),
             "the image did not open in the Viewer",
-        )
-        self.desktop.settle()
+        )  # no settle here: the modes are waited for as states, the reset's end settles
 
     def _modes(self, tree: AtspiTree) -> dict[str, AtspiNode]:
         """The viewer's mode widgets on screen, by label."""
@@ -386,15 +405,21 @@ class DicomscopeEnv:
                 raise EnvironmentFault(f"reset: the mode {n.label!r} is not clickable")
             self.x11.click(int(box.center[0]), int(box.center[1]))
         if clicks:
-            self.desktop.settle()
-            tree = self.desktop.tree()
+            try:
+                tree = self._wait(lambda t: not self._wrong_modes(t), "the modes did not change")
+            except EnvironmentFault:
+                tree = self.desktop.tree()
+        wrong = self._wrong_modes(tree)
+        if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+            raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
+
+    def _wrong_modes(self, tree: AtspiTree) -> list[str]:
+        """The mode widgets not at their `START_MODES` value (or not on screen)."""
         modes = self._modes(tree)
-        wrong = sorted(
+        return sorted(
             label for label, want in START_MODES.items()
             if label not in modes or ("checked" in modes[label].states) != want
         )  # fmt: skip
-        if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
-            raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
 
     def _viewer_used(self, tree: AtspiTree) -> bool:
         """Whether anything in the Viewer tab differs from the fresh state (an image is open)."""
@@ -429,8 +454,13 @@ class DicomscopeEnv:
             self._restart()
 
     def _neutral_pointer(self) -> None:
+        """The pointer on `NEUTRAL_POINT`, then the screen settled (the reset's one settle: its
+        quiet time is `reset_quiet_s`, with DICOMscope's CPU idle meanwhile)."""
         self.x11.move_pointer(*NEUTRAL_POINT)
-        self.desktop.settle()
+        self.x11.settle(
+            self.viewport, quiet_s=min(self.reset_quiet_s, self.settle_quiet_s),
+            timeout_s=self.settle_timeout_s, alive=self._alive(),
+        )  # fmt: skip
 
     def _images(self, tree: AtspiTree, series: str) -> list[AtspiNode]:
         return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]
