@@ -309,7 +309,8 @@ class DicomscopeEnv:
     def _reset_ui(self, ref: ImageRef | None) -> None:
         clock = self._clock
         with clock.phase("read_tree"):
-            tree = self.desktop.tree(full=True)
+            # the whole tree (hidden tabs too, ~5x slower) only to judge a Browser start
+            tree = self.desktop.tree(full=ref is None)
         if ref is None and self._viewer_used(tree):
             log.debug("dicomscope: the viewer holds an image; restarting for a browser start")
             self._restart()
@@ -329,10 +330,10 @@ class DicomscopeEnv:
         with clock.phase("open"):
             self._open(tree, ref)
         with clock.phase("modes"):
-            self._restore_modes()
+            tree = self._restore_modes()
         with clock.phase("focus"):
             # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
-            self.desktop.click_node(self.desktop.tree(), NodeQuery(role="page tab", text="Viewer"))
+            self.desktop.click_node(tree, NodeQuery(role="page tab", text="Viewer"))
         with clock.phase("pointer"):
             self._neutral_pointer()
 
@@ -390,8 +391,9 @@ class DicomscopeEnv:
             if n.role in MODE_ROLES and n.label in START_MODES and tree.visible_box(n)
         }
 
-    def _restore_modes(self) -> None:
-        """Every mode widget of the viewer to its `START_MODES` value (they outlive images)."""
+    def _restore_modes(self) -> AtspiTree:
+        """Every mode widget of the viewer to its `START_MODES` value (they outlive images);
+        returns the tree read after."""
         tree = self.desktop.tree()
         clicks = [
             n
@@ -412,6 +414,7 @@ class DicomscopeEnv:
         wrong = self._wrong_modes(tree)
         if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
             raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
+        return tree
 
     def _wrong_modes(self, tree: AtspiTree) -> list[str]:
         """The mode widgets not at their `START_MODES` value (or not on screen)."""

@@ -100,7 +100,7 @@ _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
 # The in-document reset: a route the viewer has no page for (leaving the viewer there exits its
 # mode, as going back to the study list does), and the page's history still at its first entry
 LEAVE_ROUTE = "/medspot-reset"
-_REUSABLE_JS = "() => history.length === 1 && !!window.services"
+_HISTORY_JS = "() => window.services ? history.length : -1"
 _LEAVE_JS = """([route, tours]) => {
   const s = window.services || {};
   const call = (svc, ...names) => { for (const n of names) {
@@ -166,6 +166,7 @@ class OhifEnv(OrthancWebEnv):
         self.reuse_document = reuse_document
         self.server: OhifServer | None = None
         self._context_ready = False
+        self._history: int | None = None  # history.length after the last new page's load
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -241,7 +242,9 @@ class OhifEnv(OrthancWebEnv):
         if reused:
             self._enter_route(url, clock)
         else:
+            self._history = None
             self.load(url, clock)
+            self._history = self.web.eval(_HISTORY_JS)
         clock.phases["reused" if reused else "reloaded"] = 0.0
         with clock.phase("predraw"):
             self._predraw(task)
@@ -276,7 +279,8 @@ class OhifEnv(OrthancWebEnv):
     def _reusable(self, size: tuple[int, int]) -> bool:
         """Whether the open document can be brought back to a fresh start without a reload:
         the viewer's own page, alone in the context, at the start viewport, with no history
-        beyond its first entry (a new page has none) and no fault."""
+        beyond what the last new page had when its start route was loaded (no navigation
+        since: `Back` cannot reach an earlier task's page) and no fault."""
         web = self.web
         page = web.page
         if not self._context_ready or page is None or web.context is None or web.faulted:
@@ -285,7 +289,7 @@ class OhifEnv(OrthancWebEnv):
             return False
         if len([p for p in web.context.pages if not p.is_closed()]) != 1:
             return False
-        return bool(web.eval(_REUSABLE_JS))
+        return self._history is not None and web.eval(_HISTORY_JS) == self._history
 
     def _leave_route(self) -> None:
         """Close what lives above the routes (modals, dialogs, notifications), clear the
