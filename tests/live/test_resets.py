@@ -103,6 +103,8 @@ def test_dicomscope_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: P
 
         _dicomscope_changes(env)
         env.reset(in_browser)  # the viewer holds a changed image: not a fresh browser start
+        # so the spare DICOMscope (started in the background at start()) took over
+        assert (env.swaps, env.restarts) == (1, 0)
         state, frame = env.observable_state()
         assert state_diff(fresh_browser[0], state) == []
         assert env.screen_diff(fresh_browser[1], frame) <= CARET_PIXELS
