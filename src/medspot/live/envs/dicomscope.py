@@ -354,7 +354,7 @@ class DicomscopeEnv:
                 return tree
             if time.monotonic() > deadline:
                 raise EnvironmentFault(f"reset: {what} (after {self.settle_timeout_s:.0f} s)")
-            time.sleep(0.15)
+            time.sleep(0.03)  # a read of the showing tree itself takes ~0.1 s
 
     @staticmethod
     def _has(q: NodeQuery, state: str) -> Callable[[AtspiTree], bool]:
@@ -395,8 +395,9 @@ class DicomscopeEnv:
     def _to_browser(self, tree: AtspiTree) -> AtspiTree:
         """The Browser tab, refreshed: the study tree collapsed."""
         browser = NodeQuery(role="page tab", text="Browser")
-        self.desktop.click_node(tree, browser)
-        tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
+        if not self._has(browser, "selected")(tree):
+            self.desktop.click_node(tree, browser)
+            tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
         self.desktop.click_node(tree, NodeQuery(role="push button", description="Refresh"))
         studies = NodeQuery(role="label", contains="Study ")
         return self._wait(

@@ -148,6 +148,7 @@ class OhifEnv(OrthancWebEnv):
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
         reuse_document: bool = True,
+        reset_quiet_s: float = 0.15,
     ) -> None:
         web = WebSession(
             Path(workdir) / "browser",
@@ -164,6 +165,7 @@ class OhifEnv(OrthancWebEnv):
         self.load_timeout_s = load_timeout_s
         # reset in the open document where it allows it (else, and with False: a new page)
         self.reuse_document = reuse_document
+        self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
         self._context_ready = False
         self._history: int | None = None  # history.length after the last new page's load
@@ -266,7 +268,7 @@ class OhifEnv(OrthancWebEnv):
         with clock.phase("ready"):
             self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
         with clock.phase("settle"):
-            self.web.settle(self.load_timeout_s)
+            self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         if self.web.eval(_TOUR_VISIBLE_JS):
             log.info("ohif: the onboarding tour showed; skipping it")
             box = self.web.locate(Locator(text="Skip all"))
@@ -310,7 +312,7 @@ class OhifEnv(OrthancWebEnv):
         with clock.phase("ready"):
             self.web.wait_for(ready, self.load_timeout_s)
         with clock.phase("settle"):
-            self.web.settle(self.load_timeout_s)
+            self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         if self.web.eval(_TOUR_VISIBLE_JS):
             raise EnvironmentFault("ohif: the onboarding tour showed after an in-document reset")
 
