@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from medspot.live.core.envoptions import check_env_options
 from medspot.live.core.episode import Episode
 from medspot.live.core.registry import create_environment
 from medspot.live.core.taskfiles import env_task_file, select_tasks
@@ -94,9 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="*", default=None, help="task ids (default: every task)")
     ap.add_argument("--repeat", type=int, default=1, help="passes over the tasks")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument(
+        "--env-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the environment (e.g. reuse_document=true); repeatable",
+    )
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args(argv)
     opts: dict[str, Any] = {"chromium": args.chromium} if args.env != "dicomscope" else {}
+    for item in args.env_option:
+        key, _, value = item.partition("=")
+        opts[key] = value
+    opts = check_env_options(args.env, opts)
     res = run(args.env, args.tasks, args.repeat, opts)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"reset_{args.env}.json").write_text(json.dumps(res, indent=2) + "\n")

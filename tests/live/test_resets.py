@@ -148,7 +148,11 @@ def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -
     tasks = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}
     task: LiveTask = tasks["measure-ab-ct-doe-john"]
     env: Any = create_environment(
-        "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
+        "ohif",
+        workdir=tmp_path / "o",
+        chromium=CHROMIUM,
+        seed_cache=seed_cache,
+        reuse_document=True,
     )
     env.start()
     try:

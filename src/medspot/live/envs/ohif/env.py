@@ -147,7 +147,7 @@ class OhifEnv(OrthancWebEnv):
         settle_timeout_s: float = 30.0,
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
-        reuse_document: bool = True,
+        reuse_document: bool = False,
         reset_quiet_s: float = 0.15,
     ) -> None:
         web = WebSession(
@@ -163,7 +163,8 @@ class OhifEnv(OrthancWebEnv):
         )
         self.dist = ohif_dist
         self.load_timeout_s = load_timeout_s
-        # reset in the open document where it allows it (else, and with False: a new page)
+        # True: reset in the open document where it allows it (else a new page); off by default:
+        # one audit saw a scroll overshoot after it (docs/live.md, OHIF's Reset)
         self.reuse_document = reuse_document
         self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
