@@ -117,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
         env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
-        retry_env_errors=args.retry_env_errors,
+        retry_env_errors=args.retry_env_errors, repeats=args.repeats,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -149,6 +149,13 @@ def _run(args: argparse.Namespace) -> int:
         f"success {pct('task_success_rate')}, harmful {pct('harmful_failure_rate')}, "
         f"recovery {pct('recovery_rate')}, intended-element hits {pct('intended_hit_rate')}"
     )
+    if args.repeats > 1:
+        print(
+            f"{args.repeats} repeats per task: pass@{args.repeats} {pct('pass_at_k')} (some "
+            f"repeat succeeded), pass^{args.repeats} {pct('pass_hat_k')} (all succeeded)"
+        )
+    if m.get("num_infeasible_tasks"):
+        print(f"infeasible tasks: {pct('infeasible_accuracy')} reported infeasible, unchanged")
     print(
         f"{st.calls} model calls, {st.replayed} replayed from the journal, {st.faults} "
         f"environment faults ({st.envs_started} environments started). Results in {out}/"
@@ -347,6 +354,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--mode", choices=["guided", "agent"], default="guided",
         help="guided: the model is told the current step's instruction (default); agent: "
         "only the task's goal, it plans and ends by itself",
+    )  # fmt: skip
+    r.add_argument(
+        "--repeats", type=positive_int, default=1, metavar="K",
+        help="run each task K times, each on a freshly reset environment (pass@k, pass^k; "
+        "default 1)",
     )  # fmt: skip
     r.add_argument(
         "--env-retries", type=non_negative_int, default=2, metavar="N",
