@@ -363,7 +363,7 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt,
+                previous=tuple(previous), attempt=attempt, repeat=repeat,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
