@@ -33,6 +33,7 @@ __all__ = [
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
     "LIVE_KIND",
+    "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
     "PASS_AT_K",
     "PASS_HAT_K",
@@ -72,8 +73,10 @@ FALSE_INFEASIBLE = "false_infeasible_rate"
 # with repeats (K > 1), over the tasks whose K repeats were all scored
 PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
 PASS_HAT_K = "pass_hat_k"  # all K succeeded
-LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, INFEASIBLE_ACCURACY,
-             FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)  # fmt: skip
+# written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
+# written before has none of them
+LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)
+LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
 LIVE_PREDICTION_KEYS = ("env", "mode", "repeats")
