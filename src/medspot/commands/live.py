@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
     non_negative_float,
@@ -364,7 +365,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--env-retries", type=non_negative_int, default=2, metavar="N",
         help="fresh environments per task after an environment fault (default 2)",
     )  # fmt: skip
-    r.add_argument("--max-retries", type=non_negative_int, default=4, metavar="N",
+    r.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
                    help="retries of a failed model call before it is an error")  # fmt: skip
     r.add_argument(
         "--max-cost", type=non_negative_float, default=None, metavar="USD",
