@@ -263,3 +263,36 @@ def test_noop_fails_every_repeat_and_no_infeasible_task(tmp_path: Path) -> None:
     rows = json.loads((out / NAME / "task_results.json").read_text())
     assert {r["success_fraction"] for r in rows} == {0.0}
     assert np.all([r["ending"] == "done" for r in rows])
+
+
+def test_leaderboard_and_compare_with_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = _lamp_tasks(tmp_path)
+    oracle, noop, once = tmp_path / "oracle", tmp_path / "noop", tmp_path / "once"
+    assert _run(tasks, oracle, "oracle", "--repeats", "3") == 0
+    assert _run(tasks, noop, "noop", "--repeats", "3") == 0
+    assert _run(tasks, once, "oracle") == 0
+    capsys.readouterr()
+    assert main(["leaderboard", str(oracle), str(noop)]) == 0
+    board = capsys.readouterr().out
+    head = next(ln for ln in board.splitlines() if ln.startswith("| #"))
+    assert head.endswith("| pass@k | pass^k |")
+    row = next(ln for ln in board.splitlines() if "| oracle" in ln)
+    assert row.endswith("| 100.0 [100.0, 100.0] | 100.0 [100.0, 100.0] |")
+    assert "K = 3 repeats per task" in board
+    assert main(["leaderboard", str(oracle), str(once)]) == 2  # another K: refused
+    assert "different --repeats (oracle (oracle): 3, oracle (once): 1)" in capsys.readouterr().err
+    assert main(["leaderboard", "--mixed", str(oracle), str(once)]) == 0
+    capsys.readouterr()
+
+    assert main(["compare", str(noop), str(oracle), "--format", "json"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert c["common_tasks"] == 9  # rows per task and repeat
+    hat = c["repeats"]["pass_hat_k"]
+    assert (hat["a"], hat["b"], hat["difference"], hat["tasks"]) == (0.0, 1.0, 1.0, 3)
+    assert hat["interval"] == [1.0, 1.0]
+    assert main(["compare", str(noop), str(oracle)]) == 0
+    assert "pass^k over the 3 tasks both ran K times: A 0.0, B 100.0" in capsys.readouterr().out
+    assert main(["compare", str(once), str(oracle)]) == 2
+    assert "different --repeats" in capsys.readouterr().err
