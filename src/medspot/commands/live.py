@@ -146,7 +146,8 @@ def _run(args: argparse.Namespace) -> int:
         return "-" if v is None else f"{100 * v:.1f}%"
 
     print(
-        f"{args.model} on {args.env}: {m.get('num_tasks', 0)} tasks scored; "
+        f"{args.model} on {args.env}: {m.get('num_tasks', 0)} "
+        f"{'runs (task x repeat)' if args.repeats > 1 else 'tasks'} scored; "
         f"success {pct('task_success_rate')}, harmful {pct('harmful_failure_rate')}, "
         f"recovery {pct('recovery_rate')}, intended-element hits {pct('intended_hit_rate')}"
     )
