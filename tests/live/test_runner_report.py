@@ -292,10 +292,13 @@ def test_filmstrip_in_chromium(
         "#live-metrics tbody th", "els => els.map(e => e.textContent)"
     )
     assert "pass^k" in labels and "pass@k" in labels and "infeasible accuracy" in labels
-    pass_hat = summary.locator("#live-metrics tbody tr", has_text="pass^k").inner_text()
-    assert pass_hat.split("\t")[1:] == ["-", "-", "0.0 [0.0, 0.0]"]  # runs without repeats: -
-    settings = summary.locator("#live-metrics tbody tr", has_text="repeats").inner_text()
-    assert settings.split("\t")[1:] == ["1", "1", "2"]
+    table = {
+        cells[0]: cells[1:]
+        for row in summary.locator("#live-metrics tbody tr").all_inner_texts()
+        if (cells := row.split("\t"))
+    }
+    assert table["pass^k"] == ["-", "-", "0.0 [0.0, 0.0]"]  # runs without repeats: -
+    assert table["repeats"] == ["1", "1", "2"] and table["mode"] == ["guided", "guided", "agent"]
     p.check_clean()
     # the run with repeats: its mode, pass@k / pass^k, each task's success over its runs,
     # a strip per run, the agent's thoughts beside the frames, typed endings
