@@ -12,7 +12,12 @@ from medspot.live.core.actions import Click, Drag, Key, Scroll, TypeText, descri
 from medspot.live.core.contract import PixelBox
 from medspot.live.core.episode import POINT_TOLERANCE_PX, hit_intended
 from medspot.live.core.tasks import LiveTask, StepSpec
-from medspot.live.loop.outcomes import bootstrap_ratios, live_metrics, task_results
+from medspot.live.loop.outcomes import (
+    BOOTSTRAP_COLUMNS,
+    bootstrap_ratios,
+    live_metrics,
+    task_results,
+)
 from medspot.live.loop.static_bridge import LineJournal
 from medspot.live.loop.steplog import (
     FaultRecord,
@@ -145,7 +150,7 @@ def test_live_metrics() -> None:
 
 def test_bootstrap_ratios_match_resampling_by_hand() -> None:
     rng = np.random.default_rng(0)
-    m = np.zeros((40, 9))
+    m = np.zeros((40, len(BOOTSTRAP_COLUMNS)))
     m[:, 0] = 1
     m[:, 1] = rng.random(40) < 0.3
     ci = bootstrap_ratios(m, n_boot=4000, seed=2)["task_success_rate"]
@@ -154,4 +159,5 @@ def test_bootstrap_ratios_match_resampling_by_hand() -> None:
     se = np.sqrt(p * (1 - p) / 40)
     assert ci[0] == pytest.approx(p - 1.96 * se, abs=0.05)
     assert ci[1] == pytest.approx(p + 1.96 * se, abs=0.05)
-    assert bootstrap_ratios(np.zeros((0, 9)), n_boot=10, seed=0)["recovery_rate"] is None
+    empty = np.zeros((0, len(BOOTSTRAP_COLUMNS)))
+    assert bootstrap_ratios(empty, n_boot=10, seed=0)["recovery_rate"] is None

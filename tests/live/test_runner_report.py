@@ -24,7 +24,7 @@ from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import screen_rel
 from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, LiveRunInfo, atomic_write_json
-from medspot.live.loop.steplog import ResumeState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import JournalState, ResumeState, StepRecord, TaskRecord
 from medspot.report.build import build_report
 from medspot.runfolder.reader import load_run
 from test_report_browser import CHROMIUM, FLAGS, Page
@@ -125,6 +125,67 @@ def make_live_run(folder: Path, model: str, *, good: bool) -> Path:
     return folder
 
 
+AGENT_THOUGHT = "The study list shows no MR study for SMITH^ANN; I report it."
+
+
+def make_repeat_run(folder: Path) -> Path:
+    """An agent-mode run with 2 repeats: a task that succeeds once in two (the second run
+    says done too early), and an infeasible task reported infeasible once, then the budget
+    spent."""
+    sha, data = _png((30, 30, 60))
+    (folder / "screens").mkdir(parents=True, exist_ok=True)
+    (folder / screen_rel(sha)).write_bytes(data)
+    t1 = _task("open-study", [{"instruction": "Open the study", "target": {"text": "CT"}}])
+    t2 = LiveTask.model_validate({
+        "id": "delete-mr-smith", "instruction": "Delete the MR study of SMITH^ANN",
+        "infeasible": True, "steps": [{"instruction": "Say so", "action": "infeasible"}],
+        "success": [{"kind": "ohif.measurement"}],
+    })  # fmt: skip
+    base = {"env": ENV, "attempt": 1, "screen_size": (1280, 800), "screen": sha}
+    click = {"kind": "click", "x": 120.0, "y": 35.0, "button": "left", "double": False}
+    recs: list[Any] = [
+        StepRecord(task="open-study", repeat=0, n=1, executed=True, hit_intended=True,
+                   action=click, thought="The CT study is the first row.", **base),
+        TaskRecord(task="open-study", env=ENV, attempt=1, repeat=0, outcome="success",
+                   reason="success checks hold", steps_used=1, oracle_steps=1, achieved=1,
+                   final_screen=sha),
+        StepRecord(task="delete-mr-smith", repeat=0, n=1, thought=AGENT_THOUGHT,
+                   action={"kind": "infeasible", "reason": "no MR study of SMITH^ANN"}, **base),
+        TaskRecord(task="delete-mr-smith", env=ENV, attempt=1, repeat=0, outcome="success",
+                   reason="reported infeasible; nothing changed", steps_used=1,
+                   oracle_steps=1, achieved=1, final_screen=sha),
+        StepRecord(task="open-study", repeat=1, n=1, action={"kind": "done"}, **base),
+        TaskRecord(task="open-study", env=ENV, attempt=1, repeat=1, outcome="failure",
+                   reason="done without success", steps_used=1, oracle_steps=1,
+                   final_screen=sha),
+        StepRecord(task="delete-mr-smith", repeat=1, n=1, executed=True, action=click, **base),
+        TaskRecord(task="delete-mr-smith", env=ENV, attempt=1, repeat=1, outcome="failure",
+                   reason="budget of 1 actions spent", steps_used=1, oracle_steps=1,
+                   final_screen=sha),
+    ]  # fmt: skip
+    results = task_results([t1, t2], JournalState.from_records(recs), ENV, repeats=2)
+    write_live_results(folder, ENV, results, n_boot=100)
+    info = LiveRunInfo(model="agent-x", protocol=PROTOCOL, adapter={"name": "agent-x"},
+                       dataset=DatasetInfo(source=f"live:{ENV}", root=str(folder.resolve()),
+                                           apps=[ENV]), status="complete", env=ENV,
+                       mode="agent", repeats=2)  # fmt: skip
+    atomic_write_json(folder / RUN_JSON, info.model_dump())
+    return folder
+
+
+@pytest.fixture(scope="module")
+def repeat_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_repeat_run(tmp_path_factory.mktemp("liverepeats") / "c")
+
+
+def test_a_run_with_repeats_reads_with_pass_hat_k(repeat_run: Path) -> None:
+    run = load_run(repeat_run)
+    assert run.overall["pass_at_k"] == 1.0 and run.overall["pass_hat_k"] == 0.0
+    assert run.overall["infeasible_accuracy"] == 0.5
+    ids = [f"{ENV}/{t}@{k}" for k in (1, 2) for t in ("open-study", "delete-mr-smith")]
+    assert [t.task_id for t in run.tasks] == ids
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("liveruns")
@@ -167,10 +228,12 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.mark.browser
-def test_filmstrip_in_chromium(browser: Any, runs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_filmstrip_in_chromium(
+    browser: Any, runs: tuple[Path, Path], repeat_run: Path, tmp_path: Path
+) -> None:
     a, b = runs
     site = tmp_path / "site"
-    res = build_report([a, b], site, n_boot=100, plots=False)
+    res = build_report([a, b, repeat_run], site, n_boot=100, plots=False)
     assert (site / "live-1.html").exists() and (site / "live-2.html").exists()
     assert res.thumbnails >= 4
     p = Page(browser, site)
@@ -225,6 +288,45 @@ def test_filmstrip_in_chromium(browser: Any, runs: tuple[Path, Path], tmp_path: 
     assert headings.index("Live evaluation") < headings.index("Metrics (static protocol)")
     first = summary.locator("#live-metrics tbody tr").first.inner_text()
     assert first.startswith("task success") and "[" in first
+    labels = summary.eval_on_selector_all(
+        "#live-metrics tbody th", "els => els.map(e => e.textContent)"
+    )
+    assert "pass^k" in labels and "pass@k" in labels and "infeasible accuracy" in labels
+    table = {
+        cells[0]: cells[1:]
+        for row in summary.locator("#live-metrics tbody tr").all_inner_texts()
+        if (cells := row.split("\t"))
+    }
+    assert table["pass^k"] == ["-", "-", "0.0 [0.0, 0.0]"]  # runs without repeats: -
+    assert table["repeats"] == ["1", "1", "2"] and table["mode"] == ["guided", "guided", "agent"]
+    p.check_clean()
+    # the run with repeats: its mode, pass@k / pass^k, each task's success over its runs,
+    # a strip per run, the agent's thoughts beside the frames, typed endings
+    page = p.open("live-3.html")
+    head = page.inner_text("p.live-settings")
+    assert "mode agent: the goal only" in head and "2 tasks × 2 repeats" in head
+    assert "pass@2 100.0%" in page.inner_text("p.live-repeats")
+    assert "pass^2 0.0%" in page.inner_text("p.live-repeats")
+    assert "infeasible accuracy 50.0%" in page.inner_text("p.live-repeats")
+    table = page.locator("#live-repeats tbody tr")
+    assert table.count() == 2
+    assert table.first.inner_text().split("\t")[:3] == ["open-study", "1/2", "50%"]
+    assert page.locator("section.task.live").count() == 4
+    text = page.inner_text("main")
+    assert "run 2 of 2 (task success 1/2)" in text and "infeasible task" in text
+    assert f"thought: {AGENT_THOUGHT}" in text
+    assert "infeasible(“no MR study of SMITH^ANN”)" in text  # the ending action's frame
+    endings = page.eval_on_selector_all(
+        "span.ending", "els => els.map(e => [e.dataset.ending, e.textContent])"
+    )
+    assert endings == [
+        ["checks", "the application's state ended it"],
+        ["infeasible", "the agent said infeasible: “no MR study of SMITH^ANN”"],
+        ["done", "the agent said done"],
+        ["budget", "the budget of actions was spent"],
+    ]
+    page.locator("#live-repeats tbody tr").first.locator("a").nth(1).click()
+    assert page.evaluate("location.hash") == f"#{ENV}/open-study@2"
     p.check_clean()
     assert json.loads((a / "trajectories" / "measure-length.json").read_text())["outcome"] == (
         "success"

@@ -144,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
         prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
         env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
-        retry_env_errors=args.retry_env_errors,
+        retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
     )  # fmt: skip
     bar, update = _bar(args, "live")
@@ -173,10 +173,18 @@ def _run(args: argparse.Namespace) -> int:
         return "-" if v is None else f"{100 * v:.1f}%"
 
     print(
-        f"{model} on {args.env}: {m.get('num_tasks', 0)} tasks scored; "
+        f"{model} on {args.env}: {m.get('num_tasks', 0)} "
+        f"{'runs (task x repeat)' if args.repeats > 1 else 'tasks'} scored; "
         f"success {pct('task_success_rate')}, harmful {pct('harmful_failure_rate')}, "
         f"recovery {pct('recovery_rate')}, intended-element hits {pct('intended_hit_rate')}"
     )
+    if args.repeats > 1:
+        print(
+            f"{args.repeats} repeats per task: pass@{args.repeats} {pct('pass_at_k')} (some "
+            f"repeat succeeded), pass^{args.repeats} {pct('pass_hat_k')} (all succeeded)"
+        )
+    if m.get("num_infeasible_tasks"):
+        print(f"infeasible tasks: {pct('infeasible_accuracy')} reported infeasible, unchanged")
     print(
         f"{st.calls} model calls, {st.replayed} replayed from the journal, {st.faults} "
         f"environment faults ({st.envs_started} environments started). Results in {out}/"
@@ -396,6 +404,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--mode", choices=["guided", "agent"], default="guided",
         help="guided: the model is told the current step's instruction (default); agent: "
         "only the task's goal, it plans and ends by itself",
+    )  # fmt: skip
+    r.add_argument(
+        "--repeats", type=positive_int, default=1, metavar="K",
+        help="run each task K times, each on a freshly reset environment (pass@k, pass^k; "
+        "default 1)",
     )  # fmt: skip
     r.add_argument(
         "--env-retries", type=non_negative_int, default=2, metavar="N",

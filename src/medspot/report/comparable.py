@@ -18,7 +18,9 @@ __all__ = [
     "data_mismatch",
     "mode_mismatch",
     "refuse_repeated_runs",
+    "repeats_mismatch",
     "run_mode",
+    "run_repeats",
     "same_task",
 ]
 
@@ -80,6 +82,24 @@ def mode_mismatch(runs: Sequence[Run]) -> str | None:
     if len({m for m in modes if m is not None}) > 1:
         detail = ", ".join(f"{r.name}: {m}" for r, m in zip(runs, modes, strict=True) if m)
         return f"the live runs were made in different modes ({detail})"
+    return None
+
+
+def run_repeats(run: Run) -> int | None:
+    """A live run's repeats per task (`--repeats`; 1 for runs made before), None for a static
+    run."""
+    live = LiveRunInfo.of(run.info)
+    return None if live is None else live.repeats
+
+
+def repeats_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why live runs of different repeats may not be ranked or compared together, or None:
+    pass@k and pass^k of different K measure different things, and the rows differ (one per
+    task and repeat)."""
+    ks = [run_repeats(r) for r in runs]
+    if len({k for k in ks if k is not None}) > 1:
+        detail = ", ".join(f"{r.name}: {k}" for r, k in zip(runs, ks, strict=True) if k)
+        return f"the live runs were made with different --repeats ({detail})"
     return None
 
 

@@ -1,6 +1,8 @@
 """Paired comparison of two runs on the tasks both scored: the difference in each metric with a
 paired bootstrap interval (the same task resample applied to both runs), McNemar's exact test
-on task completion, and the tasks that flip."""
+on task completion, and the tasks that flip. Live runs with repeats (`--repeats K`, the same K
+in both) pair their rows per task and repeat, and add the paired difference in pass@k and
+pass^k over the tasks both ran K times (`medspot.report.repeats`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
-from medspot.report.comparable import data_mismatch, mode_mismatch, same_task
+from medspot.report.comparable import data_mismatch, mode_mismatch, repeats_mismatch, same_task
+from medspot.report.repeats import PASS_LABELS, PassDiff, pass_diffs
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import (
     METRIC_KEYS,
@@ -59,6 +62,7 @@ class Comparison:
     n_boot: int
     seed: int
     changed: tuple[str, ...] = ()  # same id, other annotations (mixed data): not paired
+    passes: tuple[PassDiff, ...] = ()  # pass@k, pass^k with repeats (live runs, one K)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,7 +93,12 @@ class Comparison:
             "completed_by_a_not_b": list(self.a_only_completes),
             "completed_by_b_not_a": list(self.b_only_completes),
             "bootstrap": {"resamples": self.n_boot, "seed": self.seed},
-        }
+            "repeats": {
+                p.key: {"a": p.a, "b": p.b, "difference": p.diff, "tasks": p.tasks,
+                        "interval": list(p.interval) if p.interval else None}
+                for p in self.passes
+            },
+        }  # fmt: skip
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -146,6 +155,9 @@ def compare_runs(
             f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
             "--mixed to compare anyway"
         )
+    repeats_problem = repeats_mismatch([a, b])  # before the data: K changes the task rows
+    if repeats_problem is not None and not mixed:
+        raise ConfigError(f"{repeats_problem}; compare runs of one K, or pass --mixed")
     data_problem = data_mismatch([a, b])
     if data_problem is not None and not mixed:
         raise ConfigError(f"{data_problem}; compare runs over the same data, or pass --mixed")
@@ -207,6 +219,7 @@ def compare_runs(
         n_boot=n_boot,
         seed=seed,
         changed=changed,
+        passes=pass_diffs(a, b, n_boot=n_boot, seed=seed),
     )
 
 
@@ -254,6 +267,12 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
         for r in [header, *rows]:
             cells = (str(x).ljust(w) for x, w in zip(r, widths, strict=True))
             lines.append("  ".join(cells).rstrip())
+    for p in c.passes:
+        ci_s = f"[{_pct(p.interval[0], True)}, {_pct(p.interval[1], True)}]" if p.interval else "-"
+        lines.append(
+            f"{PASS_LABELS[p.key]} over the {p.tasks} tasks both ran K times: A {_pct(p.a)}, "
+            f"B {_pct(p.b)}, B - A {_pct(p.diff, True)} {ci_s} (paired bootstrap over tasks)"
+        )
     lines.append("")
     lines.append(
         f"Task completion: both {c.both_complete}, neither {c.neither_completes}, "

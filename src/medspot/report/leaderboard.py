@@ -1,6 +1,7 @@
 """The leaderboard: one row per run, every metric with its 95% interval, sorted, as Markdown,
 CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols
-are refused unless `mixed`."""
+are refused unless `mixed`. Live runs with repeats (`--repeats K`, all of one K) add the
+pass@k and pass^k columns (`medspot.report.repeats`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from medspot.report.comparable import (
     data_mismatch,
     mode_mismatch,
     refuse_repeated_runs,
+    repeats_mismatch,
+    run_repeats,
 )
+from medspot.report.repeats import PASS_LABELS, pass_keys
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
@@ -66,6 +70,7 @@ class Leaderboard:
     sort_key: str
     mixed_data: bool = False
     left_out: tuple[str, ...] = ()  # incomplete runs not ranked
+    repeats: tuple[int, ...] = ()  # the live runs' K (one value unless mixed)
 
     @property
     def caption(self) -> str:
@@ -84,6 +89,12 @@ class Leaderboard:
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
+        if any(k > 1 for k in self.repeats):
+            ks = "/".join(str(k) for k in self.repeats)
+            notes.append(
+                f"live runs with K = {ks} repeats per task: pass@k (some run of a task "
+                "succeeded) and pass^k (all K did) over tasks, the other metrics pool the runs"
+            )
         if any(not r.complete for r in self.rows):
             notes.append("* incomplete run: metrics over the tasks that were scored")
         if self.left_out:
@@ -113,6 +124,9 @@ def build_leaderboard(
                 "every run is incomplete (" + ", ".join(left_out) + "); finish them, or pass "
                 "--include-incomplete to rank them anyway"
             )
+    repeats_problem = repeats_mismatch(runs)  # before the data: K changes the task rows
+    if repeats_problem is not None and not mixed:
+        raise ConfigError(f"{repeats_problem}; rank runs of one K, or pass --mixed")
     data_problem = data_mismatch(runs)
     if data_problem is not None and not mixed:
         raise ConfigError(f"{data_problem}; rank runs over the same data, or pass --mixed")
@@ -129,6 +143,7 @@ def build_leaderboard(
     keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
     if sort not in keys:
         raise ConfigError(f"no run has the metric {SHORT_NAMES.get(sort, sort)}")
+    keys += pass_keys(runs)
     rows = [
         Row(
             label=r.name,
@@ -150,7 +165,12 @@ def build_leaderboard(
         sort_key=sort,
         mixed_data=data_problem is not None,
         left_out=left_out,
+        repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
     )
+
+
+def _label(key: str) -> str:
+    return PASS_LABELS.get(key) or SHORT_NAMES[key]
 
 
 def _fmt(key: str, v: float | None) -> str:
@@ -177,7 +197,7 @@ def _row_label(row: Row) -> str:
 def _md(lb: Leaderboard, mixed: bool) -> str:
     data = ["data"] if lb.mixed_data else []
     head = ["#", "run", *(["protocol"] if mixed else []), *data, "tasks"]
-    head += [SHORT_NAMES[k] for k in lb.keys]
+    head += [_label(k) for k in lb.keys]
     out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
     out.append(
         "|"
@@ -238,7 +258,7 @@ def _latex(lb: Leaderboard, mixed: bool) -> str:
     cols = "rl" + ("l" if mixed else "") + ("l" if lb.mixed_data else "") + "r" + "c" * len(lb.keys)
     head = ["\\#", "Run", *(["Protocol"] if mixed else []), *(["Data"] if lb.mixed_data else [])]
     head.append("Tasks")
-    head += [latex_escape(SHORT_NAMES[k]) for k in lb.keys]
+    head += [latex_escape(_label(k)) for k in lb.keys]
     out = [
         "\\begin{table}[t]",
         "\\centering",

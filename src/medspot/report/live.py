@@ -4,7 +4,10 @@ One frame per action: the screen the model saw, the intended element's box, the 
 (green when it hit the intended element, red when not), a drag as an arrow, a scroll as a
 vertical arrow with its notches, typed text and keys in the caption, the agent's thought when
 it wrote one, what changed (the screen, the URL, the task's steps achieved) and the checks
-after the action; the final screen last. A click on a frame opens the full screenshot.
+after the action; the final screen last, with the typed ending (the agent said done, or
+infeasible and why; the budget was spent; the checks ended it; an error). The header names the
+run's mode and, with repeats, pass@k / pass^k and a table of each task's success over its K
+runs (each run is a strip of its own). A click on a frame opens the full screenshot.
 Reads live runs through `medspot.runfolder.live_schema` (the writer's types); nothing else.
 
 Places to extend: `run_header` (the run's settings above the strips), `frame_notes` (text
@@ -29,6 +32,7 @@ __all__ = [
     "live_images",
     "live_page",
     "live_page_name",
+    "repeat_table",
     "run_header",
     "task_ending",
     "task_heading",
@@ -120,6 +124,8 @@ def _action_text(a: Mapping[str, Any] | None) -> str:
         return f"type “{a.get('text', '')}”"
     if kind == "key":
         return f"key {a.get('key', '')}"
+    if kind == "infeasible":
+        return f"infeasible(“{a.get('reason', '')}”)"
     return str(kind or "done")
 
 
@@ -205,18 +211,82 @@ def _frame(s: LiveStepRow, thumb: Thumb | None, full: str | None, e: Escape, las
     )
 
 
+ENDINGS = {
+    "done": "the agent said done",
+    "infeasible": "the agent said infeasible",
+    "budget": "the budget of actions was spent",
+    "checks": "the application's state ended it",
+    "error": "a model call failed (asked again on resume)",
+    "env_error": "the environment kept failing",
+    "missing": "not run yet",
+}
+
+
+def ending_text(t: LiveTaskRow) -> str:
+    """The typed ending in words ("" for a folder written before typed endings)."""
+    if t.ending is None:
+        return ""
+    text = ENDINGS[t.ending]
+    if t.ending == "infeasible":
+        text += f": “{t.ending_reason or ''}”"
+    return text
+
+
 def task_ending(t: LiveTaskRow, e: Escape) -> str:
-    """How the task ended, under its final screen: the outcome and the runner's reason.
-    Typed endings (the agent said done / infeasible) are shown here."""
+    """How the task ended, under its final screen: the typed ending (done / infeasible and the
+    agent's reason / budget / checks / error), the outcome and the runner's reason."""
+    ending = ending_text(t)
+    typed = (
+        f'<span class="ending" data-ending="{e(t.ending)}">{e(ending)}</span> · ' if ending else ""
+    )
     reason = f" · {e(t.live_reason)}" if t.live_reason else ""
-    return f"<strong>final screen</strong> · {e(t.live_outcome)}{reason}"
+    return f"<strong>final screen</strong> · {typed}{e(t.live_outcome)}{reason}"
+
+
+def _fraction(t: LiveTaskRow) -> str:
+    if t.task_runs_scored is None or t.task_successes is None:
+        return "-"
+    return f"{t.task_successes}/{t.task_runs_scored}"
 
 
 def task_heading(t: LiveTaskRow, e: Escape) -> str:
     rec = " · recovered after a miss" if t.recovered else ""
+    infeasible = " · infeasible task" if t.infeasible_task else ""
+    rep = (
+        f" · run {t.repeat + 1} of {t.repeats} (task success {_fraction(t)})"
+        if t.repeats > 1
+        else ""
+    )
     return (
-        f"{e(t.task_id)} · {e(t.live_outcome)}{rec} · {t.steps_used} actions "
+        f"{e(t.task_id)}{infeasible}{e(rep)} · {e(t.live_outcome)}{rec} · {t.steps_used} actions "
         f"(oracle {t.oracle_steps or t.num_steps})"
+    )
+
+
+def repeat_table(lr: LiveRun, e: Escape) -> str:
+    """With repeats: each task's successes over its K runs and how each run ended."""
+    if lr.info.repeats <= 1:
+        return ""
+    by_task: dict[str, list[LiveTaskRow]] = {}
+    for t in lr.tasks:
+        by_task.setdefault(t.task or t.task_id, []).append(t)
+    rows = []
+    for task, runs in by_task.items():
+        first = runs[0]
+        frac = first.success_fraction
+        cells = "".join(
+            f'<td><a href="#{e(t.task_id)}">{e(t.live_outcome)}</a>'
+            f"{f' · {e(t.ending)}' if t.ending else ''}</td>"
+            for t in sorted(runs, key=lambda r: r.repeat)
+        )
+        rows.append(
+            f'<tr><td class="text">{e(task)}</td><td>{e(_fraction(first))}</td>'
+            f"<td>{'-' if frac is None else f'{100 * frac:.0f}%'}</td>{cells}</tr>"
+        )
+    heads = "".join(f"<th>run {k + 1}</th>" for k in range(lr.info.repeats))
+    return (
+        f'<table id="live-repeats"><thead><tr><th>task</th><th>successes</th><th>share</th>'
+        f"{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -246,11 +316,34 @@ def run_header(lr: LiveRun, e: Escape) -> str:
         v = m.get(key)
         return "-" if not isinstance(v, int | float) else f"{100 * v:.1f}%"
 
+    def ci(key: str) -> str:
+        iv = (m.get("confidence_intervals") or {}).get(key)
+        if not isinstance(iv, list | tuple) or len(iv) != 2:
+            return ""
+        return f" [{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]"
+
     info = lr.info
+    k = info.repeats
+    mode = "guided: told each step" if info.mode == "guided" else "agent: the goal only"
+    count = f"{len(lr.tasks)} tasks"
+    if k > 1:
+        count = f"{len({t.task or t.task_id for t in lr.tasks})} tasks × {k} repeats"
+    extra = []
+    if k > 1:
+        extra.append(
+            f"pass@{k} {pct('pass_at_k')}{ci('pass_at_k')} (some run succeeded) · "
+            f"pass^{k} {pct('pass_hat_k')}{ci('pass_hat_k')} (all {k} succeeded)"
+        )
+    if m.get("infeasible_accuracy") is not None:
+        extra.append(
+            f"infeasible accuracy {pct('infeasible_accuracy')} (infeasible tasks ended with "
+            "infeasible(...), nothing changed)"
+        )
+    extra_p = f'<p class="live-repeats">{e(" · ".join(extra))}</p>' if extra else ""
     return (
-        f'<p class="live-settings">{e(info.env)} · mode {e(info.mode)} · '
-        f"{len(lr.tasks)} tasks</p>"
-        f"<p>Task success {pct('task_success_rate')} · harmful failures "
+        f'<p class="live-settings">{e(info.env)} · mode {e(mode)} · {e(count)}</p>'
+        + extra_p
+        + f"<p>Task success {pct('task_success_rate')} · harmful failures "
         f"{pct('harmful_failure_rate')} · recovery {pct('recovery_rate')} · intended-element "
         f"hits {pct('intended_hit_rate')}. Blue: the intended element; dot: the click "
         "(green: it hit the intended element, red: it missed); arrows: drags and scrolls. "
@@ -274,6 +367,7 @@ def live_page(
     body = (
         f"<h1>{e(run.name)}: live trajectories</h1>"
         + run_header(lr, e)
+        + repeat_table(lr, e)
         + "".join(_task(t, thumbs, full or {}, e) for t in lr.tasks)
     )
     return page(f"{run.name}: live trajectories", body)

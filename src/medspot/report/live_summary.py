@@ -3,8 +3,9 @@ success, harmful failures, recovery after a miss, steps against the oracle's and
 intended-element hit rate), each with its 95% interval, overall and per environment. The
 static-protocol numbers (TCA, S1A, SHR, ...) follow on the page, below this section.
 
-`LIVE_ROWS` is the one list of what is shown; a metric added to live runs (pass^k, say) is
-a row added there; `live_settings` is where a run's live settings (its mode, ...) are shown.
+`LIVE_ROWS` is the one list of what is shown (a row marked `optional` only when some run has
+the metric: pass@k and pass^k with repeats, infeasible accuracy with infeasible tasks);
+`live_settings` is where a run's live settings (its mode, its repeats) are shown.
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from medspot.runfolder.live_schema import (
+    FALSE_INFEASIBLE,
     HARMFUL,
     HIT_RATE,
+    INFEASIBLE_ACCURACY,
+    PASS_AT_K,
+    PASS_HAT_K,
     RECOVERY,
     STEPS_RATIO,
     SUCCESS,
     LiveRun,
 )
 
-__all__ = ["LIVE_ROWS", "LiveRow", "live_section", "live_settings"]
+__all__ = ["LIVE_ROWS", "LiveRow", "live_section", "live_settings", "shown_rows"]
 
 Escape = Callable[[object], str]
 
@@ -33,6 +38,7 @@ class LiveRow:
     label: str
     share: bool = True  # shown in percent; else as a ratio (x)
     note: str = ""
+    optional: bool = False  # shown only when some run has the metric
 
 
 LIVE_ROWS: tuple[LiveRow, ...] = (
@@ -44,7 +50,24 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
             note="actions used over the oracle's steps, in successful tasks (1 = as short)"),
     LiveRow(HIT_RATE, "intended-element hits",
             note="executed actions that hit the current step's element"),
+    LiveRow(PASS_AT_K, "pass@k", optional=True,
+            note="tasks that succeeded in at least one of their K repeats"),
+    LiveRow(PASS_HAT_K, "pass^k", optional=True,
+            note="tasks that succeeded in all K repeats"),
+    LiveRow(INFEASIBLE_ACCURACY, "infeasible accuracy", optional=True,
+            note="infeasible tasks ended with infeasible(...) and nothing changed"),
+    LiveRow(FALSE_INFEASIBLE, "feasible tasks called infeasible", optional=True,
+            note="feasible tasks the agent ended with infeasible(...) (failures)"),
 )  # fmt: skip
+
+
+def shown_rows(metrics: Sequence[Mapping[str, Any]]) -> tuple[LiveRow, ...]:
+    """The rows of `LIVE_ROWS` to show for runs with these metrics."""
+    return tuple(
+        row
+        for row in LIVE_ROWS
+        if not row.optional or any(m.get(row.key) is not None for m in metrics)
+    )
 
 
 def _fmt(row: LiveRow, v: object) -> str:
@@ -67,16 +90,27 @@ def _cell(row: LiveRow, m: Mapping[str, Any], e: Escape) -> str:
 
 def live_settings(lr: LiveRun) -> list[tuple[str, str]]:
     """A live run's settings shown under its name (label, value)."""
-    return [("environment", lr.info.env), ("mode", lr.info.mode)]
+    return [("environment", lr.info.env), ("mode", lr.info.mode),
+            ("repeats", str(lr.info.repeats))]  # fmt: skip
+
+
+def _counts(lr: LiveRun) -> str:
+    m = lr.run.overall
+    runs = f" runs ({lr.info.repeats} repeats per task)" if lr.info.repeats > 1 else ""
+    return (
+        f"{m.get('num_tasks', '-')} scored{runs}, {m.get('num_env_errors', 0)} env errors, "
+        f"{m.get('num_model_errors', 0)} model errors"
+    )
 
 
 def _overall(lives: Sequence[LiveRun], e: Escape) -> str:
     head = "".join(f"<th>{e(lr.run.name)}</th>" for lr in lives)
+    shown = shown_rows([lr.run.overall for lr in lives])
     rows = [
         f'<tr><th class="text" title="{e(row.note)}">{e(row.label)}</th>'
         + "".join(_cell(row, lr.run.overall, e) for lr in lives)
         + "</tr>"
-        for row in LIVE_ROWS
+        for row in shown
     ]
     settings = [dict(live_settings(lr)) for lr in lives]
     for label in dict.fromkeys(k for s in settings for k in s):
@@ -85,14 +119,9 @@ def _overall(lives: Sequence[LiveRun], e: Escape) -> str:
             + "".join(f"<td>{e(s.get(label, '-'))}</td>" for s in settings)
             + "</tr>"
         )
-    counts = "".join(
-        f"<td>{e(lr.run.overall.get('num_tasks', '-'))} scored, "
-        f"{e(lr.run.overall.get('num_env_errors', 0))} env errors, "
-        f"{e(lr.run.overall.get('num_model_errors', 0))} model errors</td>"
-        for lr in lives
-    )
+    counts = "".join(f"<td>{e(_counts(lr))}</td>" for lr in lives)
     rows.append(f'<tr><th class="text">tasks</th>{counts}</tr>')
-    notes = "; ".join(f"{row.label}: {row.note}" for row in LIVE_ROWS)
+    notes = "; ".join(f"{row.label}: {row.note}" for row in shown)
     return (
         f'<table id="live-metrics"><thead><tr><th>metric</th>{head}</tr></thead><tbody>'
         + "".join(rows)
@@ -103,7 +132,8 @@ def _overall(lives: Sequence[LiveRun], e: Escape) -> str:
 
 
 def _per_env(lives: Sequence[LiveRun], e: Escape) -> str:
-    head = "".join(f"<th>{e(row.label)}</th>" for row in LIVE_ROWS)
+    shown = shown_rows([m for lr in lives for m in lr.run.app_metrics.values()])
+    head = "".join(f"<th>{e(row.label)}</th>" for row in shown)
     rows = []
     for lr in lives:
         for env in lr.run.apps:
@@ -111,7 +141,7 @@ def _per_env(lives: Sequence[LiveRun], e: Escape) -> str:
             rows.append(
                 f'<tr><td class="text">{e(env)}</td><td class="text">{e(lr.run.name)}</td>'
                 f"<td>{e(m.get('num_tasks', '-'))}</td>"
-                + "".join(_cell(row, m, e) for row in LIVE_ROWS)
+                + "".join(_cell(row, m, e) for row in shown)
                 + "</tr>"
             )
     return (

@@ -27,15 +27,21 @@ from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
 
 __all__ = [
+    "FALSE_INFEASIBLE",
     "HARMFUL",
     "HIT_RATE",
+    "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
     "LIVE_KIND",
+    "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "PASS_AT_K",
+    "PASS_HAT_K",
     "RECOVERY",
     "STEPS_RATIO",
     "SUCCESS",
     "EnvOptionValue",
+    "LiveEnding",
     "LiveMode",
     "LiveOutcome",
     "LiveRun",
@@ -43,11 +49,15 @@ __all__ = [
     "LiveStepRow",
     "LiveTaskRow",
     "live_view",
+    "repeat_task_id",
 ]
 
 LIVE_KIND = "live"
 LiveMode = Literal["guided", "agent"]  # the same values as `medspot.live.core.episode.Mode`
 LiveOutcome = Literal["success", "harmful", "failure", "error", "env_error", "missing"]
+# How a run of a task ended: the agent said done / infeasible(reason), the budget was spent,
+# the checks ended it after an action (success, or a fail_if: harm), or it was not scored
+LiveEnding = Literal["done", "infeasible", "budget", "checks", "error", "env_error", "missing"]
 EnvOptionValue = str | int | float | bool | None
 
 # The live metrics (docs/live.md "Metrics"), beside the static keys.
@@ -56,10 +66,25 @@ HARMFUL = "harmful_failure_rate"
 RECOVERY = "recovery_rate"
 HIT_RATE = "intended_hit_rate"
 STEPS_RATIO = "steps_ratio"
-LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO)
+# over the tasks whose right ending is infeasible: ended with infeasible(...), nothing changed
+INFEASIBLE_ACCURACY = "infeasible_accuracy"
+# over the feasible tasks: ended with infeasible(...) (each such run is a failure)
+FALSE_INFEASIBLE = "false_infeasible_rate"
+# with repeats (K > 1), over the tasks whose K repeats were all scored
+PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
+PASS_HAT_K = "pass_hat_k"  # all K succeeded
+# written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
+# written before has none of them
+LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)
+LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
-LIVE_PREDICTION_KEYS = ("env", "mode")
+LIVE_PREDICTION_KEYS = ("env", "mode", "repeats")
+
+
+def repeat_task_id(uid: str, repeat: int, repeats: int) -> str:
+    """A task row's id: `env/task` without repeats, `env/task@N` (N = repeat + 1) with."""
+    return uid if repeats <= 1 else f"{uid}@{repeat + 1}"
 
 
 class LiveRunInfo(RunInfo):
@@ -69,6 +94,7 @@ class LiveRunInfo(RunInfo):
     env: str  # the environment (also the "app" of the rows)
     env_options: dict[str, EnvOptionValue] = Field(default_factory=dict)  # --env-option
     mode: LiveMode = "guided"  # guided: told the current step; agent: the goal only
+    repeats: int = Field(1, ge=1)  # runs of each task (--repeats), each on a fresh reset
 
     @model_validator(mode="before")
     @classmethod
@@ -134,7 +160,16 @@ class LiveTaskRow(TaskRow):
     recovered: bool = False  # succeeded after an action that missed the intended element
     missed_intended: bool = False
     final_screen: str | None = None  # relative to the run folder
-    trajectory: str | None = None  # trajectories/<task>.json
+    trajectory: str | None = None  # trajectories/<task>.json (<task>@N.json with repeats)
+    ending: LiveEnding | None = None  # None: a folder written before typed endings
+    ending_reason: str | None = None  # the agent's reason with infeasible(...)
+    infeasible_task: bool = False  # the task's right ending is infeasible(...)
+    task: str = ""  # the task id of the task file (task_id adds the env, and @N with repeats)
+    repeat: int = 0  # 0-based (--repeats)
+    repeats: int = 1
+    task_successes: int | None = None  # successful runs of this task over its repeats
+    task_runs_scored: int | None = None  # its scored runs
+    success_fraction: float | None = None  # task_successes / task_runs_scored
 
 
 @dataclass(frozen=True)

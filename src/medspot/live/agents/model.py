@@ -62,9 +62,11 @@ class ModelAgent:
         the goal is the instruction and the history holds its own actions, never the oracle's
         steps."""
         agent = turn.mode == "agent"
+        # a repeat after the first is another request (the seeded baselines answer afresh)
+        task_uid = f"{turn.env}/{turn.task.id}" + (f"@{turn.repeat + 1}" if turn.repeat else "")
         return StepRequest(
-            step_uid=f"{turn.env}/{turn.task.id}/{turn.n}",
-            task_uid=f"{turn.env}/{turn.task.id}",
+            step_uid=f"{task_uid}/{turn.n}",
+            task_uid=task_uid,
             image_rel=turn.screen_rel,
             image_path=turn.screen_path,
             image_size=turn.size,

@@ -51,6 +51,7 @@ class AgentTurn:
     mode: Mode = "guided"  # agent: the model is told the goal only, never the current step
     previous: tuple[PastTurn, ...] = ()  # the earlier turns of this attempt, in order
     attempt: int = 1  # a fresh environment after an environment fault is a new attempt
+    repeat: int = 0  # which run of the task (`--repeats`); nothing of other repeats is given
 
     @property
     def step(self) -> StepSpec:

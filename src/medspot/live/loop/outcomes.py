@@ -1,14 +1,20 @@
 """Live metrics (docs/live.md "Metrics"), from the journal's task results and trajectories.
 
-Task-level rates (success, harmful failure, recovery) and pooled per-step rates (the executed
-action hit the intended element) with 95% bootstrap intervals that resample tasks, breakdowns
-per environment and per tag, and each task seen through the static formulas (`StaticRow`) so
-that the static keys (TCA, S1A, SHR, ...) are filled for `report`, `leaderboard`, `compare`.
+Task-level rates (success, harmful failure, recovery, infeasible accuracy) and pooled per-step
+rates (the executed action hit the intended element) with 95% bootstrap intervals that resample
+tasks, breakdowns per environment and per tag, and each task seen through the static formulas
+(`StaticRow`) so that the static keys (TCA, S1A, SHR, ...) are filled for `report`,
+`leaderboard`, `compare`.
+
+With repeats (`--repeats K`) a result is one (task, repeat): the rates pool every repeat (the
+success rate is the mean over runs, pass@1) and the bootstrap resamples *tasks*, each with all
+its repeats; `pass_at_k` (some repeat of the task succeeded) and `pass_hat_k` (all K did) are
+over the tasks whose K repeats were all scored. With K = 1 every number is as without repeats.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,47 +24,77 @@ import numpy.typing as npt
 
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.static_bridge import (
+    FALSE_INFEASIBLE,
     HARMFUL,
     HIT_RATE,
+    INFEASIBLE_ACCURACY,
     LIVE_KEYS,
+    PASS_AT_K,
+    PASS_HAT_K,
     RECOVERY,
     STEPS_RATIO,
     SUCCESS,
+    LiveEnding,
     StaticRow,
     percentile_intervals,
     resample_counts,
 )
-from medspot.live.loop.steplog import FINAL_OUTCOMES, ResumeState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import (
+    FINAL_OUTCOMES,
+    JournalState,
+    ResumeState,
+    StepRecord,
+    TaskRecord,
+)
 
 __all__ = [
+    "BOOTSTRAP_COLUMNS",
+    "FALSE_INFEASIBLE",
     "HARMFUL",
     "HIT_RATE",
+    "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
+    "PASS_AT_K",
+    "PASS_HAT_K",
     "RECOVERY",
     "STEPS_RATIO",
     "SUCCESS",
     "TaskResult",
     "bootstrap_ratios",
+    "by_task",
     "live_metrics",
+    "success_fraction",
+    "task_matrix",
     "task_results",
 ]
 
-# Bootstrap columns; each metric is sum(numerator column) / sum(denominator column).
-_COLS = ("scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle")
+# Bootstrap columns; each metric is sum(numerator column) / sum(denominator column). A row is
+# one task, its repeats' columns summed (the pass columns are the task's own: `_task_columns`).
+BOOTSTRAP_COLUMNS = (
+    "scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle",
+    "infeasible", "infeasible_right", "feasible", "false_infeasible",
+    "all_scored", "pass_any", "pass_all",
+)  # fmt: skip
+_COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
     SUCCESS: ("success", "scored"),
     HARMFUL: ("harmful", "scored"),
     RECOVERY: ("recovered", "missed"),
     HIT_RATE: ("hits", "judged"),
     STEPS_RATIO: ("used", "oracle"),
+    INFEASIBLE_ACCURACY: ("infeasible_right", "infeasible"),
+    FALSE_INFEASIBLE: ("false_infeasible", "feasible"),
+    PASS_AT_K: ("pass_any", "all_scored"),
+    PASS_HAT_K: ("pass_all", "all_scored"),
 }
+_PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
 Array = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One task's result: `outcome` is success / harmful / failure (scored), or error /
-    env_error / missing (left out of the metrics)."""
+    """One run of a task (one repeat): `outcome` is success / harmful / failure (scored), or
+    error / env_error / missing (left out of the metrics)."""
 
     task: LiveTask
     env: str
@@ -67,10 +103,47 @@ class TaskResult:
     reason: str
     record: TaskRecord | None
     steps: tuple[StepRecord, ...]
+    repeat: int = 0  # 0-based (`--repeats K`)
+    repeats: int = 1  # K of the run
 
     @property
     def scored(self) -> bool:
         return self.outcome in FINAL_OUTCOMES
+
+    @property
+    def ending(self) -> LiveEnding:
+        """How the run ended: the agent said `done` or `infeasible(...)`, the budget was spent,
+        the checks ended it after an action (success or a fail_if), or it was not scored
+        (error, env_error, missing)."""
+        if not self.scored:
+            return self.outcome  # type: ignore[return-value]
+        last = self.steps[-1] if self.steps else None
+        kind = (last.action or {}).get("kind") if last is not None else None
+        if last is not None and not last.executed and kind == "done":
+            return "done"
+        if last is not None and not last.executed and kind == "infeasible":
+            return "infeasible"
+        if self.reason.startswith("budget"):
+            return "budget"
+        return "checks"
+
+    @property
+    def ending_reason(self) -> str | None:
+        """The reason the agent gave with `infeasible(...)`."""
+        if self.ending != "infeasible":
+            return None
+        return str((self.steps[-1].action or {}).get("reason") or "")
+
+    @property
+    def infeasible_right(self) -> bool:
+        """An infeasible task that the agent ended with `infeasible(...)`, nothing changed
+        (its success checks, written as "nothing changed", held: the outcome is success)."""
+        return self.task.infeasible and self.ending == "infeasible" and self.outcome == "success"
+
+    @property
+    def false_infeasible(self) -> bool:
+        """A feasible task the agent ended with `infeasible(...)` (a failure)."""
+        return not self.task.infeasible and self.ending == "infeasible"
 
     @property
     def executed(self) -> list[StepRecord]:
@@ -117,8 +190,12 @@ class TaskResult:
         )
 
     def columns(self) -> list[float]:
+        """The bootstrap columns of this run (the pass columns 0: they are per task)."""
+        if not self.scored:
+            return [0.0] * len(BOOTSTRAP_COLUMNS)
         ok = self.outcome == "success"
         judged = self.judged
+        feasible = not self.task.infeasible
         return [
             1.0,
             float(ok),
@@ -129,17 +206,67 @@ class TaskResult:
             float(len(judged)),
             float(self.steps_used if ok else 0),
             float(len(self.task.steps) if ok else 0),
+            float(not feasible),
+            float(self.infeasible_right),
+            float(feasible),
+            float(self.false_infeasible),
+            0.0,
+            0.0,
+            0.0,
         ]
 
 
-def task_results(tasks: Sequence[LiveTask], state: ResumeState, env: str) -> list[TaskResult]:
+def task_results(
+    tasks: Sequence[LiveTask], state: ResumeState | JournalState, env: str, *, repeats: int = 1
+) -> list[TaskResult]:
+    """One result per (task, repeat), repeat-major, from the journal read back (a
+    `ResumeState` is repeat 0's, for runs without repeats)."""
+    if isinstance(state, ResumeState):
+        state = JournalState({0: state})
     out = []
-    for i, t in enumerate(tasks):
-        rec = state.last.get(t.id)
-        outcome = rec.outcome if rec is not None else "missing"
-        reason = rec.reason if rec is not None else "not run yet"
-        out.append(TaskResult(t, env, i, outcome, reason, rec, tuple(state.trajectory(t.id))))
+    for repeat in range(repeats):
+        st = state.of(repeat)
+        for i, t in enumerate(tasks):
+            rec = st.last.get(t.id)
+            outcome = rec.outcome if rec is not None else "missing"
+            reason = rec.reason if rec is not None else "not run yet"
+            traj = tuple(st.trajectory(t.id))
+            out.append(TaskResult(t, env, i, outcome, reason, rec, traj, repeat, repeats))
     return out
+
+
+def by_task(results: Sequence[TaskResult]) -> dict[tuple[str, str], list[TaskResult]]:
+    """The results grouped per task (env, task id), in first-seen order."""
+    groups: dict[tuple[str, str], list[TaskResult]] = {}
+    for r in results:
+        groups.setdefault((r.env, r.task.id), []).append(r)
+    return groups
+
+
+def _task_columns(runs: Sequence[TaskResult]) -> list[float]:
+    """One task's bootstrap row: its runs' columns summed, and whether all its repeats were
+    scored, some succeeded, all succeeded."""
+    cols = np.sum([r.columns() for r in runs], axis=0).tolist()
+    k = max(r.repeats for r in runs)
+    scored = [r for r in runs if r.scored]
+    complete = len(scored) == k
+    wins = sum(1 for r in scored if r.outcome == "success")
+    cols[BOOTSTRAP_COLUMNS.index("all_scored")] = float(complete)
+    cols[BOOTSTRAP_COLUMNS.index("pass_any")] = float(complete and wins > 0)
+    cols[BOOTSTRAP_COLUMNS.index("pass_all")] = float(complete and wins == k)
+    return [float(x) for x in cols]
+
+
+def task_matrix(results: Sequence[TaskResult]) -> Array:
+    """The bootstrap matrix: one row per task with a scored run (`_task_columns`)."""
+    rows = [_task_columns(g) for g in by_task(results).values() if any(r.scored for r in g)]
+    return np.asarray(rows, dtype=np.float64).reshape(-1, len(BOOTSTRAP_COLUMNS))
+
+
+def success_fraction(runs: Sequence[TaskResult]) -> tuple[int, int]:
+    """(successes, scored runs) of one task's repeats."""
+    scored = [r for r in runs if r.scored]
+    return sum(1 for r in scored if r.outcome == "success"), len(scored)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -161,17 +288,22 @@ def bootstrap_ratios(
     samples = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for key, (num, den) in _RATIOS.items():
-            samples[key] = sums[:, _COLS.index(num)] / sums[:, _COLS.index(den)]
+            samples[key] = sums[:, _COL[num]] / sums[:, _COL[den]]
     return percentile_intervals(samples, list(_RATIOS), level)
+
+
+def _repeats(results: Sequence[TaskResult]) -> int:
+    return max((r.repeats for r in results), default=1)
 
 
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
-    m = np.asarray([r.columns() for r in scored], dtype=np.float64).reshape(-1, len(_COLS))
-    s = m.sum(axis=0)
+    s = task_matrix(results).sum(axis=0)
+    k = _repeats(results)
     vals: dict[str, Any] = {
-        key: _ratio(float(s[_COLS.index(a)]), float(s[_COLS.index(b)]))
+        key: _ratio(float(s[BOOTSTRAP_COLUMNS.index(a)]), float(s[BOOTSTRAP_COLUMNS.index(b)]))
         for key, (a, b) in _RATIOS.items()
+        if k > 1 or key not in _PASS_KEYS
     }
     ok = [r for r in scored if r.outcome == "success"]
     vals.update(
@@ -185,7 +317,18 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_env_errors=sum(1 for r in results if r.outcome == "env_error"),
         num_model_errors=sum(1 for r in results if r.outcome == "error"),
         num_missing=sum(1 for r in results if r.outcome == "missing"),
+        num_infeasible_tasks=sum(1 for r in scored if r.task.infeasible),
+        num_infeasible_right=sum(1 for r in scored if r.infeasible_right),
+        num_false_infeasible=sum(1 for r in scored if r.false_infeasible),
+        endings=dict(sorted(Counter(r.ending for r in results).items())),
+        repeats=k,
     )
+    if k > 1:
+        vals.update(
+            num_task_repeats_complete=int(s[BOOTSTRAP_COLUMNS.index("all_scored")]),
+            num_pass_any=int(s[BOOTSTRAP_COLUMNS.index("pass_any")]),
+            num_pass_all=int(s[BOOTSTRAP_COLUMNS.index("pass_all")]),
+        )
     return vals
 
 
@@ -194,11 +337,11 @@ def live_metrics(
 ) -> dict[str, Any]:
     """The live keys with intervals, per-env and per-tag breakdowns (no intervals there)."""
     out = _rates(results)
-    scored = [r for r in results if r.scored]
-    m = np.asarray([r.columns() for r in scored], dtype=np.float64).reshape(-1, len(_COLS))
+    m = task_matrix(results)
     out["live_confidence_intervals"] = {
         k: list(v) if v is not None else None
         for k, v in bootstrap_ratios(m, n_boot=n_boot, seed=seed).items()
+        if k in out
     }
     groups: dict[str, dict[str, list[TaskResult]]] = {"by_env": defaultdict(list),
                                                       "by_tag": defaultdict(list)}  # fmt: skip

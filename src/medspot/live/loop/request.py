@@ -49,7 +49,7 @@ from medspot.live.loop.static_bridge import (
     record_failed_run,
     run_folder_lock,
 )
-from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.loop.steplog import JOURNAL_NAME, JournalState, read_live_journal
 from medspot.progress import ProgressEvent
 
 __all__ = [
@@ -80,6 +80,7 @@ class LiveRequest:
     workroot: Path | None = None  # parent of the environments' private folders
     max_cost: float | None = None  # USD: stop starting model calls once spent (resumable)
     retry_env_errors: bool = False  # run again tasks given up on (their fault recurred)
+    repeats: int = 1  # runs of each task, each on a freshly reset environment (pass@k, pass^k)
     # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
     # grounder's options are the planner's less those naming one model, then these
     planner: str | None = None
@@ -127,6 +128,7 @@ def _run_info(
         env=req.env,
         env_options=env_opts,
         mode=req.mode,
+        repeats=req.repeats,
     )
 
 
@@ -140,6 +142,7 @@ def _check_request(req: LiveRequest) -> None:
         ("--concurrency", req.concurrency, 1),
         ("--env-retries", req.env_retries, 0),
         ("--max-retries", req.max_retries, 0),
+        ("--repeats", req.repeats, 1),
     ):
         if value < least:
             raise ConfigError(f"{name} {value}: must be {least} or more")
@@ -222,12 +225,13 @@ def _run_locked(
                 "the folder to start again:\n  " + "\n  ".join(problems)
             )
         info.started = previous.started or info.started
-    state = ResumeState.from_records(list(read_live_journal(journal_path)))
+    state = JournalState.from_records(list(read_live_journal(journal_path)))
     atomic_write_json(run_json, info.model_dump())
     opts = LiveOptions(
         env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
         mode=req.mode, max_cost=req.max_cost, retry_env_errors=req.retry_env_errors,
+        repeats=req.repeats,
     )  # fmt: skip
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
@@ -242,7 +246,7 @@ def _run_and_write(
     agent: LiveAgent,
     info: LiveRunInfo,
     opts: LiveOptions,
-    state: ResumeState,
+    state: JournalState,
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> LiveOutcome:
     out = req.out
@@ -261,13 +265,14 @@ def _run_and_write(
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
-    state = ResumeState.from_records(list(read_live_journal(journal_path)))
-    results = task_results(tasks, state, req.env)
+    state = JournalState.from_records(list(read_live_journal(journal_path)))
+    results = task_results(tasks, state, req.env, repeats=req.repeats)
     metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
     asked = [
         s
+        for repeat in state.repeats.values()
         for t in tasks
-        for steps in state.steps.get(t.id, {}).values()
+        for steps in repeat.steps.get(t.id, {}).values()
         for s in steps
         if not s.replayed and QUEUED not in s.flags
     ]
@@ -285,5 +290,7 @@ def _run_and_write(
     atomic_write_json(out / RUN_JSON, info.model_dump())
     if interrupted is not None:
         raise interrupted
-    given_up = tuple(t.id for t in tasks if t.id in state.given_up)
+    given_up = tuple(
+        dict.fromkeys(t.id for st in state.repeats.values() for t in tasks if t.id in st.given_up)
+    )
     return LiveOutcome(info=info, metrics=metrics, stats=stats, given_up=given_up)

@@ -5,9 +5,12 @@
     live_journal.jsonl                every step as it happened (the runner's)
     overall_dataset_metrics.json      the static keys + task_success_rate and the live keys
     overall_failure_statistics.json
-    <env>/task_results.json           one `LiveTaskRow` per task; its actions as `LiveStepRow`s
+    <env>/task_results.json           one `LiveTaskRow` per task (per task and repeat with
+                                      `--repeats K`, ids `<env>/<task>@N`); its actions as
+                                      `LiveStepRow`s
     <env>/task_failures.json, task_metrics.json, failure_statistics.json
     trajectories/<task>.json          every step: action, element hit, checks, settle time
+                                      (<task>@N.json per repeat with `--repeats K`)
     screens/<sha256>.png              each distinct screenshot once
     live.log                          the command's log in full (stderr shows first lines)
     .medspot.lock                     the writer's lock (one writer per run folder)
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from medspot.live.loop.outcomes import TaskResult, live_metrics
+from medspot.live.loop.outcomes import TaskResult, by_task, live_metrics, success_fraction
 from medspot.live.loop.scheduler import screen_rel
 from medspot.live.loop.static_bridge import (
     APP_FAILURES,
@@ -40,6 +43,7 @@ from medspot.live.loop.static_bridge import (
     LiveTaskRow,
     atomic_write_json,
     atomic_write_json_lines,
+    repeat_task_id,
     static_metrics,
 )
 from medspot.live.loop.steplog import StepRecord
@@ -53,6 +57,16 @@ LIVE_LOG = "live.log"  # written by the command line (commands._runlog), not her
 
 def task_uid(env: str, task_id: str) -> str:
     return f"{env}/{task_id}"
+
+
+def _row_id(r: TaskResult) -> str:
+    """The task row's id (`repeat_task_id`: `env/task`, or `env/task@N` with repeats)."""
+    return repeat_task_id(task_uid(r.env, r.task.id), r.repeat, r.repeats)
+
+
+def _trajectory_name(r: TaskResult) -> str:
+    name = r.task.id if r.repeats <= 1 else f"{r.task.id}@{r.repeat + 1}"
+    return f"{TRAJECTORIES}/{name}.json"
 
 
 def _norm_box(
@@ -129,11 +143,12 @@ def _failure_type(r: TaskResult) -> str | None:
         return None
     if r.outcome == "harmful":
         return "harmful"
-    return "gave_up" if "done" in r.reason else "budget_spent"
+    return "gave_up" if r.ending in ("done", "infeasible") else "budget_spent"
 
 
-def _task_row(r: TaskResult) -> LiveTaskRow:
-    uid = task_uid(r.env, r.task.id)
+def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
+    uid = _row_id(r)
+    wins, runs = fraction
     row = r.static_row()
     status = "scored" if r.scored else ("incomplete" if r.outcome == "missing" else "errored")
     ended = None
@@ -166,7 +181,16 @@ def _task_row(r: TaskResult) -> LiveTaskRow:
         final_screen=(
             screen_rel(r.record.final_screen) if r.record and r.record.final_screen else None
         ),
-        trajectory=f"{TRAJECTORIES}/{r.task.id}.json",
+        trajectory=_trajectory_name(r),
+        ending=r.ending,
+        ending_reason=r.ending_reason,
+        infeasible_task=r.task.infeasible,
+        task=r.task.id,
+        repeat=r.repeat,
+        repeats=r.repeats,
+        task_successes=wins,
+        task_runs_scored=runs,
+        success_fraction=wins / runs if runs else None,
     )
 
 
@@ -195,7 +219,8 @@ def write_live_results(
 ) -> dict[str, Any]:
     """Write every file of the layout but run.json and the journal; returns the overall
     metrics."""
-    rows = [_task_row(r) for r in results]
+    fractions = {key: success_fraction(g) for key, g in by_task(results).items()}
+    rows = [_task_row(r, fractions[(r.env, r.task.id)]) for r in results]
     app = out / env
     atomic_write_json_lines(app / TASK_RESULTS, [row.model_dump() for row in rows])
     atomic_write_json_lines(
@@ -224,6 +249,8 @@ def write_live_results(
         traj = {
             "task": r.task.id,
             "env": r.env,
+            "repeat": r.repeat,
+            "ending": r.ending,
             "instruction": r.task.instruction,
             "tags": list(r.task.tags),
             "outcome": r.outcome,
@@ -236,5 +263,5 @@ def write_live_results(
             "final_url": r.record.final_url if r.record else None,
             "fired": r.record.fired if r.record else [],
         }
-        atomic_write_json(out / TRAJECTORIES / f"{r.task.id}.json", traj)
+        atomic_write_json(out / _trajectory_name(r), traj)
     return overall

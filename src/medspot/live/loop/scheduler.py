@@ -1,6 +1,9 @@
 """The closed loop: tasks run in real applications, several environments side by side.
 
-Per task: reset -> observe -> the current step is the first step of the task's path not yet
+Per task and repeat (`LiveOptions.repeats`: each task runs K times, repeat-major: every task's
+first run, then every task's second, ...; each on a freshly reset environment, with answers
+replayed from that repeat's journal only, the model's request seed the run's seed plus the
+repeat): reset -> observe -> the current step is the first step of the task's path not yet
 achieved (a step is achieved when its `done_if` holds, or, without one, when the executed action
 hit its target's box) -> ask the agent -> act -> settle -> checks. The task ends as a success
 when every `success` check holds, a harmful failure when a `fail_if` check fires (checked
@@ -63,7 +66,7 @@ from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.loop.steplog import FaultRecord, ResumeState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
 
 __all__ = [
@@ -94,6 +97,7 @@ class LiveOptions:
     workroot: Path | None = None  # where environments' private folders go (default: temp)
     max_cost: float | None = None  # USD: no new model call once the run has spent this much
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
+    repeats: int = 1  # runs of each task, each on a freshly reset environment
 
     @property
     def recurrence(self) -> int:
@@ -221,10 +225,10 @@ class _Place:
     action: dict[str, Any] | None = None
     replayed: bool = True
 
-    def fault(self, task: str, env: str, attempt: int, message: str) -> FaultRecord:
+    def fault(self, task: str, env: str, attempt: int, message: str, repeat: int) -> FaultRecord:
         return FaultRecord(
             task=task, env=env, attempt=attempt, message=message, n=self.n, action=self.action,
-            replayed=self.replayed, time=now_iso(),
+            replayed=self.replayed, repeat=repeat, time=now_iso(),
         )  # fmt: skip
 
 
@@ -264,7 +268,7 @@ class _Run:
         journal: LineJournal,
         out: Path,
         opts: LiveOptions,
-        state: ResumeState,
+        state: JournalState,
         on_progress: Callable[[ProgressEvent], None] | None,
     ) -> None:
         self.tasks = tasks
@@ -327,7 +331,7 @@ class _Run:
         return ans
 
     async def _episode(
-        self, slot: _Slot, task: LiveTask, attempt: int, place: _Place
+        self, slot: _Slot, task: LiveTask, repeat: int, attempt: int, place: _Place
     ) -> TaskRecord:
         env = await slot.ensure()
         t0 = time.perf_counter()
@@ -336,7 +340,7 @@ class _Run:
         obs = await slot.call(ep.reset)
         history: list[str] = []
         previous: list[PastTurn] = []
-        replay = dict(self.state.answers.get(task.id, {}))
+        replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
         async def oracle() -> LiveAction | None:
@@ -345,7 +349,7 @@ class _Run:
         def end(outcome: str, reason: str, screen: str) -> TaskRecord:
             return TaskRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, outcome=outcome,  # type: ignore[arg-type]
-                reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
+                repeat=repeat, reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4),
                 duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
@@ -361,11 +365,12 @@ class _Run:
             turn = AgentTurn(
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
-                history=tuple(history), oracle=oracle, seed=self.opts.seed, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt,
+                history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
+                previous=tuple(previous), attempt=attempt, repeat=repeat,
             )  # fmt: skip
             rec = StepRecord(
-                task=task.id, env=self.opts.env, attempt=attempt, n=n, target_step=k + 1,
+                task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
+                target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
                 url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
             )  # fmt: skip
@@ -411,14 +416,15 @@ class _Run:
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
-    async def _task(self, slot: _Slot, task: LiveTask) -> None:
-        attempt = self.state.attempts.get(task.id, 0)
+    async def _task(self, slot: _Slot, task: LiveTask, repeat: int) -> None:
+        state = self.state.of(repeat)
+        attempt = state.attempts.get(task.id, 0)
         last_fault = ""
         for _ in range(self.opts.env_retries + 1):
             attempt += 1
             place = _Place()
             try:
-                rec = await self._episode(slot, task, attempt, place)
+                rec = await self._episode(slot, task, repeat, attempt, place)
             except _BudgetReached:
                 return  # unfinished: resumed later, its journaled answers replayed
             except EnvironmentFault as e:
@@ -427,11 +433,11 @@ class _Run:
                 # its first line (commands._runlog)
                 log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
                 last_fault = str(e)
-                self._append(place.fault(task.id, self.opts.env, attempt, last_fault))
+                self._append(place.fault(task.id, self.opts.env, attempt, last_fault, repeat))
                 await slot.discard()
-                streak = self.state.fault_streak.get(task.id, [])
+                streak = state.fault_streak.get(task.id, [])
                 if len(streak) >= self.opts.recurrence:
-                    self._give_up(task, attempt, streak)
+                    self._give_up(task, repeat, attempt, streak)
                     return
                 continue
             self._append(rec)
@@ -440,16 +446,19 @@ class _Run:
             return
         self.task_errors += 1
         self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
-                                outcome="env_error",
+                                outcome="env_error", repeat=repeat,
                                 reason=f"environment kept failing: {_first_line(last_fault)}",
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
 
-    def _give_up(self, task: LiveTask, attempt: int, streak: Sequence[FaultRecord]) -> None:
+    def _give_up(
+        self, task: LiveTask, repeat: int, attempt: int, streak: Sequence[FaultRecord]
+    ) -> None:
         reason = _recurring_fault_reason(streak)
         log.warning("task %s: %s; not retried on a resume (--retry-env-errors)", task.id, reason)
         self.task_errors += 1
         self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
                                 outcome="env_error", reason=reason, fault_recurs=True,
+                                repeat=repeat,
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
 
     def _progress(self) -> None:
@@ -467,12 +476,15 @@ class _Run:
             )
 
     async def run(self) -> LiveStats:
-        skip = set(self.state.finished)
-        if not self.opts.retry_env_errors:
-            skip |= set(self.state.given_up)
-        todo = [t for t in self.tasks if t.id not in skip]
+        todo: list[tuple[LiveTask, int]] = []
+        for repeat in range(self.opts.repeats):  # repeat-major: every task once, then again
+            st = self.state.of(repeat)
+            skip = set(st.finished)
+            if not self.opts.retry_env_errors:
+                skip |= set(st.given_up)
+            todo.extend((t, repeat) for t in self.tasks if t.id not in skip)
         self.total = len(todo)
-        queue: asyncio.Queue[LiveTask] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[LiveTask, int]] = asyncio.Queue()
         for t in todo:
             queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
@@ -481,10 +493,10 @@ class _Run:
         async def worker(slot: _Slot) -> None:
             while not self.stats.budget_reached:
                 try:
-                    task = queue.get_nowait()
+                    task, repeat = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                await self._task(slot, task)
+                await self._task(slot, task, repeat)
                 self.done += 1
                 self._progress()
 
@@ -503,10 +515,13 @@ async def run_tasks(
     journal: LineJournal,
     out: Path,
     opts: LiveOptions,
-    state: ResumeState,
+    state: JournalState,
     on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> LiveStats:
-    """Run every task not finished in `state` (the journal read back); journal as it goes."""
+    """Run every (task, repeat) not finished in `state` (the journal read back); journal as
+    it goes."""
     if opts.history not in HISTORY_MODES:
         raise MedspotError(f"unknown history mode {opts.history!r}")
+    if opts.repeats < 1:
+        raise MedspotError(f"repeats {opts.repeats}: must be 1 or more")
     return await _Run(tasks, agent, journal, out, opts, state, on_progress).run()

@@ -3,7 +3,11 @@ it arrives and a second with the action's effect (same task, attempt and `n`; th
 wins), one line per environment fault, one per finished task attempt; appended and fsynced,
 torn last line tolerated (`LineJournal`).
 
-Resume works at the task level (`ResumeState`): a task whose last attempt ended as success,
+Every record names its repeat (`--repeats K`: each task runs K times, `repeat` 0..K-1; a
+journal written before repeats reads as repeat 0). Resume works per (task, repeat)
+(`JournalState`: one `ResumeState` per repeat, keyed by task): a repeat whose last attempt
+ended as success, harmful failure or failure is done, and its answers are replayed into that
+repeat only, never into another. Within one repeat, a task whose last attempt ended as success,
 harmful failure or failure is done; any other task is run again from its start state, and the
 model answers journaled for it (from any earlier attempt, by step number) are replayed instead
 of asking the model again. A failed model call is journaled with its error and asked again.
@@ -34,6 +38,7 @@ __all__ = [
     "FINAL_OUTCOMES",
     "JOURNAL_NAME",
     "FaultRecord",
+    "JournalState",
     "LiveRecord",
     "ResumeState",
     "StepRecord",
@@ -56,6 +61,7 @@ class StepRecord(ModelCall):
     task: str  # the task id of the task file
     env: str
     attempt: int  # 1-based attempt of this task (a fresh environment after a fault)
+    repeat: int = 0  # 0-based repeat of the task (`--repeats K`); journals before: 0
     n: int  # 1-based action number within the attempt
     target_step: int | None = None  # 1-based oracle step it aimed at (the current step)
     instruction: str = ""
@@ -94,6 +100,7 @@ class FaultRecord(BaseModel):
     env: str
     attempt: int
     message: str
+    repeat: int = 0
     n: int | None = None  # the action number it happened at; 0: the reset; None: the start
     action: dict[str, Any] | None = None  # the action being executed at `n`, if any
     replayed: bool = False  # every answer up to `n` in this attempt came from the journal
@@ -117,6 +124,7 @@ class TaskRecord(BaseModel):
     env: str
     attempt: int
     outcome: Outcome
+    repeat: int = 0
     reason: str = ""
     steps_used: int = 0
     oracle_steps: int = 0
@@ -175,10 +183,12 @@ class ResumeState:
     given_up: dict[str, TaskRecord] = field(default_factory=dict)
 
     @classmethod
-    def from_records(cls, records: list[LiveRecord]) -> ResumeState:
+    def from_records(cls, records: list[LiveRecord], repeat: int = 0) -> ResumeState:
+        """The state of one repeat (the only one of a run without `--repeats`)."""
         st = cls()
         for r in records:
-            st.add(r)
+            if r.repeat == repeat:
+                st.add(r)
         return st
 
     def add(self, r: LiveRecord) -> None:
@@ -227,3 +237,31 @@ class ResumeState:
         if not by_attempt:
             return []
         return list(by_attempt[max(by_attempt)])
+
+
+@dataclass
+class JournalState:
+    """The journal read back per repeat: `repeats[k]` is repeat k's `ResumeState` (keyed by
+    task), so that results, resume and replay are per (task, repeat)."""
+
+    repeats: dict[int, ResumeState] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(cls, records: list[LiveRecord]) -> JournalState:
+        st = cls()
+        for r in records:
+            st.add(r)
+        return st
+
+    def of(self, repeat: int) -> ResumeState:
+        return self.repeats.setdefault(repeat, ResumeState())
+
+    def add(self, r: LiveRecord) -> None:
+        self.of(r.repeat).add(r)
+
+    def spent_usd(self) -> float:
+        return sum(st.spent_usd() for st in self.repeats.values())
+
+    def highest_repeat(self) -> int:
+        """The highest repeat journaled (-1: none)."""
+        return max(self.repeats, default=-1)

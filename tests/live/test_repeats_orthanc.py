@@ -1,0 +1,90 @@
+"""`--repeats 3` in the real Orthanc Explorer (Orthanc + headless chromium): the oracle's run,
+SIGKILLed once the first repeat of every task is journaled, is resumed by the same command
+without running any finished (task, repeat) again, and writes pass@k = pass^k = 1; the noop
+agent's run writes pass@k = pass^k = 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from _orthanc_support import CHROMIUM, require_orthanc_stack
+from _runner_support import ENV, descendants, kill, processes_mentioning
+
+from medspot.cli import main
+from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[2]
+IDS = ["open-study-ct-doe-john", "open-study-mr-smith-ann"]
+
+
+def _ends(out: Path) -> list[TaskRecord]:
+    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)]
+
+
+def test_oracle_repeats_resume_after_a_kill_between_repeats(tmp_path: Path) -> None:
+    require_orthanc_stack()
+    out = tmp_path / "oracle"
+    workroot = Path(tempfile.mkdtemp(prefix="msrp", dir="/tmp"))  # short: chromium's socket
+    cmd = [
+        sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "oracle",
+        "--repeats", "3", "--tasks", ",".join(IDS), "--out", str(out),
+        "--env-option", f"chromium={CHROMIUM}", "--no-progress", "--bootstrap", "50",
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if sum(1 for r in _ends(out) if r.repeat == 0) == len(IDS):
+                break  # the first repeat of every task is done: kill between repeats
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        below = descendants(proc.pid)
+        kill([proc.pid])
+        proc.wait()
+        kill(below)
+        kill(processes_mentioning(str(workroot)))
+        before = _ends(out)
+        assert {(r.task, r.repeat) for r in before} >= {(t, 0) for t in IDS}
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "pass@3 100.0%" in done.stdout and "pass^3 100.0%" in done.stdout
+    finally:
+        kill(processes_mentioning(str(workroot)))
+        shutil.rmtree(workroot, ignore_errors=True)
+    ends = _ends(out)
+    runs = Counter((r.task, r.repeat) for r in ends)
+    assert runs == Counter({(t, k): 1 for t in IDS for k in range(3)})  # nothing ran twice
+    assert ends[: len(before)] == before and all(r.outcome == "success" for r in ends)
+    m = json.loads((out / "overall_dataset_metrics.json").read_text())
+    assert m["pass_hat_k"] == 1.0 and m["pass_at_k"] == 1.0 and m["repeats"] == 3
+    assert m["confidence_intervals"]["pass_hat_k"] == [1.0, 1.0]
+    rows = json.loads((out / ENV / "task_results.json").read_text())
+    assert len(rows) == 6 and {r["success_fraction"] for r in rows} == {1.0}
+    info = json.loads((out / "run.json").read_text())
+    assert info["repeats"] == 3 and info["status"] == "complete"
+
+
+def test_noop_repeats_write_pass_hat_k_zero(tmp_path: Path) -> None:
+    require_orthanc_stack()
+    out = tmp_path / "noop"
+    argv = [
+        "live", "run", "--env", ENV, "--model", "noop", "--repeats", "3", "--tasks",
+        ",".join(IDS), "--out", str(out), "--env-option", f"chromium={CHROMIUM}",
+        "--no-progress", "--bootstrap", "50",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    m = json.loads((out / "overall_dataset_metrics.json").read_text())
+    assert m["pass_hat_k"] == 0.0 and m["pass_at_k"] == 0.0 and m["task_success_rate"] == 0.0
+    assert m["endings"] == {"done": 6} and m["num_task_repeats_complete"] == 2
