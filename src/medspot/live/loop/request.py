@@ -20,6 +20,8 @@ from medspot.live.agents.factory import create_agent
 from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.episode import Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.loop.executors import check_executor_options
+from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import LiveOptions, LiveStats, run_tasks
@@ -62,6 +64,10 @@ class LiveRequest:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
     workroot: Path | None = None  # parent of the environments' private folders
+    executor: str = "threads"  # where environments run: threads | ray (`loop.executors`)
+    ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
+    ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,8 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
         k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
         for k, v in req.env_options.items()
     }
-    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode}
+    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode,
+             "executor": req.executor}  # fmt: skip
     for k, v in extra.items():
         setattr(info, k, v)
     return info
@@ -102,6 +109,7 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
+    check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
     out = req.out
@@ -137,7 +145,8 @@ def run_live(
     opts = LiveOptions(
         env=req.env, env_options=req.env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
-        mode=req.mode,
+        mode=req.mode, executor=req.executor, ray_address=req.ray_address,
+        ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
     )  # fmt: skip
     stats = LiveStats()
     interrupted = False
