@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -37,23 +38,29 @@ from medspot.live.loop.executors.base import (
     private_workdir,
 )
 
-__all__ = ["ActorPlace", "EnvironmentHost", "EpisodeState"]
+__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState", "sweep_dead_workdirs"]
 
 T = TypeVar("T")
 WORKDIR_PREFIX = "medspot-ray-"
 _WORKDIR_RE = re.compile(rf"^{re.escape(WORKDIR_PREFIX)}(\d+)-")
 
 
+Boxes = tuple[PixelBox | None, PixelBox | None]
+
+
 @dataclass(frozen=True)
 class EpisodeState:
-    """The counters of the actor's episode after a call, and the time the call took inside
-    the actor (the rest of a round trip is Ray's)."""
+    """The counters of the actor's episode after a call, the time the call took inside the
+    actor (the rest of a round trip is Ray's), and after `reset` / `step` the current step's
+    target boxes on the new screen (`Episode.intended()`, located at once: the next turn
+    needs them; None when the episode ended or locating failed: then asked for again)."""
 
     n: int
     current: int
     achieved: tuple[bool, ...]
     reset_s: float
     inside_s: float
+    intended: Boxes | None = None
 
 
 @dataclass(frozen=True)
@@ -76,14 +83,30 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _processes_naming(text: str) -> list[int]:
+    """Processes whose command line names `text` (Linux /proc; none elsewhere)."""
+    out = []
+    with contextlib.suppress(OSError):
+        for d in os.listdir("/proc"):
+            if d.isdigit() and int(d) != os.getpid():
+                with contextlib.suppress(OSError):
+                    if text.encode() in Path(f"/proc/{d}/cmdline").read_bytes():
+                        out.append(int(d))
+    return out
+
+
 def sweep_dead_workdirs(root: Path) -> list[Path]:
-    """Remove the private folders of actors of this node whose process is gone (a killed
-    actor cannot clean up after itself); returns what it removed."""
+    """The private folders under `root` of actors whose process is gone (a killed actor cannot
+    clean up after itself): the processes still running from them (its Orthanc, its browser:
+    their command lines name the folder) are killed and the folder removed; returns them."""
     removed = []
     with contextlib.suppress(OSError):
-        for p in root.iterdir():
+        for p in sorted(root.iterdir()):
             m = _WORKDIR_RE.match(p.name)
             if m and p.is_dir() and not _pid_alive(int(m.group(1))):
+                for pid in _processes_naming(str(p)):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
                 shutil.rmtree(p, ignore_errors=True)
                 removed.append(p)
     return removed
@@ -111,7 +134,7 @@ class EnvironmentHost:
         self.ep: Episode | None = None
         logging.getLogger("asyncio").addFilter(_ReapedChildNoise())
 
-    def _guard(self, fn: Callable[[], T]) -> tuple[T, EpisodeState]:
+    def _guard(self, fn: Callable[[], T], *, prefetch: bool = False) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
         try:
             out = fn()
@@ -119,13 +142,23 @@ class EnvironmentHost:
             raise
         except Exception as e:
             raise fault_from(self.cfg.env, e) from None
-        return out, self._state(time.perf_counter() - t0)
+        boxes = self._prefetch() if prefetch else None
+        return out, self._state(time.perf_counter() - t0, boxes)
 
-    def _state(self, inside_s: float) -> EpisodeState:
+    def _prefetch(self) -> Boxes | None:
+        ep = self.ep
+        if ep is None or ep.ended:
+            return None
+        try:
+            return ep.intended()
+        except Exception:  # asked for again by the runner, where a fault is handled
+            return None
+
+    def _state(self, inside_s: float, boxes: Boxes | None = None) -> EpisodeState:
         ep = self.ep
         if ep is None:
             return EpisodeState(0, 0, (), 0.0, inside_s)
-        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s)
+        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes)
 
     def _episode(self) -> Episode:
         if self.ep is None:
@@ -149,6 +182,10 @@ class EnvironmentHost:
             self.workdir = private_workdir(
                 self.cfg.workroot, f"{WORKDIR_PREFIX}{os.getpid()}-{self.index}-"
             )
+            # this process is the environment's alone: what its programs put in the temp
+            # folder (the browser's profile) goes into its private folder, found by the sweep
+            os.environ["TMPDIR"] = str(self.workdir)
+            tempfile.tempdir = None
             self.env = create_for_slot(self.cfg, self.workdir)
             self.env.start()
 
@@ -174,16 +211,16 @@ class EnvironmentHost:
             self.ep = Episode(self.env, task, mode=mode)
             return self.ep.reset()
 
-        return self._guard(go)
+        return self._guard(go, prefetch=True)
 
-    def intended(self) -> tuple[tuple[PixelBox | None, PixelBox | None], EpisodeState]:
+    def intended(self) -> tuple[Boxes, EpisodeState]:
         return self._guard(lambda: self._episode().intended())
 
     def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
         return self._guard(lambda: self._episode().oracle_action())
 
     def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._episode().step(action))
+        return self._guard(lambda: self._episode().step(action), prefetch=True)
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""

@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import ray
@@ -24,11 +26,17 @@ import ray.exceptions
 from medspot._version import __version__
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import EnvironmentFault, Observation, PixelBox
-from medspot.live.core.episode import Mode, StepResult
+from medspot.live.core.contract import EnvironmentFault, Observation
+from medspot.live.core.episode import Mode, StepResult, oracle_step_action
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import CallSlot, SlotConfig, fault_from, timeout_fault
-from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
+from medspot.live.loop.executors.env_actor import (
+    ActorPlace,
+    Boxes,
+    EnvironmentHost,
+    EpisodeState,
+    sweep_dead_workdirs,
+)
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
 
 __all__ = ["NAMESPACE", "RayExecutor", "RaySlot", "RemoteEpisode"]
@@ -43,8 +51,10 @@ CLOSE_TIMEOUT_S = 60.0  # a graceful close before the actor is killed
 
 
 class RemoteEpisode:
-    """The runner's stand-in for the `Episode` inside an actor: the same calls, each one round
-    trip (run in the slot's thread), and the counters the actor sent back with the last one."""
+    """The runner's stand-in for the `Episode` inside an actor: the same calls and counters.
+    `reset` and `step` are one round trip each (run in the slot's thread) and bring back the
+    next screen's target boxes, so that `intended` and `oracle_action` (the task's own path,
+    `oracle_step_action`, as `Episode.oracle_action`) mostly need none."""
 
     def __init__(self, slot: RaySlot, actor: Any, task: LiveTask, mode: Mode) -> None:
         self._slot = slot
@@ -52,6 +62,9 @@ class RemoteEpisode:
         self.task = task
         self._mode: Mode = mode
         self._state = EpisodeState(0, 0, (False,) * len(task.steps), 0.0, 0.0)
+        self._intended: Boxes | None = None
+        self.round_trips = 0
+        self.inside_total_s = 0.0  # time spent inside the actor, all round trips
 
     @property
     def mode(self) -> Mode:
@@ -73,26 +86,25 @@ class RemoteEpisode:
     def reset_s(self) -> float:
         return self._state.reset_s
 
-    @property
-    def inside_s(self) -> float:
-        """Time the last call took inside the actor."""
-        return self._state.inside_s
-
     def _answer(self, method: Any, *args: Any) -> Any:
         out, self._state = self._slot.remote(method, *args)
+        self.round_trips += 1
+        self.inside_total_s += self._state.inside_s
+        self._intended = self._state.intended
         return out
 
     def reset(self) -> Observation:
         obs: Observation = self._answer(self._actor.reset, self.task, self._mode)
         return obs
 
-    def intended(self) -> tuple[PixelBox | None, PixelBox | None]:
-        boxes: tuple[PixelBox | None, PixelBox | None] = self._answer(self._actor.intended)
-        return boxes
+    def intended(self) -> Boxes:
+        if self._intended is None:
+            self._intended = self._answer(self._actor.intended)
+        assert self._intended is not None
+        return self._intended
 
     def oracle_action(self) -> LiveAction | None:
-        action: LiveAction | None = self._answer(self._actor.oracle_action)
-        return action
+        return oracle_step_action(self.task.steps[self.current], *self.intended())
 
     def step(self, action: LiveAction | None) -> StepResult:
         res: StepResult = self._answer(self._actor.step, action)
@@ -275,4 +287,6 @@ class RayExecutor:
     def close(self) -> None:
         if self._owns and ray.is_initialized():
             ray.shutdown()
+            if self.address is None:  # the local cluster's actors ran here: what a killed one
+                sweep_dead_workdirs(self.cfg.workroot or Path(tempfile.gettempdir()))  # left
         self._owns = False
