@@ -120,3 +120,34 @@ def test_runs_over_other_apps_or_limits_are_refused(
     assert main(["compare", *outs, "--bootstrap", "10"]) == 2
     assert main(["leaderboard", *outs, "--mixed"]) == 0
     assert "MIXED data" in capsys.readouterr().out
+
+
+def _as_live(run: Path, mode: str | None) -> Path:
+    info = json.loads((run / "run.json").read_text())
+    info["kind"], info["env"] = "live", "orthanc-explorer"
+    if mode is not None:
+        info["mode"] = mode
+    (run / "run.json").write_text(json.dumps(info))
+    return run
+
+
+def test_live_runs_of_two_modes_are_refused_unless_mixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_dataset(tmp_path / "data", images=False)
+    guided = _as_live(make_run(tmp_path / "g", root, PLAN_A, model="m-guided"), "guided")
+    agent = _as_live(make_run(tmp_path / "a", root, PLAN_B, model="m-agent"), "agent")
+    older = _as_live(make_run(tmp_path / "o", root, PLAN_B, model="m-older"), None)
+    runs = load_runs([guided, agent])
+    with pytest.raises(ConfigError, match="different modes"):
+        build_leaderboard(runs)
+    with pytest.raises(ConfigError, match="different modes"):
+        compare_runs(load_run(guided), load_run(agent), n_boot=20)
+    assert main(["leaderboard", str(guided), str(agent)]) == 2
+    assert "--mixed" in capsys.readouterr().err
+    assert main(["compare", str(guided), str(agent)]) == 2
+    assert "agent" in capsys.readouterr().err
+    assert build_leaderboard(runs, mixed=True).rows
+    compare_runs(load_run(guided), load_run(agent), n_boot=20, mixed=True)
+    # a live run made before modes existed was guided: it ranks beside a guided run
+    assert build_leaderboard(load_runs([guided, older])).rows

@@ -10,6 +10,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from _reliability import (
     ScriptedAnswers,
     eval_args,
@@ -85,8 +87,9 @@ def test_five_kills_and_resumes_end_like_an_uninterrupted_run(
     assert results_of(out) == results_of(ref)
 
 
-def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
-    placeholder_root: Path, tmp_path: Path
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_cleanly_and_says_how_to_resume(
+    placeholder_root: Path, tmp_path: Path, sig: signal.Signals, status: int
 ) -> None:
     ds = load_dataset(placeholder_root, apps=["Weasis"])
     script = ScriptedAnswers(ds, miss_rate=0.2)
@@ -95,9 +98,9 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
         args = eval_args(placeholder_root, out, srv.base_url, "--concurrency", "2", apps="Weasis")
         proc = start_eval(args)
         wait_for_lines(proc, out / "predictions.jsonl", 5)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         code, err = _finish(proc)
-        assert code == 130, err
+        assert code == status, err
         assert "Traceback" not in err
         assert "run the same command again to resume" in err
         info = json.loads((out / "run.json").read_text())

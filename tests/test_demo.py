@@ -36,6 +36,7 @@ def test_demo_end_to_end_on_a_tiny_suite(
     lines = [ln for ln in table.splitlines() if ln.startswith(("ocr ", "random "))]
     assert len(lines) == 2, table
     assert "generated" in captured.err
+    assert "reused" not in captured.err  # a first demo reuses nothing
     for model in ("ocr", "random"):
         info = json.loads((out / model / "run.json").read_text())
         assert info["status"] == "complete"
@@ -49,5 +50,9 @@ def test_demo_end_to_end_on_a_tiny_suite(
     # a second demo finds the suite in the cache and asks nothing again
     journal = (out / "ocr" / "predictions.jsonl").read_bytes()
     assert main(args) == 0
-    assert "found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "found" in err
     assert (out / "ocr" / "predictions.jsonl").read_bytes() == journal
+    # ... and says so, with how to start afresh
+    assert f"reused the earlier runs in {out}" in err
+    assert "ocr (" in err and "random (" in err and f"delete {out} or pass --out DIR" in err

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from _scoring_tasks import CLICK, IN, OUT, make_dataset, rec
-from medspot.errors import ConfigError
+from medspot.errors import ConfigError, RunFolderError
 from medspot.runfolder.writer import (
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     metrics_table,
@@ -171,3 +174,22 @@ def test_atomic_writes(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(ConfigError):
         atomic_write_text(blocker / "inside.txt", "no")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_atomic_write_bytes_follows_the_umask(tmp_path: Path, mask: int) -> None:
+    """The one atomic writer of static files and live screens: a new file gets the mode the
+    umask gives (not mkstemp's 0600); a failure is a RunFolderError naming the file."""
+    old = os.umask(mask)
+    try:
+        atomic_write_bytes(tmp_path / "screens" / "a.png", b"\x89PNG...")
+    finally:
+        os.umask(old)
+    path = tmp_path / "screens" / "a.png"
+    assert path.read_bytes() == b"\x89PNG..."
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
+    assert [x.name for x in path.parent.iterdir()] == ["a.png"]
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(RunFolderError, match=r"inside\.png"):
+        atomic_write_bytes(blocker / "inside.png", b"no")

@@ -1,5 +1,12 @@
 """The `medspot` command. The only module that prints; every command lives in
-`medspot.commands.<name>` and exposes `register(subparsers)`, which sets `func(args) -> int`."""
+`medspot.commands.<name>` and exposes `register(subparsers)`, which sets `func(args) -> int`.
+
+Exit statuses: what the command returns; a `MedspotError`'s `exit_code` (1, 2, 3); 128 + the
+signal's number for a run stopped by SIGINT (130) or SIGTERM (143, `medspot.interrupts`); 141
+when stdout's reader went away; and `BUG_EXIT_STATUS` (70) for any other exception, a bug: one
+line on stderr names the file its traceback was written to, inside the run folder when the
+command set `args.run_folder` to a folder holding a `run.json`, else in the temp folder.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,15 @@ import importlib
 import logging
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 
 from medspot._version import __version__
-from medspot.errors import MedspotError
+from medspot.errors import BUG_EXIT_STATUS, MedspotError
+from medspot.interrupts import exit_status, sigterm_stops
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
@@ -63,17 +75,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        code: int = args.func(args)
+        with sigterm_stops():
+            code: int = args.func(args)
         return code
     except MedspotError as e:
         print(f"medspot: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("medspot: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(e)
     except BrokenPipeError:  # `medspot ... | head`: the reader left; stop quietly
         _silence_stdout()
         return 141  # 128 + SIGPIPE, as a shell reports it
+    except Exception as e:  # not bad input, not a failed call: a bug of ours
+        return _report_bug(e, getattr(args, "run_folder", None))
+
+
+def _report_bug(exc: Exception, run_folder: Path | None) -> int:
+    """Write the traceback to a file and say so in one line; `BUG_EXIT_STATUS`."""
+    text = "".join(traceback.format_exception(exc))
+    where = _write_traceback(text, run_folder)
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    if where is None:  # nowhere to write it: the traceback itself is the report
+        print(text, file=sys.stderr, end="")
+        where_text = "the traceback is above"
+    else:
+        where_text = f"the traceback is in {where}"
+    print(
+        f"medspot: internal error, a bug in medspot ({what}); {where_text}. Please report it.",
+        file=sys.stderr,
+    )
+    return BUG_EXIT_STATUS
+
+
+def _write_traceback(text: str, run_folder: Path | None) -> Path | None:
+    from medspot.runfolder.layout import RUN_JSON
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    header = f"medspot {__version__}, {stamp}, pid {os.getpid()}\n{' '.join(sys.argv)}\n\n"
+    name = f"medspot-bug-{stamp}-{os.getpid()}.txt"
+    folders = [Path(tempfile.gettempdir())]
+    if run_folder is not None and (Path(run_folder) / RUN_JSON).is_file():
+        folders.insert(0, Path(run_folder))  # never into a folder that is not a run's
+    for folder in folders:
+        path = folder / name
+        try:
+            path.write_text(header + text, encoding="utf-8")
+        except OSError:
+            continue
+        return path
+    return None
 
 
 def _silence_stdout() -> None:

@@ -11,6 +11,9 @@
     └── BudgetExceeded           exit 3; `--max-cost` reached, the run stops and resumes later
 
 `RunFolderError` derives from `ConfigError` so that code catching the latter keeps working.
+Any other exception reaching the command line is a bug: exit `BUG_EXIT_STATUS` (70,
+EX_SOFTWARE), one line naming the file its traceback was written to (`medspot.cli`). A run
+stopped by a signal exits 128 + the signal's number (`medspot.interrupts`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BUG_EXIT_STATUS",
     "AdapterUnavailable",
     "BudgetExceeded",
     "ConfigError",
@@ -28,6 +32,9 @@ __all__ = [
     "RunFolderError",
     "TransientModelError",
 ]
+
+# An unexpected exception (a bug, not bad input and not a failed call): sysexits' EX_SOFTWARE.
+BUG_EXIT_STATUS = 70
 
 
 @dataclass(frozen=True)

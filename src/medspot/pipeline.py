@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,13 +15,15 @@ from typing import Any
 
 from medspot._gc import gc_paused
 from medspot.adapters import registry
-from medspot.adapters.base import AdapterContext
+from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
+from medspot.interrupts import sigterm_stops
 from medspot.runfolder.guard import make_output_folder
-from medspot.runfolder.journal import Journal, JournalWriteError, read_journal
+from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
 from medspot.runfolder.layout import JOURNAL, RunFolder
 from medspot.runfolder.lock import run_folder_lock
 from medspot.runfolder.runinfo import (
@@ -33,7 +34,7 @@ from medspot.runfolder.runinfo import (
     now_iso,
     package_versions,
 )
-from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.runfolder.writer import atomic_write_json, record_failed_run, write_results
 from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
@@ -54,7 +55,7 @@ class EvalRequest:
     prompt_style: PromptStyleName = "native"
     history: HistoryMode = "none"
     concurrency: int = 16
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     max_cost: float | None = None
     seed: int = 0
     n_boot: int = 2000
@@ -125,7 +126,24 @@ def _evaluate_locked(
         info.started = previous.started or info.started
     existing = list(read_journal(journal_path))
     atomic_write_json(run_json, info.model_dump())
+    try:
+        return _run_and_score(req, info, adapter, images, existing, on_progress)
+    except Exception as e:  # run.json says why the run stopped, not "running"
+        record_failed_run(run_json, info, e)
+        raise
 
+
+def _run_and_score(
+    req: EvalRequest,
+    info: RunInfo,
+    adapter: Adapter,
+    images: ImageStore,
+    existing: list[JournalRecord],
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> EvalOutcome:
+    out = req.out
+    folder = RunFolder(out)
+    run_json, journal_path = folder.run_json, folder.journal
     opts = RunOptions(
         protocol=req.protocol,
         all_steps=req.all_steps,
@@ -136,7 +154,7 @@ def _evaluate_locked(
         max_cost=req.max_cost,
     )
     stats = RunStats()
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
     try:
         with Journal(journal_path) as journal:
             try:
@@ -144,8 +162,8 @@ def _evaluate_locked(
                     run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
                     adapter,
                 )
-            except KeyboardInterrupt:
-                interrupted = True
+            except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
+                interrupted = e
     except JournalWriteError as e:
         kept = sum(1 for _ in read_journal(journal_path))
         raise JournalWriteError(
@@ -169,15 +187,15 @@ def _evaluate_locked(
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
     info.finished = now_iso()
-    if interrupted:
+    if interrupted is not None:
         info.status = "interrupted"
     elif stats.budget_reached:
         info.status = "budget_reached"
     else:
         info.status = "complete" if score.complete else "incomplete"
     atomic_write_json(run_json, info.model_dump())
-    if interrupted:
-        raise KeyboardInterrupt
+    if interrupted is not None:
+        raise interrupted
     return EvalOutcome(info=info, score=score, stats=stats)
 
 
@@ -190,16 +208,8 @@ def _run_async(coro: Any, adapter: Any) -> RunStats:
             await adapter.aclose()
 
     # SIGTERM behaves like Ctrl-C: the journal is already on disk, results are written.
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-    except ValueError:  # not the main thread
-        previous = None
-    try:
+    with sigterm_stops():
         return asyncio.run(main())
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def rescore(

@@ -12,8 +12,8 @@ and, after the retries, journaled as an error and retried on the next run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import random
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable
@@ -23,10 +23,19 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.adapters.retry import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    MAX_RETRIES,
+    RETRY_AFTER_MAX_S,
+    CallFailed,
+    RetryPolicy,
+    call_with_retries,
+)
 from medspot.dataset.images import ImageStore
 from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
 from medspot.dataset.records import Dataset, Step, Task
-from medspot.errors import DataError, Location, MedspotError, ModelCallError, TransientModelError
+from medspot.errors import DataError, Location, MedspotError, TransientModelError
 from medspot.progress import ProgressEvent
 from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
 from medspot.scoring.protocol import Protocol
@@ -84,13 +93,19 @@ class RunOptions:
     protocol: Protocol
     all_steps: bool = False
     concurrency: int = 16
-    max_retries: int = 4
-    backoff_base: float = 0.5  # seconds; doubles each retry, with jitter
-    backoff_max: float = 30.0
-    retry_after_max: float = 120.0
+    max_retries: int = MAX_RETRIES  # the model-call retries (`medspot.adapters.retry`)
+    backoff_base: float = BACKOFF_BASE_S
+    backoff_max: float = BACKOFF_MAX_S
+    retry_after_max: float = RETRY_AFTER_MAX_S
     history: HistoryMode = "none"
     seed: int = 0
     max_cost: float | None = None
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(
+            self.max_retries, self.backoff_base, self.backoff_max, self.retry_after_max
+        )
 
 
 @dataclass
@@ -201,29 +216,23 @@ class _Scheduler:
         )
 
     async def _call(self, req: StepRequest) -> JournalRecord:
-        retries = 0
         t0 = time.perf_counter()
-        while True:
-            try:
-                pred: Prediction = await self.adapter.predict(req)
-                return call_record(req, pred, latency_s=time.perf_counter() - t0, retries=retries)
-            except TransientModelError as e:
-                if retries >= self.opts.max_retries:
-                    return self._error(req, t0, retries, f"{e} (after {retries} retries)")
-                delay = self._backoff(retries, e.retry_after)
-                retries += 1
-                self.stats.retries += 1
-                log.info("%s: %s; retry %d in %.2fs", req.step_uid, e, retries, delay)
-                await asyncio.sleep(delay)
-            except ModelCallError as e:
-                return self._error(req, t0, retries, str(e))
-            except DataError:  # bad data is not a failed call: retrying cannot help
-                raise
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # an adapter bug must not kill the run or become a miss
-                log.debug("adapter raised", exc_info=True)
-                return self._error(req, t0, retries, f"{type(e).__name__}: {e}")
+
+        def counted(_n: int, _delay: float, _e: TransientModelError) -> None:
+            self.stats.retries += 1
+
+        try:
+            pred: Prediction
+            pred, retries, latency = await call_with_retries(
+                functools.partial(self.adapter.predict, req),
+                self.opts.retry,
+                label=req.step_uid,
+                passthrough=(DataError,),  # bad data is not a failed call: retrying cannot help
+                on_retry=counted,
+            )
+        except CallFailed as e:  # an adapter bug must not kill the run or become a miss
+            return self._error(req, t0, e.retries, str(e))
+        return call_record(req, pred, latency_s=latency, retries=retries)
 
     async def _ask(self, step: Step) -> JournalRecord:
         t0 = time.perf_counter()
@@ -239,12 +248,6 @@ class _Scheduler:
             return await self._call(req)
         except DataError as e:  # bad data the adapter found (an undecodable image, a replay
             raise _step_data_error(step, e, None) from None  # file without this step)
-
-    def _backoff(self, retries: int, retry_after: float | None) -> float:
-        if retry_after is not None and retry_after >= 0:
-            return min(retry_after, self.opts.retry_after_max)
-        base = min(self.opts.backoff_max, self.opts.backoff_base * (2**retries))
-        return float(base * (0.5 + random.random() / 2))
 
     def _error(self, req: StepRequest, t0: float, retries: int, msg: str) -> JournalRecord:
         return call_record(

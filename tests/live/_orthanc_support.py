@@ -1,7 +1,6 @@
-"""Helpers for the orthanc-explorer tests: what a live test needs, and a plain oracle loop.
-
-The loop uses the runner's oracle (`medspot.live.agents.oracle_action`: the step's target on the
-current screen, acted on at its centre) without the runner, to check the environment itself.
+"""Helpers for the orthanc-explorer tests: what a live test needs, and an oracle walk through
+the `Episode` (the path's steps acted on their targets' centres, scripted wrong clicks allowed)
+to check an environment itself; the oracle through every task is `medspot live audit`'s test.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, PixelBox
-from medspot.live.core.tasks import LiveTask, Locator, StepSpec
+from medspot.live.core.contract import Environment
+from medspot.live.core.tasks import LiveTask, Locator
 
 CHROMIUM = os.environ.get("MEDSPOT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -44,14 +42,6 @@ def require_orthanc_stack() -> None:
             require_live(False, f"the python package {pkg} (pip install 'medspot[live]')")
 
 
-def step_action(step: StepSpec, box: PixelBox | None, to: PixelBox | None) -> LiveAction | None:
-    """The oracle's action for `step` (`Episode`'s own `oracle_step_action`), given the boxes
-    located on the current screen."""
-    from medspot.live.core.episode import oracle_step_action
-
-    return oracle_step_action(step, box, to)
-
-
 @dataclass
 class Walk:
     task: LiveTask
@@ -61,7 +51,7 @@ class Walk:
     settle_s: list[float] = field(default_factory=list)
     success_at_start: bool = False
     fail_at_start: bool = False
-    fired: list[str] = field(default_factory=list)  # fail_if kinds that fired, any time
+    fired: list[str] = field(default_factory=list)  # fail_if kinds that fired
     success: bool = False
     reset_s: float = 0.0
 
@@ -69,22 +59,26 @@ class Walk:
 def walk_oracle(
     env: Environment, task: LiveTask, replace: dict[int, Locator] | None = None
 ) -> Walk:
-    """Reset, then act each step on its located target; record what happened. `replace`
-    (1-based step -> locator) scripts a wrong click: that step acts on another element."""
-    import time
+    """Reset, then each step of the task's path acted on its located target, through the
+    `Episode` (which judges every action); record what happened. `replace` (1-based step ->
+    locator) scripts a wrong click: that step acts on another element. The walk ends where
+    the episode does (success, or a `fail_if` fired)."""
+    from medspot.live.core.episode import Episode, oracle_step_action
 
     w = Walk(task)
-    t0 = time.perf_counter()
-    env.reset(task)
-    w.reset_s = time.perf_counter() - t0
+    ep = Episode(env, task)
+    ep.reset()
+    w.reset_s = ep.reset_s
     w.success_at_start = all(env.check(c) for c in task.success)
     w.fail_at_start = any(env.check(c) for c in task.fail_if)
     for k, step in enumerate(task.steps, 1):
+        if ep.ended:
+            break
         if replace and k in replace:
             step = step.model_copy(update={"target": replace[k]})
         box = env.locate(step.target) if step.target is not None else None
         to = env.locate(step.to) if step.to is not None else None
-        action = step_action(step, box, to)
+        action = oracle_step_action(step, box, to)
         w.located.append(action is not None)
         if action is None:
             break
@@ -92,8 +86,9 @@ def walk_oracle(
             x, y = box.center
             el = env.element_at(x, y)
             w.hit.append(el is not None and el.box.contains(x, y))
-        w.settle_s.append(env.act(action).settle_s)
+        res = ep.step(action)
+        w.settle_s.append(res.settle_s or 0.0)
         w.done_if.append(env.check(step.done_if) if step.done_if is not None else None)
-        w.fired += [c.kind for c in task.fail_if if env.check(c)]
-    w.success = all(env.check(c) for c in task.success)
+        w.fired += list(res.fired)
+    w.success = ep.outcome == "success"
     return w

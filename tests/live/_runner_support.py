@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,12 @@ ENV = "orthanc-explorer"
 
 
 def packaged_tasks(env: str = ENV) -> dict[str, Any]:
-    from medspot.live.core.registry import env_entry
+    """The environment's packaged tasks (all its files) as one task file's JSON."""
+    from medspot.live.core.taskfiles import env_task_file
 
-    res = resources.files("medspot.live") / "tasklists" / str(env_entry(env).tasks_resource)
-    data: dict[str, Any] = json.loads(res.read_text(encoding="utf-8"))
+    tf, _ = env_task_file(env)
+    data: dict[str, Any] = tf.model_dump(mode="json", exclude_defaults=True)
+    data["env"] = env
     return data
 
 
@@ -62,6 +63,24 @@ def processes_mentioning(text: str) -> list[int]:
             info = _proc_info(int(d))
             if info is not None and text in info[1]:
                 out.append(int(d))
+    return out
+
+
+def processes_of(folder: Path) -> list[int]:
+    """Processes whose command line or environment names `folder` (a test's private folder,
+    e.g. the TMPDIR a run was given: its children inherit it)."""
+    key = str(folder).encode()
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+            environ = Path(f"/proc/{d}/environ").read_bytes()
+        except OSError:
+            continue
+        if key in cmd or key in environ:
+            out.append(int(d))
     return out
 
 

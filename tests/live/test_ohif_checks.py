@@ -1,5 +1,6 @@
-"""The `ohif.*` check rules on viewer states shaped like the page's (values as measured in the
-real viewer: cornerstone's VOI ranges of the presets, image coordinates of drawn Lengths)."""
+"""The `ohif.*` check kinds' judges on viewer states shaped like the page's (values as measured
+in the real viewer: cornerstone's VOI ranges of the presets, image coordinates of drawn
+Lengths), and their parameters."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import pytest
 
 from medspot.errors import DataError
-from medspot.live.envs.ohif.state import evaluate_check, voi_center_width
+from medspot.live.core.tasks import CheckSpec
+from medspot.live.envs.ohif.state import OHIF_KINDS, OhifState, voi_center_width
 from medspot.live.services.seed import CATALOGUE
 
 CT = CATALOGUE.series("CT-DOE-JOHN/AXIAL")
@@ -27,13 +29,19 @@ def _state(**kw: Any) -> dict[str, Any]:
     return base
 
 
-def _length(p: tuple[float, float], q: tuple[float, float], spacing: float = 1.0) -> dict[str, Any]:
+def _length(
+    p: tuple[float, float], q: tuple[float, float], spacing: float = 1.0, position: int = 1
+) -> dict[str, Any]:
     return {"tool": "Length", "series": CT.uid, "points": [list(p), list(q)],
-            "spacing": [spacing, spacing], "text": ""}  # fmt: skip
+            "spacing": [spacing, spacing], "text": "", "position": position,
+            "instance": 9 - position}  # fmt: skip
 
 
 def check(kind: str, state: dict[str, Any], **p: Any) -> bool:
-    return evaluate_check(kind, p, state, CATALOGUE)
+    """Parse the parameters as a task file's are parsed, then judge the state."""
+    spec = CheckSpec(kind=kind, **p)
+    k = OHIF_KINDS.kind(kind)
+    return k.holds(OHIF_KINDS.parse(spec), OhifState(state, CATALOGUE))
 
 
 def test_measurement_between_landmarks() -> None:
@@ -53,8 +61,23 @@ def test_measurement_between_landmarks() -> None:
     mr = _state(measurements=[_length((64.5, 128.5), (196.5, 128.5), spacing=0.9)])
     assert check("ohif.measurement", mr, **{"from": "A", "to": "B"})
     assert not check("ohif.measurement", _state(), **{"from": "A", "to": "B"})
-    with pytest.raises(DataError, match="unknown landmark"):
+    with pytest.raises(DataError, match="no seeded landmark 'Z'"):
         check("ohif.measurement", drawn, **{"from": "A", "to": "Z"})
+
+
+def test_measurement_on_a_named_image() -> None:
+    """Measuring on slice 1 and scrolling to slice 3 does not pass "measure on slice 3"."""
+    on_1 = _state(measurements=[_length((64.5, 128.5), (192.5, 128.5), position=1)])
+    on_3 = _state(measurements=[_length((64.5, 128.5), (192.5, 128.5), position=3)])
+    ab = {"from": "A", "to": "B"}
+    assert check("ohif.measurement", on_1, **ab)
+    assert not check("ohif.measurement", on_1, **ab, position=3)
+    assert check("ohif.measurement", on_3, **ab, position=3)
+    assert check("ohif.measurement", on_3, **ab, instance=6)  # stack position 3 of 8 is #6
+    assert not check("ohif.measurement", on_3, **ab, instance=8)
+    assert check("ohif.measurement", on_1, **ab, position=3, present=False)
+    with pytest.raises(DataError, match="'position' or 'instance', not both"):
+        check("ohif.measurement", on_3, **ab, position=3, instance=6)
 
 
 def test_measurement_count_and_other_tools() -> None:
@@ -75,10 +98,17 @@ def test_voi() -> None:
     assert not check("ohif.voi", lung, preset="Bone")
     assert check("ohif.voi", lung, changed=True)
     assert not check("ohif.voi", _state(), changed=True)
+    # `changed: false` means what it says: the series' own window, not "anything"
+    assert check("ohif.voi", _state(), changed=False)
+    assert not check("ohif.voi", lung, changed=False)
     assert check("ohif.voi", _state(), center=40, width=400)
     assert not check("ohif.voi", _state(), center=40, width=800)
-    with pytest.raises(DataError, match="unknown preset"):
+    with pytest.raises(DataError, match="preset"):
         check("ohif.voi", lung, preset="Sparkle")
+    with pytest.raises(DataError, match="exactly one of"):
+        check("ohif.voi", lung, preset="Lung", changed=True)
+    with pytest.raises(DataError, match="exactly one of"):
+        check("ohif.voi", lung)
 
 
 def test_view_state() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _orthanc_support import require_live, require_orthanc_stack, walk_oracle
+from _orthanc_support import require_live, require_orthanc_stack
 
 from medspot.live.core.actions import Click, Drag
 from medspot.live.core.taskfiles import load_task_file
@@ -112,18 +112,13 @@ def test_tour_is_disabled(ohif_env: Any, tasks: LiveTaskFile) -> None:
     assert ohif_env.web.eval(tour) is False
 
 
-def test_oracle_completes_every_task(ohif_env: Any, tasks: LiveTaskFile) -> None:
+def test_task_file_is_big_enough(tasks: LiveTaskFile) -> None:
+    """(The oracle through every task: `tests/live/test_task_audit.py`.)"""
     assert len(tasks.tasks) >= 20
     assert all(2 <= len(t.steps) <= 6 for t in tasks.tasks)
     assert sum(any(s.action == "drag" for s in t.steps) for t in tasks.tasks) >= 10
-    problems: list[tuple[Any, ...]] = []
-    for task in tasks.tasks:
-        w = walk_oracle(ohif_env, task)
-        if w.success_at_start or not w.success or w.fired or not all(w.located):
-            problems.append((task.id, w.success_at_start, w.success, w.fired, w.located))
-        if any(d is False for d in w.done_if):
-            problems.append((task.id, "done_if", w.done_if))
-    assert not problems
+    assert sum(bool(t.requires) for t in tasks.tasks) >= 1  # a process task
+    assert sum(bool(t.start.prepare) for t in tasks.tasks) >= 2  # prepared starts
 
 
 def _screen_mm(env: Any) -> float:

@@ -21,10 +21,20 @@ from medspot.live.agents.answer_reader import (
     PAGE_NOTCHES,
     SCROLL_NOTCHES,
     Frame,
+    parse_action,
     parse_answer,
 )
 from medspot.live.agents.scripted import ReplayAgent
-from medspot.live.core.actions import Click, Done, Drag, Key, Scroll, TypeText, normalise_key
+from medspot.live.core.actions import (
+    Click,
+    Done,
+    Drag,
+    Infeasible,
+    Key,
+    Scroll,
+    TypeText,
+    normalise_key,
+)
 
 W, H = 1280, 800
 SENT = smart_resize(W, H, UI_TARS_RESIZE)
@@ -197,6 +207,9 @@ def test_drag_without_a_start_is_not_guessed() -> None:
         ('key("Escape")', Key("Escape")),
         ('key("ctrl+a")', Key("Control+a")),
         ("done()", Done()),
+        ('infeasible("there is no patient SMITH")', Infeasible("there is no patient SMITH")),
+        ("infeasible()", Infeasible("")),
+        ("infeasible(reason='no such series')", Infeasible("no such series")),
         ("I will click the OK button: click(412, 233)", Click(412, 233)),
     ],
 )
@@ -204,6 +217,7 @@ def test_text_form_in_pixels(text: str, expected: object) -> None:
     got = parse_answer(text, PX)
     assert got.source == "text"
     assert _same(got.action, expected)
+    assert parse_action(text, (W, H)) == got  # the pixel reader of replay and Gymnasium
 
 
 def test_numbers_follow_the_declared_convention_never_the_values() -> None:

@@ -23,7 +23,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, RunInfo, atomic_write_json
+from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, LiveRunInfo, atomic_write_json
 from medspot.live.loop.steplog import ResumeState, StepRecord, TaskRecord
 from medspot.report.build import build_report
 from medspot.runfolder.reader import load_run
@@ -31,6 +31,8 @@ from test_report_browser import CHROMIUM, FLAGS, Page
 
 ENV = "ohif"
 EVIL = "</pre><script>window.__pwned = 1</script>"
+LONG_NAME = "Study date Sunday, April 23, 2023 at 10:15, CT CHEST, accession 4711, DOE^JOHN"
+THOUGHT = "The name field has the focus, so I type the patient's name."
 
 
 def _png(color: tuple[int, int, int]) -> tuple[str, bytes]:
@@ -103,6 +105,7 @@ def make_live_run(folder: Path, model: str, *, good: bool) -> Path:
                            final_screen=screens[2][0]))  # fmt: skip
     step("type-name", n=1, target_step=1, instruction="Type the name", screen=screens[2][0],
          hit_intended=True, achieved=[1], action={"kind": "type", "text": "DOE"},
+         element={"name": LONG_NAME}, thought=THOUGHT,
          checks={"success": False, "fail_if": []})  # fmt: skip
     step("type-name", n=2, target_step=2, instruction="Press Enter", screen=screens[3][0],
          hit_intended=good, action={"kind": "key", "key": "Enter" if good else "Escape"},
@@ -115,10 +118,9 @@ def make_live_run(folder: Path, model: str, *, good: bool) -> Path:
     state = ResumeState.from_records(recs)
     results = task_results([t1, t2], state, ENV)
     write_live_results(folder, ENV, results, n_boot=100)
-    info = RunInfo(model=model, protocol=PROTOCOL, adapter={"name": model, "kind": "model"},
-                   dataset=DatasetInfo(source=f"live:{ENV}", root=str(folder.resolve()),
-                                       apps=[ENV]), status="complete")  # fmt: skip
-    setattr(info, "kind", "live")  # noqa: B010
+    info = LiveRunInfo(model=model, protocol=PROTOCOL, adapter={"name": model, "kind": "model"},
+                       dataset=DatasetInfo(source=f"live:{ENV}", root=str(folder.resolve()),
+                                           apps=[ENV]), status="complete", env=ENV)  # fmt: skip
     atomic_write_json(folder / RUN_JSON, info.model_dump())
     return folder
 
@@ -200,9 +202,29 @@ def test_filmstrip_in_chromium(browser: Any, runs: tuple[Path, Path], tmp_path: 
     page.locator("details summary").first.click()
     assert EVIL in page.inner_text("main")
     assert page.evaluate("window.__pwned") is None
+    # the agent's thought beside its frame; a long element name cut at a word, with "…"
+    assert f"thought: {THOUGHT}" in text
+    assert "on “Study date Sunday, April 23, 2023 at 10:15, CT CHEST…”" in text
+    # a click on a frame opens its full screenshot (in the report folder)
+    frame = page.locator("figure.step.live a.full").first
+    with page.context.expect_page() as opened:
+        frame.click()
+    full = opened.value
+    full.wait_for_load_state("load")
+    assert full.url.startswith((site / "full").resolve().as_uri() + "/")
+    assert full.evaluate("document.images[0].naturalWidth") == 1280
+    full.close()
     p.check_clean()
     tasks = p.open("tasks-1.html")  # the static task page shows the same steps with pictures
     assert tasks.locator("figure.step").count() == 5
+    assert "no click · no raw answer stored" in tasks.inner_text("main")
+    p.check_clean()
+    summary = p.open("index.html")  # the live numbers lead; the static ones follow
+    headings = summary.eval_on_selector_all("main h2", "els => els.map(e => e.textContent)")
+    assert headings[0] == "Live evaluation"
+    assert headings.index("Live evaluation") < headings.index("Metrics (static protocol)")
+    first = summary.locator("#live-metrics tbody tr").first.inner_text()
+    assert first.startswith("task success") and "[" in first
     p.check_clean()
     assert json.loads((a / "trajectories" / "measure-length.json").read_text())["outcome"] == (
         "success"

@@ -45,6 +45,9 @@ class AdapterOptions:
     prompt_template: str | None = None
     replay_file: str | None = None
     ocr_min_score: float | None = None
+    # the live computer-use agents (openai-computer-use, anthropic-computer-use)
+    computer_tool: str | None = None  # the API's tool type / version; None: by the model
+    acknowledge_safety_checks: bool | None = None  # None/False: a pending check ends the task
 
     def __post_init__(self) -> None:
         if self.prompt_style is not None and self.prompt_style not in PROMPT_STYLES:

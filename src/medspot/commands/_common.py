@@ -15,6 +15,8 @@ __all__ = [
     "adapter_options",
     "add_data_args",
     "add_protocol_args",
+    "non_negative_float",
+    "non_negative_int",
     "parse_apps",
     "positive_int",
     "progress_bar",
@@ -28,6 +30,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    return v
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return v
 
 
@@ -105,6 +117,8 @@ _ADAPTER_OPTIONS = (
     "prompt_template",
     "price_file",
     "api_model",
+    "computer_tool",
+    "acknowledge_safety_checks",
 )
 
 

@@ -1,6 +1,7 @@
 """`medspot demo`: the whole pipeline offline on a CPU. Generates the synthetic clinical-GUI
 suite into a cache folder (once), evaluates the `ocr` and `random` baselines on it, writes
-results and an HTML report, and prints a side-by-side table."""
+results and an HTML report, and prints a side-by-side table. Run again, it resumes the runs
+in `--out` (nothing is asked twice) and says that it reused them."""
 
 from __future__ import annotations
 
@@ -54,8 +55,10 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     rows: list[tuple[str, dict[str, float | None], int, float]] = []
     runs: list[Path] = []
+    reused: list[str] = []
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
         t0 = time.perf_counter()
+        earlier = (out / model / "run.json").exists()
         bar = progress_bar(args.no_progress, desc=model)
         try:
             outcome = evaluate(
@@ -78,6 +81,9 @@ def _run(args: argparse.Namespace) -> int:
         m = outcome.score.overall.values
         rows.append((model, m, outcome.info.calls, time.perf_counter() - t0))
         runs.append(out / model)
+        kept = outcome.info.calls - outcome.stats.calls
+        if earlier and kept > 0:
+            reused.append(f"{model} ({kept} of {outcome.info.calls} answers)")
     report_line = ""
     if runs and not args.no_report:
         try:
@@ -92,6 +98,12 @@ def _run(args: argparse.Namespace) -> int:
     if report_line:
         print(report_line)
     print(f"total time: {time.perf_counter() - t_all:.1f}s")
+    if reused:
+        print(
+            f"note: reused the earlier runs in {out}: {', '.join(reused)} came from the "
+            f"journal, not asked again. To evaluate afresh, delete {out} or pass --out DIR.",
+            file=sys.stderr,
+        )
     return 0 if rows else 1
 
 

@@ -7,17 +7,20 @@ import argparse
 import sys
 import time
 
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
     add_data_args,
     add_protocol_args,
     non_negative_float,
+    non_negative_int,
     out_dir,
     parse_apps,
     positive_int,
     progress_bar,
 )
 from medspot.errors import BudgetExceeded
+from medspot.interrupts import exit_status
 
 __all__ = ["register"]
 
@@ -139,11 +142,12 @@ def _run(args: argparse.Namespace) -> int:
 
         print(dry_run(req))
         return 0
+    args.run_folder = req.out  # where a bug's traceback goes (medspot.cli)
     bar = progress_bar(args.no_progress)
     t0 = time.perf_counter()
     try:
         outcome = evaluate(req, on_progress=bar.update if bar else None)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
         if bar:
             bar.close()
         print(
@@ -151,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
             "predictions.jsonl; run the same command again to resume.",
             file=sys.stderr,
         )
-        return 130
+        return exit_status(e)
     finally:
         if bar:
             bar.close()
@@ -213,10 +217,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--max-retries",
-        type=int,
-        default=4,
+        type=non_negative_int,
+        default=MAX_RETRIES,
         metavar="N",
-        help="retries of a failed call before it is recorded as an error",
+        help=f"retries of a failed call before it is recorded as an error (default {MAX_RETRIES})",
     )
     p.add_argument(
         "--max-cost",

@@ -3,6 +3,7 @@
 live run     run a model (any card, as `eval` takes it) through an environment's tasks
 live tasks   list an environment's tasks, or validate a task file
 live export  the oracle through every task, written as a MedSPOT-format dataset
+live audit   are the tasks sound? the oracle and a do-nothing agent through every task
 live setup   install the environments' system packages (apt-get as root; else print)
 live doctor  say what an environment is missing (exit 1 when something is)
 """
@@ -10,43 +11,68 @@ live doctor  say what an environment is missing (exit 1 when something is)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from medspot.commands._common import adapter_options, positive_int, progress_bar
+from medspot.adapters.retry import MAX_RETRIES
+from medspot.commands._common import (
+    adapter_options,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    progress_bar,
+)
+from medspot.commands._runlog import run_log
 from medspot.commands.eval import add_model_args
-from medspot.errors import ConfigError
+from medspot.errors import BudgetExceeded, ConfigError
+from medspot.interrupts import exit_status
 
-__all__ = ["parse_env_options", "register"]
+__all__ = ["GIVEN_UP_EXIT_STATUS", "parse_env_options", "register"]
+
+# The run finished, but tasks ended as environment errors whose fault recurs on every fresh
+# environment: running the command again does not retry them (--retry-env-errors does).
+GIVEN_UP_EXIT_STATUS = 4
 
 
-def parse_env_options(items: list[str] | None) -> dict[str, Any]:
-    """`--env-option KEY=VALUE` pairs; true/false/numbers are converted."""
-    out: dict[str, Any] = {}
+def parse_env_options(items: list[str] | None) -> dict[str, str]:
+    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
+    check them (`medspot.live.core.envoptions`)."""
+    out: dict[str, str] = {}
     for item in items or []:
         key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
+        name = key.strip().replace("-", "_")
+        if not sep or not name:
             raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
-        value: Any = raw
-        if raw.lower() in ("true", "false"):
-            value = raw.lower() == "true"
-        else:
-            try:
-                value = int(raw)
-            except ValueError:
-                try:
-                    value = float(raw)
-                except ValueError:
-                    value = raw
-        out[key.strip().replace("-", "_")] = value
+        if name in out:
+            raise ConfigError(f"--env-option {name} is given twice")
+        out[name] = raw
     return out
 
 
 def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
-    ids = [t.strip() for t in (args.tasks or "").split(",") if t.strip()]
+    if args.tasks is None:
+        return ()
+    ids = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not ids:
+        raise ConfigError(
+            f"--tasks {args.tasks!r} names no task id (ids separated by commas; leave --tasks "
+            "out to run every task)"
+        )
     return tuple(ids)
+
+
+@contextlib.contextmanager
+def _logged(args: argparse.Namespace, run_folder: Path) -> Iterator[None]:
+    """The command's log in full into `<run_folder>/live.log`, one line per record on stderr;
+    a bug's traceback goes into the run folder too (`medspot.cli`)."""
+    from medspot.live.loop.results import LIVE_LOG
+
+    args.run_folder = run_folder
+    with run_log(run_folder, run_folder / LIVE_LOG, verbose=getattr(args, "verbose", 0)):
+        yield
 
 
 def _env_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -66,17 +92,11 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",
     )  # fmt: skip
+    p.add_argument(
+        "--retry-env-errors", action="store_true",
+        help="run again the tasks given up on because their environment fault recurred",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
-    return v
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
@@ -93,7 +113,7 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
         "local cluster for this run",
     )  # fmt: skip
     p.add_argument(
-        "--ray-cpus-per-env", type=_nonnegative_float, default=None, metavar="CPUS",
+        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
         help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
         "a fraction packs more per node)",
     )  # fmt: skip
@@ -117,25 +137,29 @@ def _run(args: argparse.Namespace) -> int:
         mode=args.mode,
         prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
-        env_options=parse_env_options(args.env_option),
-        executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env,
+        env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
+        retry_env_errors=args.retry_env_errors, executor=args.executor,
+        ray_address=args.ray_address, ray_cpus_per_env=args.ray_cpus_per_env,
     )  # fmt: skip
     bar, update = _bar(args, "live")
-    try:
-        outcome = run_live(req, on_progress=update)
-    except KeyboardInterrupt:
-        if bar:
-            bar.close()
+    stopped: int | None = None
+    # the exception is let go inside the log's block: what its frames held (environments, a
+    # browser driver's futures) is collected, and reported, while the log still takes it
+    with _logged(args, out):
+        try:
+            outcome = run_live(req, on_progress=update)
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
+            stopped = exit_status(e)
+        finally:
+            if bar:
+                bar.close()
+    if stopped is not None:
         print(
             f"\nmedspot: interrupted. Every step so far is in {out}/live_journal.jsonl; run "
             "the same command again to resume.",
             file=sys.stderr,
         )
-        return 130
-    finally:
-        if bar:
-            bar.close()
+        return stopped
     m, st = outcome.metrics, outcome.stats
 
     def pct(key: str) -> str:
@@ -153,14 +177,39 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.model == "oracle":
         print("note: `oracle` reads the target element from the application; not a model.")
-    if outcome.info.status != "complete":
+    if outcome.info.cost_usd:
+        print(f"cost so far: ${outcome.info.cost_usd:.4f}")
+    if st.budget_reached:
+        raise BudgetExceeded(
+            f"--max-cost {args.max_cost} reached; the run stopped before its next model call. "
+            "Raise --max-cost and run the same command again to continue."
+        )
+    return _incomplete_status(outcome.info.status, outcome.info.errors, outcome.given_up, out)
+
+
+def _incomplete_status(status: str, errors: int, given_up: tuple[str, ...], out: Path) -> int:
+    """0 for a complete run; else say what is left and return 1 (running the command again
+    retries it) or `GIVEN_UP_EXIT_STATUS` (only tasks whose environment fault recurs are left)."""
+    if status == "complete":
+        return 0
+    if given_up:
         print(
-            f"medspot: the run is incomplete ({outcome.info.errors} tasks errored); run the "
-            "same command again to retry them.",
+            f"medspot: {len(given_up)} task(s) ended as environment errors whose fault recurs "
+            f"on every fresh environment ({', '.join(given_up[:5])}"
+            f"{' ...' if len(given_up) > 5 else ''}; the cause is in "
+            f"{out}/live_journal.jsonl and the report); running the command again does not "
+            "retry them, --retry-env-errors does.",
+            file=sys.stderr,
+        )
+    retryable = errors - len(given_up)
+    if retryable > 0:
+        print(
+            f"medspot: the run is incomplete ({retryable} tasks errored); run the same command "
+            "again to retry them.",
             file=sys.stderr,
         )
         return 1
-    return 0
+    return GIVEN_UP_EXIT_STATUS if given_up else 1
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -179,19 +228,32 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from medspot.live.loop.dataset_export import export_env
+    from medspot.live.loop.dataset_export import RUN_SUBDIR, export_env
 
+    out = Path(args.out)
+    ids, env_options = _task_ids(args), parse_env_options(args.env_option)
     bar, update = _bar(args, "export")
-    try:
-        res = export_env(
-            args.env, Path(args.out), task_ids=_task_ids(args),
-            tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update,
-        )  # fmt: skip
-    finally:
-        if bar:
-            bar.close()
+    stopped: int | None = None
+    with _logged(args, out / RUN_SUBDIR):  # as in `_run`
+        try:
+            res = export_env(
+                args.env, out, task_ids=ids,
+                tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+                concurrency=args.concurrency, env_options=env_options, on_progress=update,
+                retry_env_errors=args.retry_env_errors,
+            )  # fmt: skip
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
+            stopped = exit_status(e)
+        finally:
+            if bar:
+                bar.close()
+    if stopped is not None:
+        print(
+            f"\nmedspot: interrupted. The oracle's steps so far are in {out / RUN_SUBDIR}; run "
+            "the same command again to resume.",
+            file=sys.stderr,
+        )
+        return stopped
     print(
         f"{res.root}: {res.tasks} tasks, {res.steps} steps of {res.app} "
         f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/)"
@@ -200,6 +262,44 @@ def _export(args: argparse.Namespace) -> int:
         print(f"not exported (the oracle did not complete them): {', '.join(res.skipped)}")
         return 1
     return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import json
+    import shutil
+    import tempfile
+
+    from medspot.live.core.taskfiles import env_task_file, select_tasks
+    from medspot.live.loop.task_audit import audit_env
+
+    tasks_file = Path(args.tasks_file) if args.tasks_file else None
+    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args))  # bad input: exit 2
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
+    bar, update = _bar(args, "audit")
+    try:
+        res = audit_env(
+            args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
+            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
+            on_progress=update,
+        )  # fmt: skip
+    finally:
+        if bar:
+            bar.close()
+        if not args.out:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.out:
+        (work / "audit.json").write_text(json.dumps(res.to_json(), indent=1), encoding="utf-8")
+    for task, found in res.by_task().items():
+        for f in found:
+            print(f"{task}: {f.kind}: {f.message}")
+    n = len({f.task for f in res.findings})
+    print(
+        f"{args.env}: {len(res.tasks)} tasks audited, {n} with findings"
+        + (f" ({len(res.findings)} findings)" if res.findings else "")
+        + (f"; the runs are in {work}/" if args.out else ""),
+        file=sys.stderr,
+    )
+    return 1 if res.findings else 0
 
 
 def _envs(name: str | None) -> list[str]:
@@ -293,11 +393,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "only the task's goal, it plans and ends by itself",
     )  # fmt: skip
     r.add_argument(
-        "--env-retries", type=int, default=2, metavar="N",
+        "--env-retries", type=non_negative_int, default=2, metavar="N",
         help="fresh environments per task after an environment fault (default 2)",
     )  # fmt: skip
-    r.add_argument("--max-retries", type=int, default=4, metavar="N",
+    r.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
                    help="retries of a failed model call before it is an error")  # fmt: skip
+    r.add_argument(
+        "--max-cost", type=non_negative_float, default=None, metavar="USD",
+        help="start no model call once the run has cost this much (resumable; exit 3)",
+    )  # fmt: skip
+    r.add_argument(
+        "--computer-tool", default=None, metavar="TYPE",
+        help="the computer-use API's tool type or version (default: by the API model)",
+    )  # fmt: skip
+    r.add_argument(
+        "--acknowledge-safety-checks", action="store_true", default=None,
+        help="openai-computer-use: acknowledge the API's pending safety checks and go on "
+        "(default: such a turn is an error and nothing is executed)",
+    )  # fmt: skip
     _executor_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
@@ -314,6 +427,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
     _selection_args(x)
     x.set_defaults(func=_export)
+
+    a = lsub.add_parser(
+        "audit", help="the oracle and a do-nothing agent through the tasks: what is unsound",
+        description="Runs the oracle and the noop agent through the runner and reports per task: "
+        "oracle failures, tasks solved at their start, oracle actions that change nothing, "
+        "vacuous checks. Exit 0: nothing found; 1: findings; 2: bad input.",
+    )  # fmt: skip
+    _env_args(a)
+    a.add_argument(
+        "--out", default=None, metavar="DIR",
+        help="keep the two runs and audit.json here (default: a temporary folder)",
+    )  # fmt: skip
+    _selection_args(a)
+    a.set_defaults(func=_audit)
 
     s = lsub.add_parser("setup", help="install the environments' system packages")
     _env_args(s, required=False)

@@ -5,6 +5,11 @@ Ctrl-C. Then, in another shell:
 
     medspot eval --data DATA --limit 2 --model openai:test --convention rel1000 \\
         --base-url http://127.0.0.1:PORT/v1 --out results/try
+
+With `--script FILE` it plays scripted computer-use conversations instead, in both the
+Responses API's and the Messages API's formats (`medspot.testing.cu_script`), for
+`medspot live run --mode agent --model openai-computer-use --base-url http://127.0.0.1:PORT/v1`
+or `--model anthropic-computer-use --base-url http://127.0.0.1:PORT`.
 """
 
 from __future__ import annotations
@@ -22,19 +27,39 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.errors import ConfigError
     from medspot.testing.openai_server import OpenAITestServer
 
-    srv = OpenAITestServer(answer=args.answer, latency=args.latency, port=args.port)
+    responder = None
+    if args.script:
+        from pathlib import Path
+
+        from medspot.testing.cu_script import ScriptedComputerUse, load_script
+
+        responder = ScriptedComputerUse(load_script(Path(args.script)))
+    srv = OpenAITestServer(
+        answer=args.answer, responder=responder, latency=args.latency, port=args.port
+    )
     try:
         srv.start()
     except OSError as e:
         raise ConfigError(f"cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}") from None
     try:
-        print(f"serving {srv.base_url} (answer {args.answer!r}); Ctrl-C stops", flush=True)
-        print(
-            f"try: medspot eval --data DATA --limit 2 --model openai:test --convention "
-            f"rel1000 --base-url {srv.base_url} --out results/try",
-            file=sys.stderr,
-            flush=True,
-        )
+        if responder is not None:
+            print(f"serving {srv.base_url} (OpenAI) and {srv.root_url} (Anthropic) with the "
+                  f"script {args.script}; Ctrl-C stops", flush=True)  # fmt: skip
+            print(
+                "try: medspot live run --env orthanc-explorer --mode agent --model "
+                f"openai-computer-use --base-url {srv.base_url} --out results/try "
+                "(a placeholder key in OPENAI_API_KEY)",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            print(f"serving {srv.base_url} (answer {args.answer!r}); Ctrl-C stops", flush=True)
+            print(
+                f"try: medspot eval --data DATA --limit 2 --model openai:test --convention "
+                f"rel1000 --base-url {srv.base_url} --out results/try",
+                file=sys.stderr,
+                flush=True,
+            )
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
@@ -63,6 +88,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--answer", default="(500, 500)", help="the text every request gets")
+    p.add_argument(
+        "--script", default=None, metavar="FILE",
+        help="scripted computer-use conversations (JSON; medspot.testing.cu_script)",
+    )  # fmt: skip
     p.add_argument(
         "--latency", type=non_negative_float, default=0.0, metavar="S", help="seconds per answer"
     )

@@ -1,12 +1,164 @@
 """MedSPOT-Live: closed-loop evaluation in real running clinical software.
 
-An *environment* (one module per family: `orthanc`, `desktop`, `ohif`, `dicomscope`) runs a
-real application, shows the model its screen, executes the model's action and reports whether
-the application's state satisfies the task. The contract every environment implements is
-`medspot.live.base.Environment`; actions are `medspot.live.core.actions`; tasks are data
-(`medspot.live.core.tasks`).
+An *environment* runs a real application (`env_names()`: Orthanc Explorer and OHIF in headless
+chromium, DICOMscope under Xvfb), shows the agent its screen, executes its action and judges
+the task on the application's state. The library API, imported lazily (`import medspot.live`
+imports none of its parts)::
+
+    from pathlib import Path
+    import medspot.live as live
+
+    tf, _ = live.env_task_file("orthanc-explorer")         # the packaged tasks, validated
+    env = live.create_environment("orthanc-explorer", workdir=Path("/tmp/oe"))
+    env.start()
+    ep = live.Episode(env, tf.tasks[0])                      # the one definition of a step
+    obs = ep.reset()
+    res = ep.step(ep.oracle_action() or live.Done())         # your agent's action here
+    env.close()
+
+    live.run_live(live.LiveRequest(env="orthanc-explorer", model="oracle", out=Path("runs/o")))
+
+Parts: `medspot.live.core` (the environment contract, actions, tasks, the registry, the
+`Episode`), `.agents` (models, the oracle, replay; reading an answer into an action), `.loop`
+(the runner, the journal, metrics, the run folder), `.drivers`, `.services`, `.envs`; the
+Gymnasium API is `medspot.live.gym` (the `gym` extra). docs/live.md "Use it from Python".
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from medspot.errors import ConfigError, DataError, MedspotError, ModelCallError
+    from medspot.live.agents.answer_reader import ParsedAction, parse_action, parse_answer
+    from medspot.live.agents.factory import create_agent
+    from medspot.live.agents.model import ModelAgent
+    from medspot.live.agents.scripted import OracleAgent, ReplayAgent
+    from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent, PastTurn
+    from medspot.live.core.actions import (
+        Click,
+        Done,
+        Drag,
+        Infeasible,
+        Key,
+        LiveAction,
+        Scroll,
+        TypeText,
+        action_from_json,
+        action_to_json,
+        describe_action,
+    )
+    from medspot.live.core.contract import (
+        ActResult,
+        ElementInfo,
+        Environment,
+        EnvironmentFault,
+        Observation,
+        PixelBox,
+    )
+    from medspot.live.core.episode import MODES, Episode, Mode, StepResult, hit_intended
+    from medspot.live.core.registry import (
+        EnvEntry,
+        create_environment,
+        env_entry,
+        env_names,
+        register_env,
+    )
+    from medspot.live.core.taskfiles import (
+        env_task_file,
+        load_task_file,
+        parse_task_file,
+        select_tasks,
+    )
+    from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
+    from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+
+__all__ = [
+    "MODES",
+    "ActResult",
+    "AgentAnswer",
+    "AgentTurn",
+    "CheckSpec",
+    "Click",
+    "ConfigError",
+    "DataError",
+    "Done",
+    "Drag",
+    "ElementInfo",
+    "EnvEntry",
+    "Environment",
+    "EnvironmentFault",
+    "Episode",
+    "Infeasible",
+    "Key",
+    "LiveAction",
+    "LiveAgent",
+    "LiveOutcome",
+    "LiveRequest",
+    "LiveTask",
+    "LiveTaskFile",
+    "Locator",
+    "MedspotError",
+    "Mode",
+    "ModelAgent",
+    "ModelCallError",
+    "Observation",
+    "OracleAgent",
+    "ParsedAction",
+    "PastTurn",
+    "PixelBox",
+    "ReplayAgent",
+    "Scroll",
+    "StepResult",
+    "StepSpec",
+    "TypeText",
+    "action_from_json",
+    "action_to_json",
+    "create_agent",
+    "create_environment",
+    "describe_action",
+    "env_entry",
+    "env_names",
+    "env_task_file",
+    "hit_intended",
+    "load_task_file",
+    "parse_action",
+    "parse_answer",
+    "parse_task_file",
+    "register_env",
+    "run_live",
+    "select_tasks",
+]
+
+
+# Each public name's one home (the names as one string per module).
+_PARTS = {
+    "medspot.errors": "ConfigError DataError MedspotError ModelCallError",
+    "medspot.live.agents.answer_reader": "ParsedAction parse_action parse_answer",
+    "medspot.live.agents.factory": "create_agent",
+    "medspot.live.agents.model": "ModelAgent",
+    "medspot.live.agents.scripted": "OracleAgent ReplayAgent",
+    "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
+    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction Scroll TypeText "
+    "action_from_json action_to_json describe_action",
+    "medspot.live.core.contract": "ActResult ElementInfo Environment EnvironmentFault "
+    "Observation PixelBox",
+    "medspot.live.core.episode": "MODES Episode Mode StepResult hit_intended",
+    "medspot.live.core.registry": "EnvEntry create_environment env_entry env_names register_env",
+    "medspot.live.core.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
+    "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
+    "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
+}
+_HOMES = {name: module for module, names in _PARTS.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'medspot.live' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

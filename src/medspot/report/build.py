@@ -9,9 +9,9 @@ from pathlib import Path
 
 from medspot.errors import AdapterUnavailable, ConfigError
 from medspot.report.html import write_site
-from medspot.report.live import live_images
+from medspot.report.live import is_live, live_images
 from medspot.report.plots import PLOT_DIR, write_plots
-from medspot.report.thumbs import Thumb, make_thumbnails
+from medspot.report.thumbs import Thumb, full_images, make_thumbnails
 from medspot.runfolder.reader import Run, load_runs
 
 __all__ = ["ReportResult", "build_report"]
@@ -60,10 +60,12 @@ def build_report(
         raise ConfigError(f"cannot create {out_dir}: {e.strerror or e}") from None
     notes: list[str] = []
     thumbs: list[dict[str, Thumb]] = []
+    full: list[dict[str, str]] = []
     for r in runs:
         root = _data_root(r, data)
         paths = [s.image_path for t in r.tasks for s in t.steps] + live_images(r)
         made = make_thumbnails(root, paths, out_dir, max_width=thumb_width)
+        full.append(full_images(root, paths, out_dir) if is_live(r) else {})
         if not made:
             notes.append(
                 f"{r.name}: no screenshots found"
@@ -79,8 +81,9 @@ def build_report(
             notes.append(f"no plots: {e}")
     plot_rel = [p.relative_to(out_dir).as_posix() for p in plot_paths]
     pages = write_site(
-        runs, out_dir, thumbs=thumbs, plot_files=plot_rel, title=title, n_boot=n_boot
-    )
+        runs, out_dir, thumbs=thumbs, plot_files=plot_rel, title=title, n_boot=n_boot,
+        full_images=full,
+    )  # fmt: skip
     return ReportResult(
         index=out_dir / "index.html",
         pages=tuple(pages),

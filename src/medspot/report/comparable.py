@@ -8,10 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
+from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.reader import Run
 from medspot.runfolder.schema import TaskRow
 
-__all__ = ["DataKey", "data_key", "data_mismatch", "refuse_repeated_runs", "same_task"]
+__all__ = [
+    "DataKey",
+    "data_key",
+    "data_mismatch",
+    "mode_mismatch",
+    "refuse_repeated_runs",
+    "run_mode",
+    "same_task",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,23 @@ def data_mismatch(runs: Sequence[Run]) -> str | None:
                 f"{r.name}: {str(v)[:12] if v else '-'}" for r, v in zip(runs, values, strict=True)
             )
             return f"the runs are over different data: {what} differ ({detail})"
+    return None
+
+
+def run_mode(run: Run) -> str | None:
+    """A live run's mode (`guided`, `agent`; live runs made before modes are guided), None for
+    a static run."""
+    live = LiveRunInfo.of(run.info)
+    return None if live is None else live.mode
+
+
+def mode_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why live runs of different modes may not be ranked or compared together, or None: a
+    guided run is told the plan, an agent-mode run only the goal."""
+    modes = [run_mode(r) for r in runs]
+    if len({m for m in modes if m is not None}) > 1:
+        detail = ", ".join(f"{r.name}: {m}" for r, m in zip(runs, modes, strict=True) if m)
+        return f"the live runs were made in different modes ({detail})"
     return None
 
 

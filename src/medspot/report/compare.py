@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
-from medspot.report.comparable import data_mismatch, same_task
+from medspot.report.comparable import data_mismatch, mode_mismatch, same_task
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import (
     METRIC_KEYS,
@@ -149,6 +149,9 @@ def compare_runs(
     data_problem = data_mismatch([a, b])
     if data_problem is not None and not mixed:
         raise ConfigError(f"{data_problem}; compare runs over the same data, or pass --mixed")
+    mode_problem = mode_mismatch([a, b])
+    if mode_problem is not None and not mixed:
+        raise ConfigError(f"{mode_problem}; compare runs of one mode, or pass --mixed")
     scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
     scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
     common = tuple(tid for tid in scored_a if tid in scored_b)

@@ -16,7 +16,10 @@ from pathlib import Path
 from medspot.errors import MedspotError
 from medspot.report.compare import Comparison, compare_runs
 from medspot.report.leaderboard import SHORT_NAMES, is_share
+from medspot.report.live import is_live, live_page, live_page_name
+from medspot.report.live_summary import live_section
 from medspot.report.thumbs import Thumb
+from medspot.runfolder.live_schema import live_view
 from medspot.runfolder.reader import Run
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
@@ -305,7 +308,21 @@ def summary_page(pages: PageSet, plot_files: Sequence[str], title: str) -> str:
             '<div class="warn">The runs were made on different annotation files (dataset '
             "fingerprints differ).</div>"
         )
-    body += "<h2>Metrics</h2>" + _metrics_table(runs)
+    lives = [(i, lr) for i, r in enumerate(runs) if (lr := live_view(r)) is not None]
+    pages_of = dict(pages.live_pages)
+    body += live_section(
+        [lr for _, lr in lives], e,
+        {k: pages_of[i] for k, (i, _) in enumerate(lives) if i in pages_of},
+    )  # fmt: skip
+    if lives:  # the static formulas' view of the live runs comes second
+        body += (
+            "<h2>Metrics (static protocol)</h2>"
+            '<p class="note">For a live run: TCA is its task success, S1A whether its first '
+            "action hit the intended element, SHR the oracle's steps achieved.</p>"
+        )
+    else:
+        body += "<h2>Metrics</h2>"
+    body += _metrics_table(runs)
     body += "<h2>Per application</h2>" + _per_app_table(runs)
     body += "<h2>Runs</h2>" + "".join(
         _run_card(r, p) for r, p in zip(runs, pages.task_pages, strict=True)
@@ -382,13 +399,18 @@ def _step(s: StepRow, t: TaskRow, thumbs: Mapping[str, Thumb]) -> str:
         f'<details><summary>raw model answer</summary><pre class="raw">{e(s.raw_output)}</pre>'
         "</details>"
         if s.raw_output is not None
-        else '<span class="note">no raw answer stored</span>'
+        else ""
     )
-    point = f"click ({s.pred_point[0]:.3f}, {s.pred_point[1]:.3f})" if s.pred_point else "no click"
+    notes = [
+        f"click ({s.pred_point[0]:.3f}, {s.pred_point[1]:.3f})" if s.pred_point else "no click"
+    ]
+    if s.raw_output is None:
+        notes.append("no raw answer stored")
     return (
         f'<figure class="{classes}" data-step="{e(s.step)}">{frame}<figcaption>'
         + " · ".join(info)
-        + f'<span class="instr">{e(s.instruction)}</span><span class="note">{e(point)}</span>'
+        + f'<span class="instr">{e(s.instruction)}</span>'
+        + f'<span class="note">{e(" · ".join(notes))}</span>'
         + raw
         + "</figcaption></figure>"
     )
@@ -498,9 +520,11 @@ def write_site(
     plot_files: Sequence[str] = (),
     title: str = "MedSPOT report",
     n_boot: int = 2000,
+    full_images: Sequence[Mapping[str, str]] = (),
 ) -> list[Path]:
     """Write the pages into `out_dir` (thumbnails and plots already there); returns the pages.
-    `thumbs[i]` maps an image path of run i to its thumbnail."""
+    `thumbs[i]` maps an image path of run i to its thumbnail, `full_images[i]` to the full
+    screenshot in the report folder (the live filmstrips link to them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     task_pages = tuple(f"tasks-{i + 1}.html" for i in range(len(runs)))
     pairs: list[tuple[int, int, str]] = []
@@ -512,8 +536,6 @@ def write_site(
             log.warning("no comparison of %s and %s: %s", runs[0].name, runs[j].name, ex)
             continue
         pairs.append((0, j, f"compare-1-{j + 1}.html"))
-    from medspot.report.live import is_live, live_page, live_page_name
-
     live = tuple((i, live_page_name(i)) for i, r in enumerate(runs) if is_live(r))
     pages = PageSet(runs=tuple(runs), task_pages=task_pages, pairs=tuple(pairs), live_pages=live)
     _copy_assets(out_dir)
@@ -524,8 +546,9 @@ def write_site(
         written.append(out_dir / name)
     for i, name in live:
         html_text = live_page(
-            runs[i], thumbs[i], page=lambda title, body: _page(title, body, pages.nav()), e=e
-        )
+            runs[i], thumbs[i], page=lambda title, body: _page(title, body, pages.nav()), e=e,
+            full=full_images[i] if i < len(full_images) else None,
+        )  # fmt: skip
         (out_dir / name).write_text(html_text, encoding="utf-8")
         written.append(out_dir / name)
     for i, j, name in pairs:

@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
-from medspot.report.comparable import data_key, data_mismatch, refuse_repeated_runs
+from medspot.report.comparable import (
+    data_key,
+    data_mismatch,
+    mode_mismatch,
+    refuse_repeated_runs,
+)
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
@@ -111,6 +116,9 @@ def build_leaderboard(
     data_problem = data_mismatch(runs)
     if data_problem is not None and not mixed:
         raise ConfigError(f"{data_problem}; rank runs over the same data, or pass --mixed")
+    mode_problem = mode_mismatch(runs)
+    if mode_problem is not None and not mixed:
+        raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
     protocols = tuple(dict.fromkeys(r.protocol for r in runs))
     if len(protocols) > 1 and not mixed:
         detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)

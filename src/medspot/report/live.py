@@ -2,9 +2,13 @@
 
 One frame per action: the screen the model saw, the intended element's box, the click point
 (green when it hit the intended element, red when not), a drag as an arrow, a scroll as a
-vertical arrow with its notches, typed text and keys in the caption, what changed (the screen,
-the URL, the task's steps achieved) and the checks after the action; the final screen last.
-Reads the task and step rows of a live run folder (`medspot.live.loop.results`); nothing else.
+vertical arrow with its notches, typed text and keys in the caption, the agent's thought when
+it wrote one, what changed (the screen, the URL, the task's steps achieved) and the checks
+after the action; the final screen last. A click on a frame opens the full screenshot.
+Reads live runs through `medspot.runfolder.live_schema` (the writer's types); nothing else.
+
+Places to extend: `run_header` (the run's settings above the strips), `frame_notes` (text
+beside one frame), `task_ending` (how a task ended), `task_heading`.
 """
 
 from __future__ import annotations
@@ -13,30 +17,41 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from medspot.errors import ConfigError
+from medspot.report.text import shorten
 from medspot.report.thumbs import Thumb
+from medspot.runfolder.live_schema import LiveRun, LiveStepRow, LiveTaskRow, live_view
 from medspot.runfolder.reader import Run
-from medspot.runfolder.schema import StepRow, TaskRow
 
-__all__ = ["is_live", "live_images", "live_page", "live_page_name"]
+__all__ = [
+    "frame_notes",
+    "is_live",
+    "live_images",
+    "live_page",
+    "live_page_name",
+    "run_header",
+    "task_ending",
+    "task_heading",
+]
 
+Escape = Callable[[object], str]
 _DEFAULT = (1280, 800)
+ELEMENT_TEXT = 60  # characters of an element's name in a caption
+THOUGHT_TEXT = 160  # characters of a thought shown beside a frame (the whole text unfolds)
 
 
 def is_live(run: Run) -> bool:
-    return (run.info.model_extra or {}).get("kind") == "live"
+    return live_view(run) is not None
 
 
 def live_page_name(i: int) -> str:
     return f"live-{i + 1}.html"
 
 
-def _x(row: TaskRow | StepRow, key: str) -> Any:
-    return (row.model_extra or {}).get(key)
-
-
 def live_images(run: Run) -> list[str]:
     """The pictures the filmstrips show beyond the step rows' own: each task's final screen."""
-    return [p for t in run.tasks if isinstance(p := _x(t, "final_screen"), str) and p]
+    lr = live_view(run)
+    return [t.final_screen for t in lr.tasks if t.final_screen] if lr else []
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, size: float, cls: str) -> str:
@@ -52,7 +67,7 @@ def _arrow(x1: float, y1: float, x2: float, y2: float, size: float, cls: str) ->
     )
 
 
-def _overlay(s: StepRow, thumb: Thumb | None, e: Callable[[object], str]) -> str:
+def _overlay(s: LiveStepRow, thumb: Thumb | None, e: Escape) -> str:
     w, h = thumb.original if thumb else (s.image_size or _DEFAULT)
     w, h = max(1, w), max(1, h)
     r = 0.012 * max(w, h)
@@ -63,7 +78,7 @@ def _overlay(s: StepRow, thumb: Thumb | None, e: Callable[[object], str]) -> str
             f'width="{(b[2] - b[0]) * w:.1f}" height="{(b[3] - b[1]) * h:.1f}" '
             'vector-effect="non-scaling-stroke"/>'
         )
-    a = _x(s, "live_action") or {}
+    a = s.live_action or {}
     cls = "hit" if s.hit else ("miss" if s.hit is False else "other")
     kind = a.get("kind")
     if kind == "drag":
@@ -105,26 +120,63 @@ def _action_text(a: Mapping[str, Any] | None) -> str:
         return f"type “{a.get('text', '')}”"
     if kind == "key":
         return f"key {a.get('key', '')}"
-    return "done"
+    return str(kind or "done")
 
 
-def _frame(s: StepRow, thumb: Thumb | None, e: Callable[[object], str], last: bool) -> str:
+def _picture(thumb: Thumb | None, full: str | None, alt: str, e: Escape, overlay: str = "") -> str:
+    """The frame: the thumbnail (with its overlay); a link to the full screenshot when the
+    report holds it."""
     img = (
         f'<img src="{e(thumb.rel)}" width="{thumb.size[0]}" height="{thumb.size[1]}" '
-        f'loading="lazy" alt="{e(s.image_path)}">'
+        f'loading="lazy" alt="{e(alt)}">'
         if thumb
         else ""
     )
-    checks = _x(s, "checks") or {}
-    changed = _x(s, "changed")
-    notes = []
-    achieved = _x(s, "achieved") or []
-    if achieved:
-        notes.append("achieved step " + ", ".join(str(k) for k in achieved))
-    if changed is not None:
-        notes.append("screen changed" if changed else "screen unchanged")
-    if _x(s, "url_after") and _x(s, "url_after") != _x(s, "url"):
-        notes.append(f"→ {_x(s, 'url_after')}")
+    frame = f'<div class="frame{"" if thumb else " noimg"}">{img}{overlay}</div>'
+    if full and thumb:
+        return (
+            f'<a class="full" href="{e(full)}" target="_blank" rel="noopener" '
+            f'title="open the full screenshot">{frame}</a>'
+        )
+    return frame
+
+
+def frame_notes(s: LiveStepRow, e: Escape) -> str:
+    """What is shown beside one frame below its action and outcome: the agent's thought when
+    it wrote one (shortened; the whole text unfolds). Agents' further per-frame text goes
+    here."""
+    if not s.thought:
+        return ""
+    short = shorten(s.thought, THOUGHT_TEXT)
+    if short == " ".join(s.thought.split()):
+        return f'<span class="thought">thought: {e(short)}</span>'
+    return (
+        f'<details class="thought"><summary>thought: {e(short)}</summary>'
+        f'<pre class="raw">{e(s.thought)}</pre></details>'
+    )
+
+
+def _effects(s: LiveStepRow, e: Escape) -> str:
+    """One readable note: the outcome, the element hit, the steps achieved, what changed."""
+    outcome = {"hit": "hit the intended element", "miss": "missed the intended element"}
+    parts = [outcome.get(s.outcome, s.outcome.replace("_", " "))]
+    element = s.element or {}
+    name = str(element.get("name") or element.get("role") or "")
+    if name:
+        parts.append(f"on “{shorten(name, ELEMENT_TEXT)}”")
+    if s.achieved:
+        parts.append("achieved step " + ", ".join(str(k) for k in s.achieved))
+    if s.changed is not None:
+        parts.append("screen changed" if s.changed else "screen unchanged")
+    if s.url_after and s.url_after != s.url:
+        parts.append(f"→ {s.url_after}")
+    if s.replayed:
+        parts.append("answer replayed from the journal")
+    return f'<span class="note">{e(" · ".join(parts))}</span>'
+
+
+def _checks(s: LiveStepRow, e: Escape) -> str:
+    checks = s.checks
     chk = []
     if "success" in checks:
         chk.append(f'<span class="badge {"hit" if checks["success"] else "other"}">success '
@@ -133,51 +185,76 @@ def _frame(s: StepRow, thumb: Thumb | None, e: Callable[[object], str], last: bo
         chk.append(f'<span class="badge miss">fail_if {e(kind)}</span>')
     if checks.get("done_if") is not None:
         chk.append(f"done_if {'holds' if checks['done_if'] else 'not yet'}")
-    element = _x(s, "element") or {}
-    hit_name = element.get("name") or element.get("role") or ""
-    outcome = {"hit": "hit the intended element", "miss": "missed the intended element"}
+    return " ".join(chk)
+
+
+def _frame(s: LiveStepRow, thumb: Thumb | None, full: str | None, e: Escape, last: bool) -> str:
     raw = (
         f'<details><summary>raw answer</summary><pre class="raw">{e(s.raw_output)}</pre></details>'
         if s.raw_output
         else ""
     )
+    step = f" (task step {e(s.step_id)})" if s.step_id is not None else ""
     return (
         f'<figure class="step live out-{e(s.outcome)}{" ending" if last else ""}" '
-        f'data-step="{e(s.step)}"><div class="frame{"" if thumb else " noimg"}">{img}'
-        f"{_overlay(s, thumb, e)}</div><figcaption>action {s.position} (task step "
-        f"{e(s.step_id)}) · <strong>{e(_action_text(_x(s, 'live_action')))}</strong>"
-        f'<span class="instr">{e(s.instruction)}</span>'
-        f'<span class="note">{e(outcome.get(s.outcome, s.outcome.replace("_", " ")))}'
-        + (f" · on “{e(hit_name[:60])}”" if hit_name else "")
-        + (f" · {e('; '.join(notes))}" if notes else "")
-        + f"</span>{' '.join(chk)}{raw}</figcaption></figure>"
+        f'data-step="{e(s.step)}">{_picture(thumb, full, s.image_path, e, _overlay(s, thumb, e))}'
+        f"<figcaption>action {s.position}{step} · "
+        f"<strong>{e(_action_text(s.live_action))}</strong>"
+        f'<span class="instr">{e(s.instruction)}</span>{_effects(s, e)}{frame_notes(s, e)}'
+        f"{_checks(s, e)}{raw}</figcaption></figure>"
     )
 
 
-def _task(t: TaskRow, thumbs: Mapping[str, Thumb], e: Callable[[object], str]) -> str:
-    outcome = str(_x(t, "live_outcome") or t.status)
-    frames = [_frame(s, thumbs.get(s.image_path), e, False) for s in t.steps]
-    final = _x(t, "final_screen")
-    if isinstance(final, str) and final:
-        thumb = thumbs.get(final)
-        img = (
-            f'<img src="{e(thumb.rel)}" width="{thumb.size[0]}" height="{thumb.size[1]}" '
-            f'loading="lazy" alt="final screen">'
-            if thumb
-            else ""
-        )
-        frames.append(
-            f'<figure class="step live final out-{e(outcome)}"><div class="frame">{img}</div>'
-            f"<figcaption><strong>final screen</strong> · {e(outcome)} · "
-            f"{e(_x(t, 'live_reason') or '')}</figcaption></figure>"
-        )
-    rec = " · recovered after a miss" if _x(t, "recovered") else ""
-    css = "completed" if outcome == "success" else "failed"
+def task_ending(t: LiveTaskRow, e: Escape) -> str:
+    """How the task ended, under its final screen: the outcome and the runner's reason.
+    Typed endings (the agent said done / infeasible) are shown here."""
+    reason = f" · {e(t.live_reason)}" if t.live_reason else ""
+    return f"<strong>final screen</strong> · {e(t.live_outcome)}{reason}"
+
+
+def task_heading(t: LiveTaskRow, e: Escape) -> str:
+    rec = " · recovered after a miss" if t.recovered else ""
     return (
-        f'<section class="task live {css}" id="{e(t.task_id)}" data-outcome="{e(outcome)}">'
-        f"<h3>{e(t.task_id)} · {e(outcome)}{rec} · {_x(t, 'steps_used') or 0} actions "
-        f"(oracle {_x(t, 'oracle_steps') or t.num_steps})</h3><p>{e(t.task_overview)}</p>"
+        f"{e(t.task_id)} · {e(t.live_outcome)}{rec} · {t.steps_used} actions "
+        f"(oracle {t.oracle_steps or t.num_steps})"
+    )
+
+
+def _task(t: LiveTaskRow, thumbs: Mapping[str, Thumb], full: Mapping[str, str], e: Escape) -> str:
+    frames = [_frame(s, thumbs.get(s.image_path), full.get(s.image_path), e, False)
+              for s in t.steps]  # fmt: skip
+    if t.final_screen:
+        pic = _picture(thumbs.get(t.final_screen), full.get(t.final_screen), "final screen", e)
+        frames.append(
+            f'<figure class="step live final out-{e(t.live_outcome)}">{pic}'
+            f"<figcaption>{task_ending(t, e)}</figcaption></figure>"
+        )
+    css = "completed" if t.live_outcome == "success" else "failed"
+    return (
+        f'<section class="task live {css}" id="{e(t.task_id)}" data-outcome="{e(t.live_outcome)}">'
+        f"<h3>{task_heading(t, e)}</h3><p>{e(t.task_overview)}</p>"
         f'<div class="strip">{"".join(frames)}</div></section>'
+    )
+
+
+def run_header(lr: LiveRun, e: Escape) -> str:
+    """The run's headline numbers and settings above the filmstrips (the mode: guided, told
+    each step; agent, the goal only). Further settings of a live run are shown here."""
+    m = lr.run.overall
+
+    def pct(key: str) -> str:
+        v = m.get(key)
+        return "-" if not isinstance(v, int | float) else f"{100 * v:.1f}%"
+
+    info = lr.info
+    return (
+        f'<p class="live-settings">{e(info.env)} · mode {e(info.mode)} · '
+        f"{len(lr.tasks)} tasks</p>"
+        f"<p>Task success {pct('task_success_rate')} · harmful failures "
+        f"{pct('harmful_failure_rate')} · recovery {pct('recovery_rate')} · intended-element "
+        f"hits {pct('intended_hit_rate')}. Blue: the intended element; dot: the click "
+        "(green: it hit the intended element, red: it missed); arrows: drags and scrolls. "
+        "A click on a frame opens the full screenshot.</p>"
     )
 
 
@@ -186,21 +263,17 @@ def live_page(
     thumbs: Mapping[str, Thumb],
     *,
     page: Callable[[str, str], str],
-    e: Callable[[object], str],
+    e: Escape,
+    full: Mapping[str, str] | None = None,
 ) -> str:
-    """The filmstrip page of a live run; `page(title, body)` wraps it as the site does."""
-    m = run.overall
-
-    def pct(key: str) -> str:
-        v = m.get(key)
-        return "-" if not isinstance(v, int | float) else f"{100 * v:.1f}%"
-
+    """The filmstrip page of a live run; `page(title, body)` wraps it as the site does;
+    `full` maps an image path to the full screenshot in the report folder."""
+    lr = live_view(run)
+    if lr is None:
+        raise ConfigError(f"{run.path} is not a live run")
     body = (
         f"<h1>{e(run.name)}: live trajectories</h1>"
-        f"<p>Task success {pct('task_success_rate')} · harmful failures "
-        f"{pct('harmful_failure_rate')} · recovery {pct('recovery_rate')} · intended-element "
-        f"hits {pct('intended_hit_rate')}. Blue: the intended element; dot: the click "
-        "(green: it hit the intended element, red: it missed); arrows: drags and scrolls.</p>"
-        + "".join(_task(t, thumbs, e) for t in run.tasks)
+        + run_header(lr, e)
+        + "".join(_task(t, thumbs, full or {}, e) for t in lr.tasks)
     )
     return page(f"{run.name}: live trajectories", body)

@@ -1,6 +1,7 @@
 """Figures with matplotlib (Agg, imported lazily), each written as PNG and SVG and readable
 alone: per-application bars with intervals, failure types stacked, the survival curve, and the
-click offsets from the target centre in units of target size."""
+click offsets from the target centre in units of target size. A figure is drawn only when the
+runs have data for it (a live run has no survival curve), never as an empty frame."""
 
 from __future__ import annotations
 
@@ -58,7 +59,14 @@ def _caption(runs: Sequence[Run]) -> str:
     return "protocol " + ", ".join(protos)
 
 
+def _has_per_app(runs: Sequence[Run], key: str) -> bool:
+    return any(isinstance((r.app_metrics.get(a) or {}).get(key), int | float)
+               for r in runs for a in r.apps)  # fmt: skip
+
+
 def _per_app(plt: Any, runs: Sequence[Run], out_dir: Path, key: str) -> list[Path]:
+    if not _has_per_app(runs, key):
+        return []
     apps = list(dict.fromkeys(a for r in runs for a in r.apps))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(apps) + 2), 4))
     width = 0.8 / max(1, len(runs))
@@ -74,7 +82,8 @@ def _per_app(plt: Any, runs: Sequence[Run], out_dir: Path, key: str) -> list[Pat
             ys.append(100 * v)
             lo.append(100 * (v - ci[0]) if ci else 0.0)
             hi.append(100 * (ci[1] - v) if ci else 0.0)
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=r.name)
+        if xs:
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=r.name)
     ax.set_xticks(range(len(apps)), apps, rotation=30, ha="right")
     ax.set_ylabel("task completion accuracy (%)")
     ax.set_ylim(0, 105)
@@ -88,7 +97,9 @@ def _failures(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
     for r in runs:
         for app in r.apps:
             hist = (r.app_failures.get(app) or {}).get("failure_type_histogram") or {}
-            types.extend(t for t in hist if t not in types)
+            types.extend(t for t, n in hist.items() if n and t not in types)
+    if not types:
+        return []  # no failed task: nothing to stack
     fig, axes = plt.subplots(len(runs), 1, figsize=(8, 3.2 * len(runs)), squeeze=False, sharex=True)
     cmap = plt.get_cmap("tab10")
     for ax, r in zip(axes[:, 0], runs, strict=True):
@@ -104,17 +115,17 @@ def _failures(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
         ax.set_ylabel("failed tasks")
         ax.yaxis.set_major_locator(_integer_locator())  # counts: whole numbers only
         ax.set_title(f"{r.name}: failure type of the step that ended each task")
-    if types:
-        _legend_outside(axes[0, 0])
+    _legend_outside(axes[0, 0])
     return _save(plt, fig, out_dir, "failure_types")
 
 
 def _survival(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
+    curves = [(r, s) for r in runs if (s := r.overall.get("survival") or [])]
+    if not curves:
+        return []  # live runs have none
     fig, ax = plt.subplots(figsize=(6, 4))
-    for r in runs:
-        s = r.overall.get("survival") or []
-        if s:
-            ax.step(range(len(s)), [100 * v for v in s], where="post", marker="o", label=r.name)
+    for r, s in curves:
+        ax.step(range(len(s)), [100 * v for v in s], where="post", marker="o", label=r.name)
     ax.set_xlabel("step k")
     ax.set_ylabel("tasks still alive after step k (%)")
     ax.set_ylim(0, 105)
@@ -124,8 +135,8 @@ def _survival(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
 
 
 def _errors(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(6, 6))
     lim = _OFFSET_LIMIT
+    points = []
     for r in runs:
         xs, ys = [], []
         for t in r.tasks:
@@ -133,6 +144,11 @@ def _errors(plt: Any, runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 if s.outcome == "miss" and s.offset is not None:
                     xs.append(max(-lim, min(lim, s.offset[0])))
                     ys.append(max(-lim, min(lim, s.offset[1])))
+        points.append((r, xs, ys))
+    if not any(xs for _, xs, _ in points):
+        return []  # no miss with a known target: nothing to place
+    fig, ax = plt.subplots(figsize=(6, 6))
+    for r, xs, ys in points:
         ax.scatter(xs, ys, s=12, alpha=0.6, label=f"{r.name} ({len(xs)} misses)")
     ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 1, fill=False, linestyle="--", color="black", lw=1))
     ax.set_xlim(-lim - 0.2, lim + 0.2)

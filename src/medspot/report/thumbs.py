@@ -1,11 +1,15 @@
 """Screenshot thumbnails for the report: small JPEG files beside the page (never base64 in the
 HTML), read from the dataset root recorded in run.json (or a root given by the user). A missing
-or unreadable screenshot gives no thumbnail, and the report draws the step without a picture."""
+or unreadable screenshot gives no thumbnail, and the report draws the step without a picture.
+`full_images` puts the screenshots themselves into the report folder (a hard link where the
+file system allows, else a copy), for the pages that open a frame at full size."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +17,12 @@ from pathlib import Path
 from medspot.dataset.images import resolve_image_path
 from medspot.errors import DataError
 
-__all__ = ["THUMB_DIR", "Thumb", "make_thumbnails", "thumb_name"]
+__all__ = ["FULL_DIR", "THUMB_DIR", "Thumb", "full_images", "make_thumbnails", "thumb_name"]
 
 log = logging.getLogger(__name__)
 
 THUMB_DIR = "thumbs"
+FULL_DIR = "full"
 
 
 @dataclass(frozen=True)
@@ -80,4 +85,37 @@ def make_thumbnails(
         made[rel] = Thumb(rel=f"{THUMB_DIR}/{name}", size=size, original=original)
     if skipped:
         log.info("%d screenshot(s) not found or unreadable under %s", skipped, root)
+    return made
+
+
+def full_images(root: Path | None, image_paths: Iterable[str], out_dir: Path) -> dict[str, str]:
+    """Each distinct screenshot under `out_dir/full/` as it is (linked or copied); returns the
+    report-relative path by image path. Missing images, or images outside the root, are
+    skipped."""
+    made: dict[str, str] = {}
+    if root is None or not root.is_dir():
+        return made
+    target = out_dir / FULL_DIR
+    for rel in dict.fromkeys(image_paths):
+        if not rel:
+            continue
+        try:
+            src = resolve_image_path(root, rel)
+        except DataError:
+            continue
+        if not src.is_file():
+            continue
+        name = Path(thumb_name(root, rel)).with_suffix(src.suffix.lower() or ".png").name
+        dest = target / name
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            if not dest.exists():
+                try:
+                    os.link(src, dest)
+                except OSError:  # another file system, or links not allowed
+                    shutil.copyfile(src, dest)
+        except OSError as e:
+            log.warning("cannot put %s into the report: %s", src, e)
+            continue
+        made[rel] = f"{FULL_DIR}/{name}"
     return made

@@ -8,14 +8,14 @@ import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from medspot._version import __version__
 from medspot.dataset.hub import is_hub_id
 from medspot.dataset.records import Dataset
-from medspot.errors import ConfigError
+from medspot.errors import ConfigError, MedspotError
 
 __all__ = [
     "FORMAT_VERSION",
@@ -75,7 +75,9 @@ class RunInfo(BaseModel):
     git_revision: str | None = None
     started: str = ""
     finished: str | None = None
+    # running, complete, incomplete, interrupted, budget_reached, or failed (`error` says why)
     status: str = "running"
+    error: str | None = None  # status "failed": the error that stopped the run
     calls: int = 0
     errors: int = 0
     retries: int = 0
@@ -84,7 +86,7 @@ class RunInfo(BaseModel):
     rescored_from: str | None = None  # the run folder whose journal this one was scored from
 
     @classmethod
-    def load(cls, path: Path) -> RunInfo:
+    def load(cls, path: Path) -> Self:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(data, dict):
@@ -100,6 +102,14 @@ class RunInfo(BaseModel):
                 f"reads ({FORMAT_VERSION}); upgrade medspot"
             )
         return info
+
+    def record_failure(self, exc: BaseException) -> None:
+        """Status "failed" with the error that stopped the run: a medspot error's message, or
+        for any other exception (a bug) its type and message."""
+        text = str(exc) if isinstance(exc, MedspotError) else f"bug: {type(exc).__name__}: {exc}"
+        self.status = "failed"
+        self.error = text.strip()[:2000] or type(exc).__name__
+        self.finished = now_iso()
 
     def mismatches(self, other: RunInfo) -> list[str]:
         """The prediction settings in which `other` differs from this run."""

@@ -3,6 +3,7 @@ writer dumps and the reader validates, for runs of this harness and imported run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,7 +57,7 @@ class TaskRow(BaseModel):
     failure_type: str | None = None
     failed_step: int | None = None
     step1_hit: bool | None = None  # not in every writer's output; derived when absent
-    steps: list[StepRow] = Field(default_factory=list)
+    steps: Sequence[StepRow] = Field(default_factory=list)  # a list (frozen rows)
 
     def s1a_hit(self, s1a_step: str = "first_evaluable") -> bool:
         """Whether the task's S1A step is a hit: the row's `step1_hit` when written, else the

@@ -7,6 +7,7 @@ a temporary file in the same folder, flushed and fsynced, then `os.replace`d ove
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -15,22 +16,27 @@ from typing import Any
 import orjson
 
 from medspot.dataset.records import Dataset
-from medspot.errors import RunFolderError
+from medspot.errors import MedspotError, RunFolderError
 from medspot.runfolder.layout import RunFolder
+from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
 from medspot.scoring.score import RunScore, StepScore, TaskScore
 
 __all__ = [
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_json_lines",
     "atomic_write_text",
     "metrics_json",
     "metrics_table",
+    "record_failed_run",
     "task_json",
     "task_row",
     "write_results",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def _file_mode() -> int:
@@ -48,8 +54,10 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a part:
+    a temporary file in the same folder, with the mode the umask gives a new file, fsynced,
+    then renamed over `path`. A failure is a `RunFolderError` naming the file."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,9 +65,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as e:
         raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), _file_mode())
-            f.write(text)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -71,9 +79,25 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """`text` as UTF-8, written atomically (`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None:
+    """`run.json` says that `exc` stopped the run (status "failed", `error`), not "running".
+    A write that fails in turn (the full disk that stopped the run) is logged, never raised in
+    place of `exc`."""
+    info.record_failure(exc)
+    try:
+        atomic_write_json(run_json, info.model_dump())
+    except (MedspotError, OSError) as e:
+        log.warning("%s: cannot record the failure: %s", run_json, e)
 
 
 def atomic_write_json_lines(path: Path, items: list[Any]) -> None:

@@ -1,11 +1,16 @@
-"""An OpenAI-compatible HTTP server for tests and benchmarks, on loopback only.
+"""An OpenAI-compatible (and Anthropic Messages) HTTP server for tests and benchmarks, on
+loopback only.
 
     with OpenAITestServer(answer=lambda req: "(500, 500)", latency=0.01) as srv:
         client = AsyncOpenAI(base_url=srv.base_url, api_key="test")
+        claude = AsyncAnthropic(base_url=srv.root_url, api_key="test")
 
-It serves `POST /v1/chat/completions` and `POST /v1/responses` (and `GET /v1/models`), decodes
-the images sent as data URLs (size and sha256 of their bytes), answers with a scripted text per
-request, can wait before answering, injects faults by schedule or rate (500, 503, 429 with
+It serves `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (and `GET
+/v1/models`), decodes the images sent as data URLs or base64 blocks (size and sha256 of their
+bytes; a `computer_call_output`'s screenshot and a `tool_result`'s images too), answers with a
+scripted text per request, or with a whole body from `responder` (the scripted computer-use
+conversations of `medspot.testing.cu_script`; it may refuse a request with `Refusal`),
+can wait before answering, injects faults by schedule or rate (500, 503, 429 with
 Retry-After, hangs past a client's timeout, malformed bodies), counts requests, statuses and
 the most requests in flight at once, and reports usage tokens. It never binds to anything but
 127.0.0.1 and refuses bodies over `max_body` bytes.
@@ -27,7 +32,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FAULT_KINDS", "Fault", "OpenAITestServer", "SeenImage", "SeenRequest"]
+from medspot.testing.messages_protocol import image_sources, message_texts, messages_body
+
+__all__ = ["FAULT_KINDS", "Fault", "OpenAITestServer", "Refusal", "SeenImage", "SeenRequest"]
 
 FAULT_KINDS = (
     "500",  # internal server error
@@ -57,7 +64,7 @@ class SeenRequest:
     """One request as the answer function sees it."""
 
     index: int  # 1-based, in arrival order
-    api: str  # "chat" or "responses"
+    api: str  # "chat", "responses" or "messages"
     model: str
     text: str  # the user text parts joined by newlines
     system: str | None
@@ -88,7 +95,18 @@ class Fault:
             raise ValueError(f"unknown fault {self.kind!r}; one of {FAULT_KINDS}")
 
 
+class Refusal(Exception):
+    """Raised by a `responder`: the request is answered with this HTTP status and message (as
+    the real API refuses, e.g., a computer call without its output)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 Answer = str | Mapping[str, str] | Callable[[SeenRequest], str | None]
+Responder = Callable[[SeenRequest], Mapping[str, Any] | None]
 Latency = float | Callable[[SeenRequest], float]
 UsageFn = Callable[[SeenRequest, str], tuple[int, int]]
 
@@ -115,6 +133,7 @@ class OpenAITestServer:
         self,
         answer: Answer = "(500, 500)",
         *,
+        responder: Responder | None = None,
         latency: Latency = 0.0,
         faults: Sequence[Fault] = (),
         usage: UsageFn | tuple[int, int] = default_usage,
@@ -127,6 +146,7 @@ class OpenAITestServer:
         if host not in ("127.0.0.1", "localhost"):
             raise ValueError("the test server only serves loopback (127.0.0.1)")
         self.answer = answer
+        self.responder = responder  # a whole response body per request (None: from `answer`)
         self._wanted_port = port
         self.latency = latency
         self.faults = tuple(faults)
@@ -177,7 +197,13 @@ class OpenAITestServer:
 
     @property
     def base_url(self) -> str:
+        """The OpenAI clients' base URL (with /v1)."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The Anthropic client's base URL (it adds /v1/messages itself)."""
+        return f"http://127.0.0.1:{self.port}"
 
     # -- counters --------------------------------------------------------------------------
     @property
@@ -277,6 +303,13 @@ def _parse_request(index: int, api: str, body: Mapping[str, Any], headers: Any) 
     texts: list[str] = []
     images: list[SeenImage] = []
     system: str | None = None
+    if api == "messages":
+        texts, system = message_texts(body)
+        return SeenRequest(
+            index=index, api=api, model=str(body.get("model", "")), text="\n".join(texts),
+            system=system, images=tuple(image_sources(body.get("messages"), _decode_image)),
+            body=body, headers={k.lower(): v for k, v in headers.items()},
+        )  # fmt: skip
     if api == "chat":
         messages = body.get("messages") or []
     else:
@@ -285,6 +318,13 @@ def _parse_request(index: int, api: str, body: Mapping[str, Any], headers: Any) 
         system = body.get("instructions")
     for m in messages:
         if not isinstance(m, Mapping):
+            continue
+        if m.get("type") == "computer_call_output":  # the screenshot a computer call returned
+            out = m.get("output")
+            url = out.get("image_url") if isinstance(out, Mapping) else None
+            shot = _decode_image(str(url or ""))
+            if shot is not None:
+                images.append(shot)
             continue
         role = m.get("role")
         for p in _parts(m.get("content")):
@@ -440,7 +480,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(413, "request body too large")
             return 413
         raw = self.rfile.read(length)
-        api = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}.get(path)
+        routes = {"/v1/chat/completions": "chat", "/v1/responses": "responses",
+                  "/v1/messages": "messages"}  # fmt: skip
+        api = routes.get(path)
         if api is None:
             self._error(404, f"no route {path}")
             return 404
@@ -457,17 +499,37 @@ class _Handler(BaseHTTPRequestHandler):
             done = self._fault(srv, fault)
             if done:
                 return done
+        out = self._body(srv, req, fault)
+        if out is None:
+            return 0
+        if fault is not None and fault.kind == "no_choices":
+            out.pop("choices", None)
+            out.pop("output", None)
+            out.pop("content", None)
+        self._send(200, json.dumps(out).encode())
+        return 200
+
+    def _body(
+        self, srv: OpenAITestServer, req: SeenRequest, fault: Fault | None
+    ) -> dict[str, Any] | None:
+        """The answer's body, or None when a `Refusal` was sent instead."""
+        if srv.responder is not None:
+            try:
+                made = srv.responder(req)
+            except Refusal as r:
+                self._error(r.status, r.message)
+                return None
+            if made is not None:
+                return dict(made)
         text = srv._answer_text(req)
         if fault is not None and fault.kind == "no_content":
             text = None
         tokens = srv._tokens(req, text or "")
-        make = _chat_body if api == "chat" else _responses_body
-        out = make(index, req.model, text, tokens)
-        if fault is not None and fault.kind == "no_choices":
-            out.pop("choices", None)
-            out.pop("output", None)
-        self._send(200, json.dumps(out).encode())
-        return 200
+        if req.api == "messages":
+            content = [] if text is None else [{"type": "text", "text": text}]
+            return messages_body(req.index, req.model, content, tokens)
+        make = _chat_body if req.api == "chat" else _responses_body
+        return make(req.index, req.model, text, tokens)
 
     def _fault(self, srv: OpenAITestServer, fault: Fault) -> int:
         kind = fault.kind

@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -42,7 +42,15 @@ from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
 
-__all__ = ["OPENAI_URL", "OpenAIAdapter", "parse_retry_after", "sanitize_url"]
+__all__ = [
+    "OPENAI_URL",
+    "OpenAIAdapter",
+    "check_base_url",
+    "map_openai_error",
+    "parse_retry_after",
+    "redact_secrets",
+    "sanitize_url",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +93,36 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def redact_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` without the given secrets and anything shaped like an API key."""
+    for secret in secrets:
+        if secret and secret != "EMPTY":
+            text = text.replace(secret, "***")
+    return _KEYLIKE.sub("sk-***", text)
+
+
+def map_openai_error(
+    o: Any, e: Exception, url: str, timeout: float, redact: Callable[[str], str]
+) -> ModelCallError:
+    """An exception of the `openai` client (module `o`) as a medspot error: transient (worth
+    retrying: a timeout, a connection error, 408/409/429 with its Retry-After, 5xx, a malformed
+    response) or final (any other 4xx). `url` is the sanitised server URL."""
+    if isinstance(e, o.APITimeoutError):
+        return TransientModelError(f"{url}: timed out after {timeout:g}s")
+    if isinstance(e, o.APIConnectionError):
+        return TransientModelError(f"{url}: connection error ({redact(str(e))})")
+    if isinstance(e, o.APIStatusError):
+        status = e.status_code
+        msg = f"{url}: HTTP {status}: {redact(e.message)}"
+        if status == 429 or status >= 500 or status in (408, 409):
+            headers = {k.lower(): v for k, v in e.response.headers.items()}
+            return TransientModelError(msg, retry_after=parse_retry_after(headers))
+        return ModelCallError(msg)
+    if isinstance(e, o.APIResponseValidationError):
+        return TransientModelError(f"{url}: malformed response ({redact(str(e))})")
+    return TransientModelError(f"{url}: {type(e).__name__}: {redact(str(e))}")
+
+
 def _httpx_module(openai: Any) -> Any:
     """The httpx package the openai client is built on (httpx, or httpx2 in newer releases)."""
     import importlib
@@ -104,7 +142,7 @@ class _Endpoint:
         return self.clients[self.calls % len(self.clients)]
 
 
-def _check_base_url(url: str) -> None:
+def check_base_url(url: str) -> None:
     """An http(s) URL with a host, or a `ConfigError` before any call (not retries per step)."""
     try:
         parts = urlsplit(url)
@@ -149,7 +187,7 @@ class OpenAIAdapter(CardAdapter):
         if not base_urls:
             raise ConfigError("no base URL")
         for url in base_urls:
-            _check_base_url(url)
+            check_base_url(url)
         super().__init__(card, style, card.checkpoint)
         self.max_concurrency = max(1, int(concurrency))
         self.model = model
@@ -279,10 +317,7 @@ class OpenAIAdapter(CardAdapter):
         return self._endpoints[min(order, key=lambda i: self._endpoints[i].in_flight)]
 
     def _redact(self, text: str) -> str:
-        for s in self._secrets:
-            if s and s != "EMPTY":
-                text = text.replace(s, "***")
-        return _KEYLIKE.sub("sk-***", text)
+        return redact_secrets(text, self._secrets)
 
     async def _call(
         self, spec: PromptSpec, url: str, temperature: float | None, seed: int
@@ -305,21 +340,7 @@ class OpenAIAdapter(CardAdapter):
             ep.in_flight -= 1
 
     def _map_error(self, e: Exception, ep: _Endpoint) -> ModelCallError:
-        o = self._openai
-        if isinstance(e, o.APITimeoutError):
-            return TransientModelError(f"{ep.url}: timed out after {self.timeout:g}s")
-        if isinstance(e, o.APIConnectionError):
-            return TransientModelError(f"{ep.url}: connection error ({self._redact(str(e))})")
-        if isinstance(e, o.APIStatusError):
-            status = e.status_code
-            msg = f"{ep.url}: HTTP {status}: {self._redact(e.message)}"
-            if status == 429 or status >= 500 or status in (408, 409):
-                headers = {k.lower(): v for k, v in e.response.headers.items()}
-                return TransientModelError(msg, retry_after=parse_retry_after(headers))
-            return ModelCallError(msg)
-        if isinstance(e, o.APIResponseValidationError):
-            return TransientModelError(f"{ep.url}: malformed response ({self._redact(str(e))})")
-        return TransientModelError(f"{ep.url}: {type(e).__name__}: {self._redact(str(e))}")
+        return map_openai_error(self._openai, e, ep.url, self.timeout, self._redact)
 
     async def _chat(
         self,

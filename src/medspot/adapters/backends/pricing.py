@@ -52,7 +52,7 @@ class Price:
 
 
 # List prices in USD per 1M tokens (standard tier, no batch or cache discounts) as of writing
-# (2025); they may be out of date. Override them with --price-file.
+# (2025; the computer-use models 2026); they may be out of date. Override them with --price-file.
 DEFAULT_PRICES: dict[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.60, image_base_tokens=2833, image_tile_tokens=5667),
     "gpt-4o": Price(2.50, 10.00),
@@ -63,12 +63,21 @@ DEFAULT_PRICES: dict[str, Price] = {
     "gpt-5-mini": Price(0.25, 2.00, image_base_tokens=70, image_tile_tokens=140),
     "gpt-5-nano": Price(0.05, 0.40, image_base_tokens=70, image_tile_tokens=140),
     "o4-mini": Price(1.10, 4.40),
+    # computer-use models (`medspot live run --model openai-computer-use / anthropic-computer-use`)
+    "computer-use-preview": Price(3.00, 12.00),
+    "gpt-5.4": Price(2.50, 15.00, image_base_tokens=70, image_tile_tokens=140),
+    "claude-opus-4-6": Price(5.00, 25.00),
+    "claude-opus-4-5": Price(5.00, 25.00),
+    "claude-sonnet-4-6": Price(3.00, 15.00),
+    "claude-sonnet-4-5": Price(3.00, 15.00),
+    "claude-sonnet-4": Price(3.00, 15.00),
+    "claude-haiku-4-5": Price(1.00, 5.00),
 }
 
 TYPICAL_TEXT_TOKENS = 120  # instruction plus the request for a point
 TYPICAL_OUTPUT_TOKENS = 20  # "(x, y)"; reasoning models use more (see estimate_cost)
 _REASONING_OUTPUT_TOKENS = 1500
-_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")  # gpt-5-2025-08-07, claude-...-20250929
 
 
 class _PriceEntry(BaseModel):
@@ -85,8 +94,8 @@ class _PriceFile(BaseModel):
 
 
 class PriceTable:
-    """Prices by model name. A dated snapshot (`gpt-5-2025-08-07`) and an `openai:` prefix
-    fall back to the base name."""
+    """Prices by model name. A dated snapshot (`gpt-5-2025-08-07`, `claude-sonnet-4-5-20250929`)
+    and an `openai:` prefix fall back to the base name."""
 
     def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
         self.prices: dict[str, Price] = dict(DEFAULT_PRICES if prices is None else prices)

@@ -21,6 +21,7 @@ from medspot.live.core.actions import (
     Click,
     Done,
     Drag,
+    Infeasible,
     Key,
     LiveAction,
     Scroll,
@@ -33,6 +34,7 @@ __all__ = [
     "SCROLL_NOTCHES",
     "Frame",
     "ParsedAction",
+    "parse_action",
     "parse_answer",
     "point_action",
 ]
@@ -222,7 +224,9 @@ _CLICKS = {
 _DRAGS = {"drag", "select"}
 _DONE = {"finished", "done", "call_user"}
 _NOOP = {"wait", "hover", "long_press"}
-_TEXT_NAMES = {*_CLICKS, *_DRAGS, *_DONE, *_NOOP, "scroll", "type", "hotkey", "press", "key"}
+_TEXT_NAMES = {
+    *_CLICKS, *_DRAGS, *_DONE, *_NOOP, "scroll", "type", "hotkey", "press", "key", "infeasible",
+}  # fmt: skip
 _UITARS_KEYS = {"start_box", "end_box", "point", "start_point", "end_point", "content", "direction"}
 _UITARS_ONLY = {"left_single", "left_double", "right_single", "finished", "hotkey", "call_user"}
 _ACTION_ANCHOR = re.compile(r"Action\s*:", re.IGNORECASE)
@@ -279,6 +283,11 @@ def _from_named(call: _Call, frame: Frame, source: str) -> ParsedAction:
         return ParsedAction(Key(normalise_key(key)), source)
     if name in _DONE:
         return ParsedAction(Done(), source)
+    if name == "infeasible":
+        reason = call.kw("reason", "content")
+        if reason is None and pos and isinstance(pos[0], str):
+            reason = pos[0]
+        return ParsedAction(Infeasible(reason if isinstance(reason, str) else ""), source)
     return ParsedAction(None, source, (UNSUPPORTED,))
 
 
@@ -404,3 +413,9 @@ def parse_answer(text: str | None, frame: Frame, point: Point | None = None) -> 
     if point is not None:
         return ParsedAction(point_action(point, frame.screen), "point")
     return ParsedAction(None, "none")
+
+
+def parse_action(text: str, screen: tuple[int, int]) -> ParsedAction:
+    """An action written in screenshot pixels (the documented text form, or any form above read
+    as abs_original): the replay agent's `raw_text`, the Gymnasium API's text actions."""
+    return parse_answer(text, Frame(Convention.ABS_ORIGINAL, screen))

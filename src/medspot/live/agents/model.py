@@ -6,29 +6,22 @@ task's goal and the steps done as history lines); its answer is read by
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
-import time
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
-from medspot.errors import ModelCallError, TransientModelError
+from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 
 __all__ = ["ModelAgent"]
 
-log = logging.getLogger(__name__)
-
 
 @dataclass
 class ModelAgent:
     adapter: Adapter
-    max_retries: int = 4
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @property
     def name(self) -> str:
@@ -56,29 +49,11 @@ class ModelAgent:
         )
 
     async def _predict(self, req: StepRequest) -> tuple[Prediction, int, float]:
-        retries = 0
-        t0 = time.perf_counter()
-        while True:
-            try:
-                pred = await self.adapter.predict(req)
-                return pred, retries, time.perf_counter() - t0
-            except TransientModelError as e:
-                if retries >= self.max_retries:
-                    raise ModelCallError(f"{e} (after {retries} retries)") from None
-                if e.retry_after is not None and e.retry_after >= 0:
-                    delay = min(e.retry_after, 120.0)
-                else:
-                    delay = min(self.backoff_max, self.backoff_base * 2**retries)
-                    delay *= 0.5 + random.random() / 2
-                retries += 1
-                await asyncio.sleep(delay)
-            except ModelCallError:
-                raise
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # an adapter bug is a failed call, never a click
-                log.debug("adapter raised", exc_info=True)
-                raise ModelCallError(f"{type(e).__name__}: {e}") from None
+        """The adapter's prediction with the one retry loop; a failed call raises
+        `ModelCallError` (`CallFailed`), an adapter bug included, never a click."""
+        return await call_with_retries(
+            functools.partial(self.adapter.predict, req), self.retry, label=req.step_uid
+        )
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         pred, retries, latency = await self._predict(self.request(turn))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.agents.answer_reader import Frame, parse_answer
+from medspot.live.agents.answer_reader import parse_action
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core.actions import (
     Done,
@@ -114,9 +114,7 @@ class ReplayAgent:
         if "action" in obj:
             action = action_from_json(obj["action"])
             return AgentAnswer(raw_text=json.dumps(obj["action"]), action=action, source="replay")
-        from medspot.adapters.base import Convention
-
-        parsed = parse_answer(obj["raw_text"], Frame(Convention.ABS_ORIGINAL, turn.size))
+        parsed = parse_action(obj["raw_text"], turn.size)
         return AgentAnswer(
             raw_text=obj["raw_text"],
             action=parsed.action,

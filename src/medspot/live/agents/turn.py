@@ -11,13 +11,14 @@ from typing import Any, Protocol
 
 from pydantic import ConfigDict, SkipValidation
 
+from medspot.errors import ModelCallError
 from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.runfolder.modelcall import ModelCall
 
-__all__ = ["AgentAnswer", "AgentTurn", "LiveAgent", "PastTurn"]
+__all__ = ["AgentAnswer", "AgentTurn", "AnsweredCallError", "LiveAgent", "PastTurn"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,16 @@ class AgentAnswer(ModelCall):
             "call_state": self.call_state,
             "action": action_to_json(self.action) if self.action is not None else None,
         }
+
+
+class AnsweredCallError(ModelCallError):
+    """A model call that answered, but whose answer may not be acted on (e.g. a pending safety
+    check the run may not acknowledge): an error like any failed call (the attempt ends, the
+    turn is asked again on resume), journaled with what the call answered and cost."""
+
+    def __init__(self, message: str, answer: AgentAnswer) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from medspot.geometry import Point
 
 __all__ = [
     "ENDINGS",
+    "WHEEL_NOTCH_PX",
     "Click",
     "Done",
     "Drag",
@@ -92,6 +93,7 @@ class Infeasible:
 
 LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible
 ENDINGS = (Done, Infeasible)  # actions that end the task instead of acting
+WHEEL_NOTCH_PX = 100  # one wheel notch in pixels (Chromium's; what the web driver sends)
 
 
 def _num(d: dict[str, Any], name: str) -> float:

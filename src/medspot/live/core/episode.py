@@ -180,13 +180,24 @@ class StepResult:
     changed: bool | None
     env_s: float  # time spent inside environment calls during this step
     info: Mapping[str, Any] = field(default_factory=dict)  # the environment's ActResult info
+    # each success / fail_if check after the step, in the task's order (empty: not evaluated);
+    # an ending evaluates them on the screen it ends on (the start, for `done()` at once)
+    success_each: tuple[bool, ...] = ()
+    fail_each: tuple[bool, ...] = ()
 
     @property
     def checks(self) -> dict[str, Any]:
         """The checks of this step as the journal stores them."""
+        each: dict[str, Any] = {}
+        if self.success_each:
+            each["success_each"] = list(self.success_each)
+        if self.fail_each:
+            each["fail_if_each"] = list(self.fail_each)
         if not self.executed:
-            return {"success": self.success} if self.terminated else {}
-        return {"success": self.success, "fail_if": list(self.fired), "done_if": self.done_if}
+            return {"success": self.success, **each} if self.terminated else {}
+        return {
+            "success": self.success, "fail_if": list(self.fired), "done_if": self.done_if, **each,
+        }  # fmt: skip
 
 
 class Episode:
@@ -289,9 +300,9 @@ class Episode:
     def _check_all(self, specs: tuple[CheckSpec, ...]) -> list[bool]:
         return [bool(self.env.check(c)) for c in specs]
 
-    def _success(self) -> bool:
-        ok = all(self._check_all(self.task.success))
-        return ok and all(name in self.happened for name in self._required)
+    def _success(self, each: list[bool]) -> bool:
+        """Every success check holds (`each`) and every required step happened."""
+        return all(each) and all(name in self.happened for name in self._required)
 
     def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
         """Take one action (None: the agent gave no readable action; it costs one action)."""
@@ -317,7 +328,8 @@ class Episode:
         happened_now = self._check_required()
         fail = self._check_all(self.task.fail_if)
         fired = tuple(c.kind for c, f in zip(self.task.fail_if, fail, strict=True) if f)
-        success = False if self.task.infeasible else self._success()
+        each = [] if self.task.infeasible else self._check_all(self.task.success)
+        success = False if self.task.infeasible else self._success(each)
         terminated = bool(fired) or success
         if fired:
             self.outcome, self.reason = "harmful", "fail_if: " + ", ".join(fired)
@@ -334,6 +346,7 @@ class Episode:
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=result.settle_s, changed=result.changed,
             env_s=time.perf_counter() - env_t, info=dict(result.info),
+            success_each=tuple(each), fail_each=tuple(fail),
         )  # fmt: skip
 
     def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
@@ -383,12 +396,16 @@ class Episode:
         assert self.observation is not None
         success, terminated = False, False
         hit: bool | None = None
+        each: list[bool] = []
+        fail: list[bool] = []
         if isinstance(action, Done | Infeasible):
             terminated = True
             if self.current_step.action == "infeasible":  # the path's own ending
                 hit = hit_intended(self.current_step, action, box, to_box)
             right = isinstance(action, Infeasible) == self.task.infeasible
-            success = right and self._success()
+            each = self._check_all(self.task.success)
+            fail = self._check_all(self.task.fail_if)  # recorded (the audit's start state)
+            success = right and self._success(each)
             if success:
                 self.outcome, self.reason = (
                     "success",
@@ -416,5 +433,5 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            env_s=time.perf_counter() - env_t,
+            env_s=time.perf_counter() - env_t, success_each=tuple(each), fail_each=tuple(fail),
         )  # fmt: skip

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medspot.errors import ConfigError
+from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import Environment
 
 __all__ = ["EnvEntry", "create_environment", "env_entry", "env_names", "register_env"]
@@ -26,23 +27,29 @@ class EnvEntry:
     name: str
     target: str
     summary: str
-    check_kinds: tuple[str, ...]  # the CheckSpec kinds its `check` understands
+    check_kinds: CheckKinds  # the check kinds its `check` understands (names -> CheckKind)
     locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
     system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
-    tasks_resource: str | None = None  # packaged task file, e.g. "orthanc_explorer.json"
+    tasks_resource: str | None = None  # packaged tasks, e.g. "orthanc_explorer.json" (+ "-*.json")
     python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
     # "module:function" hooks, imported only when called: `doctor() -> list[str]` (what is
     # missing beyond the packages and modules), `setup() -> str` (fetch what apt-get cannot)
     doctor: str | None = None
     setup: str | None = None
+    # "module:function": `task_check(task) -> list[(field, message)]`, what is wrong with a
+    # task for this environment beyond its checks and locator keys (start keys, seeded names in
+    # routes, landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
+    task_check: str | None = None
 
-    def hook(self, which: str) -> Callable[[], Any] | None:
-        """The `doctor` or `setup` hook, imported."""
-        target = self.doctor if which == "doctor" else self.setup if which == "setup" else None
+    def hook(self, which: str) -> Callable[..., Any] | None:
+        """The `doctor`, `setup` or `task_check` hook, imported."""
+        target = {"doctor": self.doctor, "setup": self.setup, "task_check": self.task_check}.get(
+            which
+        )
         if target is None:
             return None
         module, _, attr = target.partition(":")
-        fn: Callable[[], Any] = getattr(importlib.import_module(module), attr)
+        fn: Callable[..., Any] = getattr(importlib.import_module(module), attr)
         return fn
 
 

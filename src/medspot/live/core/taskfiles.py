@@ -14,14 +14,22 @@ from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.registry import env_entry
-from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, location_of
+from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
 
-__all__ = ["env_task_file", "load_task_file", "parse_task_file", "select_tasks"]
+__all__ = [
+    "env_task_file",
+    "load_task_file",
+    "packaged_task_files",
+    "parse_task_file",
+    "select_tasks",
+    "task_checks",
+]
 
 
 def parse_task_file(data: Any, file: str) -> LiveTaskFile:
     """Validate parsed JSON; the first problem becomes a located `DataError`; then check ids
-    are unique and, where the environment is registered, its check kinds and locator keys."""
+    are unique and the tasks against their environment: check kinds and their parameters,
+    locator keys, the environment's own rules (`EnvEntry.task_check`)."""
     try:
         parsed = LiveTaskFile.model_validate(data)
     except ValidationError as exc:
@@ -36,29 +44,61 @@ def parse_task_file(data: Any, file: str) -> LiveTaskFile:
     return parsed
 
 
+def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
+    """Every check of a task with its dotted place: `success.0`, `fail_if.1`,
+    `steps.2.done_if`, `start.prepare.0.done_if` (0-based, as pydantic's locations)."""
+    out: list[tuple[str, CheckSpec]] = []
+    out += [(f"success.{j}", c) for j, c in enumerate(task.success)]
+    out += [(f"fail_if.{j}", c) for j, c in enumerate(task.fail_if)]
+    out += [(f"steps.{k}.done_if", s.done_if) for k, s in enumerate(task.steps) if s.done_if]
+    out += [
+        (f"start.prepare.{k}.done_if", s.done_if)
+        for k, s in enumerate(task.start.prepare)
+        if s.done_if is not None
+    ]
+    return out
+
+
+def _where(file: str, i: int, place: str) -> Location:
+    parts: list[int | str] = [int(p) if p.isdigit() else p for p in place.split(".")]
+    return location_of(file, ("tasks", i, *parts))
+
+
 def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
+    """Check kinds, their parameters (seeded names, locators inside them), locator keys of
+    every step (the path and `start.prepare`) and the environment's own task rules: the first
+    problem is a located `DataError`."""
     entry = env_entry(parsed.env)  # ConfigError for an unknown env
-    kinds, keys = set(entry.check_kinds), set(entry.locator_keys)
+    keys = set(entry.locator_keys)
+    lint = entry.hook("task_check")
+
+    def bad_keys(loc: Locator) -> str | None:
+        if loc.keys() <= keys:
+            return None
+        bad = ", ".join(sorted(loc.keys() - keys))
+        return f"locator key(s) {bad} not understood by {parsed.env}"
+
     for i, task in enumerate(parsed.tasks):
-        checks: list[tuple[int | None, str, CheckSpec]] = []
-        checks += [(None, "success", c) for c in task.success]
-        checks += [(None, "fail_if", c) for c in task.fail_if]
-        for k, step in enumerate(task.steps, start=1):
-            if step.done_if is not None:
-                checks.append((k, "done_if", step.done_if))
-            for name, loc in (("target", step.target), ("to", step.to)):
-                if loc is not None and not loc.keys() <= keys:
-                    bad = ", ".join(sorted(loc.keys() - keys))
+        for place, check in task_checks(task):
+            try:
+                params = entry.check_kinds.parse(check, parsed.env)
+            except DataError as exc:
+                raise DataError(exc.message, _where(file, i, place)) from None
+            for name, loc in params.locators():
+                why = bad_keys(loc)
+                if why is not None:
                     raise DataError(
-                        f"locator key(s) {bad} not understood by {parsed.env}",
-                        Location(file, task=i, step=k, field=name),
+                        f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
                     )
-        for pos, fld, check in checks:
-            if check.kind not in kinds:
-                raise DataError(
-                    f"check kind {check.kind!r} not understood by {parsed.env}",
-                    Location(file, task=i, step=pos, field=fld),
-                )
+        steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
+        steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
+        for place, step in steps:
+            for name, where in (("target", step.target), ("to", step.to)):
+                why = bad_keys(where) if where is not None else None
+                if why is not None:
+                    raise DataError(why, _where(file, i, f"{place}.{name}"))
+        for place, message in lint(task) if lint is not None else ():
+            raise DataError(message, _where(file, i, place))
 
 
 def load_task_file(path: Path) -> LiveTaskFile:
@@ -73,26 +113,79 @@ def load_task_file(path: Path) -> LiveTaskFile:
             f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
             Location(str(path)),
         ) from None
+    except RecursionError:  # the parser recurses once per level of [ or {
+        raise DataError(
+            "JSON nested too deeply (over about a thousand levels of [ or {); not a task file",
+            Location(str(path)),
+        ) from None
     return parse_task_file(data, str(path))
 
 
-def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
-    """The task file given, or the environment's packaged one; and its fingerprint."""
+def packaged_task_files(env: str) -> list[tuple[str, bytes]]:
+    """The packaged task files of `env`: its `tasks_resource` (`<stem>.json`) and the files
+    beside it named `<stem>-<part>.json` (e.g. `orthanc_explorer-workflows.json`), in name
+    order after the first; (path shown in errors, contents)."""
     entry = env_entry(env)
+    if not entry.tasks_resource:
+        raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
+    folder = resources.files("medspot.live") / "tasklists"
+    stem = entry.tasks_resource.removesuffix(".json")
+    more = sorted(
+        f.name
+        for f in folder.iterdir()
+        if f.name.startswith(stem + "-") and f.name.endswith(".json")
+    )
+    names = [entry.tasks_resource, *more]
+    return [(f"medspot/live/tasklists/{n}", (folder / n).read_bytes()) for n in names]
+
+
+def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:
+    """One task file of several of the same environment; a task id given twice is an error."""
+    first = parts[0][1]
+    seen: dict[str, str] = {}
+    tasks: list[LiveTask] = []
+    for name, tf in parts:
+        if tf.env != first.env:
+            raise DataError(
+                f"the task file is for {tf.env!r}, not {first.env!r}", Location(name, field="env")
+            )
+        for i, task in enumerate(tf.tasks):
+            if task.id in seen:
+                raise DataError(
+                    f"duplicate task id {task.id!r} (also in {seen[task.id]})",
+                    Location(name, task=i, field="id"),
+                )
+            seen[task.id] = name
+            tasks.append(task)
+    return first.model_copy(update={"tasks": tuple(tasks)})
+
+
+def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str]:
+    """The task file given, or the environment's packaged ones as one; and its fingerprint."""
     if path is not None:
         tf = load_task_file(path)
-        text = path.read_bytes()
+        digest = hashlib.sha256(path.read_bytes())
     else:
-        if not entry.tasks_resource:
-            raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-        res = resources.files("medspot.live") / "tasklists" / entry.tasks_resource
-        text = res.read_bytes()
-        tf = parse_task_file(json.loads(text), f"medspot/live/tasklists/{entry.tasks_resource}")
+        files = packaged_task_files(env)
+        parts = [(name, parse_task_file(_json(text, name), name)) for name, text in files]
+        tf = _merge(parts)
+        digest = hashlib.sha256(files[0][1])
+        for name, text in files[1:]:  # one file: the fingerprint of its bytes, as before
+            digest.update(name.encode() + b"\0" + text)
     if tf.env != env:
         raise DataError(
             f"the task file is for {tf.env!r}, not {env!r}", Location(str(path), field="env")
         )
-    return tf, hashlib.sha256(text).hexdigest()[:16]
+    return tf, digest.hexdigest()[:16]
+
+
+def _json(text: bytes, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", Location(name)
+        ) from None
 
 
 def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:

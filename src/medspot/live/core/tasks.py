@@ -28,7 +28,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 from medspot.errors import Location
 
@@ -69,11 +76,15 @@ class Locator(BaseModel):
 
 
 class CheckSpec(BaseModel):
-    """A predicate on the application's state: `kind` plus the kind's own parameters."""
+    """A predicate on the application's state: `kind` plus the kind's own parameters (declared
+    by the kind: `medspot.live.core.checks`). `keep: true` marks a success check that holds at
+    the start by design, a state the agent must keep (a dialog closed, the study still there):
+    the task audit reports any other success check that holds at the start and at the end."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
     kind: str
+    keep: StrictBool = False
 
     @property
     def params(self) -> dict[str, Any]:
@@ -163,6 +174,10 @@ class LiveTask(BaseModel):
                 raise ValueError(f"requires: no step named {r!r}")
             if named[r].done_if is None:
                 raise ValueError(f"requires: step {r!r} has no done_if to tell that it happened")
+        if any(c.keep for c in self.fail_if) or any(
+            s.done_if is not None and s.done_if.keep for s in (*self.steps, *self.start.prepare)
+        ):
+            raise ValueError("keep: only a success check can be marked keep")
         ends = [k for k, s in enumerate(self.steps) if s.action == "infeasible"]
         if self.infeasible and ends != [len(self.steps) - 1]:
             raise ValueError("an infeasible task's path ends with one 'infeasible' step")

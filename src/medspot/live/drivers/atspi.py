@@ -13,6 +13,7 @@ enclosing viewport / scroll pane.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import subprocess
@@ -23,6 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from medspot.live.core import processes
 from medspot.live.core.contract import ElementInfo, EnvironmentFault, PixelBox
 
 __all__ = [
@@ -32,22 +34,28 @@ __all__ = [
     "AtspiNode",
     "AtspiTree",
     "NodeQuery",
+    "NodeState",
     "atspi_available",
     "dump_tree",
+    "state_diff",
 ]
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 DUMP_SCRIPT = Path(__file__).with_name("atspi_dump.py")
 _CLIPPERS = frozenset({"viewport", "scroll pane"})
+log = logging.getLogger(__name__)
 
 
 def atspi_available(python: str = SYSTEM_PYTHON) -> bool:
     """Whether `python` can import pyatspi (the Debian package python3-pyatspi)."""
     if not os.path.exists(python):
         return False
-    out = subprocess.run(
-        [python, "-c", "import pyatspi"], capture_output=True, timeout=30, check=False
-    )
+    try:
+        out = processes.run(
+            [python, "-c", "import pyatspi"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
     return out.returncode == 0
 
 
@@ -147,7 +155,7 @@ def dump_tree(
     `showing_only`, without the insides of hidden widgets: much faster, enough for boxes)."""
     argv = [python, str(DUMP_SCRIPT), app] + (["--showing"] if showing_only else [])
     try:
-        out = subprocess.run(
+        out = processes.run(
             argv,
             env=dict(env),
             capture_output=True,
@@ -168,12 +176,37 @@ def dump_tree(
     return AtspiTree(_parse(doc))
 
 
+# What `AtspiTree.state()` leaves out: where the keyboard focus is (it follows the last click)
+VOLATILE_STATES = frozenset({"focused"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What can be observed of one node: everything but its focus (and boxes of hidden nodes,
+    which are stale)."""
+
+    role: str
+    name: str
+    description: str
+    states: tuple[str, ...]
+    text: str | None
+    value: float | None
+    box: tuple[int, int, int, int] | None
+
+
+def state_diff(a: Mapping[str, NodeState], b: Mapping[str, NodeState]) -> list[str]:
+    """The node keys (paths) whose observable state differs between two trees' states."""
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
 class AtspiClient:
     """A long-lived `atspi_dump.py --serve` (one per X11 session): a dump costs only the
-    D-Bus round trips, not the interpreter and pyatspi start-up (~0.3-1 s on a busy machine)."""
+    D-Bus round trips, not the interpreter and pyatspi start-up (~0.3-1 s on a busy machine).
+    It is marked and recorded in `folder` (`medspot.live.core.processes`)."""
 
-    def __init__(self, env: Mapping[str, str], python: str = SYSTEM_PYTHON) -> None:
+    def __init__(self, env: Mapping[str, str], folder: Path, python: str = SYSTEM_PYTHON) -> None:
         self._env = dict(env)
+        self._folder = Path(folder)
         self._python = python
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
@@ -181,8 +214,9 @@ class AtspiClient:
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             try:
-                self._proc = subprocess.Popen(
+                self._proc = processes.popen(
                     [self._python, str(DUMP_SCRIPT), "--serve"],
+                    self._folder,
                     env=self._env,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -239,7 +273,10 @@ class AtspiClient:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()
-            proc.wait(5)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                log.warning("the AT-SPI reader (pid %d) did not exit after SIGKILL", proc.pid)
 
 
 def _intersect(
@@ -328,6 +365,21 @@ class AtspiTree:
         if top is None or not self.is_ancestor(n, top):
             return None
         return pb
+
+    def state(self) -> dict[str, NodeState]:
+        """The observable state of every node, by key (what a reset must restore)."""
+        return {
+            n.key: NodeState(
+                n.role,
+                n.name,
+                n.description,
+                tuple(sorted(n.states - VOLATILE_STATES)),
+                n.text,
+                n.value,
+                n.box if self.visible_box(n) is not None else None,
+            )
+            for n in self.nodes
+        }
 
     def element(self, n: AtspiNode) -> ElementInfo:
         x, y, w, h = self.visible_box(n) or n.box

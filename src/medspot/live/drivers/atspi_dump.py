@@ -100,8 +100,10 @@ def dump(
                 "app": app,
             }
         )
-        hidden = "showing" not in states
-        if hidden and (showing_only or (role == "page tab" and name.strip() in skip_tabs)):
+        if showing_only and "showing" not in states:
+            return
+        # a page tab's header shows while its insides do not: a tab is hidden unless selected
+        if role == "page tab" and name.strip() in skip_tabs and "selected" not in states:
             return
         for i in range(count):
             try:

@@ -71,7 +71,7 @@ class DesktopDriver:
         """The accessible tree read now; without `full`, only what is showing."""
         t0 = time.monotonic()
         if self._atspi is None:
-            self._atspi = AtspiClient(self.x11.env)
+            self._atspi = AtspiClient(self.x11.env, self.x11.workdir)
         tree = self._atspi.dump(self.app_name, showing_only=not full, skip_tabs=self.skip_tabs)
         log.debug("AT-SPI dump (%d nodes) %.3f s", len(tree.nodes), time.monotonic() - t0)
         return tree

@@ -9,19 +9,40 @@ and really hit by `document.elementFromPoint` at their centre: jQuery Mobile kee
 hidden in the DOM and nests clickable elements with duplicate boxes), records downloads, and
 follows pages the application opens (`window.open`). A crashed page or browser, or an action
 that never settles, raises `EnvironmentFault`.
+
+No Playwright call waits unboundedly: a page whose script never yields blocks `evaluate` for
+good, so every call runs under a watchdog (`call_limit_s`, or the call's own `timeout` plus a
+margin); when it expires the browser is SIGKILLed, the call fails, and the fault names the call.
+Chromium is started with the marker of `medspot.live.core.processes` and its main process
+recorded in the workdir. Playwright's node driver is shared by the sessions of a thread and not
+recorded (a folder's cleanup must not end another session's driver): after a SIGKILL of the
+run it ends when its pipe closes, and takes chromium with it (measured: within a second).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.actions import Click, Done, Drag, Key, LiveAction, Scroll, TypeText
+from medspot.live.core import processes
+from medspot.live.core.actions import (
+    WHEEL_NOTCH_PX,
+    Click,
+    Done,
+    Drag,
+    Key,
+    LiveAction,
+    Scroll,
+    TypeText,
+)
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -98,6 +119,59 @@ def _sniff(path: Path) -> str:
     return "other"
 
 
+def _leads_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+class Watchdog:
+    """Runs `expire(what)` once when an armed call has not been disarmed within its limit (one
+    daemon thread per watchdog)."""
+
+    def __init__(self, expire: Callable[[str], None]) -> None:
+        self._expire = expire
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._what = ""
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, what: str) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._closed = False
+                self._thread = threading.Thread(
+                    target=self._loop, name="medspot-web-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._deadline, self._what = time.monotonic() + seconds, what
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed, self._deadline, self._thread = True, None, None
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (
+                    self._deadline is None or time.monotonic() < self._deadline
+                ):
+                    left = None if self._deadline is None else self._deadline - time.monotonic()
+                    self._cond.wait(left)
+                if self._closed:
+                    return
+                what, self._deadline = self._what, None
+            self._expire(what)
+
+
 class _Driver:
     """One Playwright driver per thread (the sync API allows only one per thread)."""
 
@@ -143,6 +217,7 @@ class WebSession:
         ignore_requests: str | None = None,
         ready_js: str | None = None,
         change_grace_s: float = 0.6,
+        call_limit_s: float = 60.0,
     ) -> None:
         self.workdir = Path(workdir)
         self.chromium, self.headless = chromium, headless
@@ -159,6 +234,9 @@ class WebSession:
             f"!!{ready}, __medspot.mutations, location.href] : [0, false, 0, '']"
         )
         self.change_grace_s = change_grace_s
+        self.call_limit_s = call_limit_s  # a Playwright call without its own timeout
+        self._watchdog = Watchdog(self._expired)
+        self._browser_pids: list[processes.ProcStamp] = []
         self.downloads: list[DownloadRecord] = []
         self._pending: list[Any] = []
         self._known: list[Any] = []  # pages whose events are wired
@@ -173,16 +251,48 @@ class WebSession:
     # -- life cycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self._pw = _Driver.acquire()
         try:
-            self.browser = self._pw.chromium.launch(
-                executable_path=self.chromium, headless=self.headless, args=list(self.args)
+            self.browser = self._bounded(
+                self._pw.chromium.launch,
+                executable_path=self.chromium,
+                headless=self.headless,
+                args=list(self.args),
+                env=processes.child_env(None, self.workdir),
+                timeout=30000,
             )
         except Exception as exc:
             self.close()
             raise EnvironmentFault(f"chromium did not start ({self.chromium}): {exc}") from None
         self.browser.on("disconnected", lambda _b: self._set_fault("the browser went away"))
+        # chromium's main process leads its process group (Playwright starts it detached)
+        self._browser_pids = [s for s in processes.marked(self.workdir) if _leads_group(s.pid)]
+        for s in self._browser_pids:
+            processes.record(self.workdir, s.pid)
         self.new_context()
+
+    def _expired(self, what: str) -> None:
+        """The watchdog's action: the browser is killed, so that the hung call fails."""
+        self._set_fault(f"{what} did not return in time; the browser was killed")
+        log.warning("web session: %s did not return in time; killing the browser", what)
+        for s in self._browser_pids:
+            if processes.running(s):
+                try:
+                    os.killpg(s.pid, signal.SIGKILL)
+                except OSError as exc:
+                    log.debug("killpg %d: %s", s.pid, exc)
+
+    def _bounded(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call `fn` under the watchdog: its own `timeout` (ms) plus a margin, else
+        `call_limit_s`."""
+        own = kwargs.get("timeout")
+        limit = float(own) / 1000 + 10.0 if isinstance(own, int | float) else self.call_limit_s
+        self._watchdog.arm(limit, getattr(fn, "__name__", "a browser call"))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._watchdog.disarm()
 
     def new_context(self) -> None:
         """A fresh context (no history, storage or downloads) with one blank page."""
@@ -204,26 +314,30 @@ class WebSession:
         self._on_page(self.guard(self.context.new_page))
 
     def fresh_page(self, url: str) -> float:
-        """Start over at `url` cheaply: the context is kept (a new one costs ~0.1-0.7 s), every
-        page but one is closed, cookies, storage, downloads and history are dropped, and the page
-        is loaded from scratch (through about:blank, so a hash-only change is a real load)."""
+        """`new_page()`, then `url` loaded and settled."""
+        self.new_page()
+        return self.goto(url)
+
+    def new_page(self) -> None:
+        """Start over cheaply: the context is kept (a new one costs ~0.1-0.7 s; its HTTP cache
+        stays), the storage of the pages' origins and the cookies are cleared, every page is
+        closed and a blank one opened (so history and pointer position are those of a fresh
+        browser), downloads are forgotten."""
         if self.context is None or self.page is None or self._fault:
             self.new_context()
-        pages = [p for p in self.context.pages if not p.is_closed()]
-        keep = pages[0] if pages else self.guard(self.context.new_page)
-        for p in pages[1:]:
-            self.guard(p.close)
-        self.page = keep
+        old = [p for p in self.context.pages if not p.is_closed()]
+        for p in old:
+            if p.url.startswith("http"):
+                self.guard(p.evaluate, "() => { try { localStorage.clear(); "
+                           "sessionStorage.clear(); } catch (e) {} }")  # fmt: skip
         self.guard(self.context.clear_cookies)
-        if keep.url.startswith("http"):
-            self.guard(keep.evaluate, "() => { try { localStorage.clear(); "
-                        "sessionStorage.clear(); } catch (e) {} }")  # fmt: skip
-        self.guard(keep.goto, "about:blank")
+        self._on_page(self.guard(self.context.new_page))
+        for p in old:
+            self.guard(p.close)
         self._inflight.clear()
         self.downloads.clear()
         self._pending.clear()
         self.set_viewport(self.viewport)
-        return self.goto(url)
 
     def _on_page(self, page: Any) -> None:
         self.page = page
@@ -239,6 +353,8 @@ class WebSession:
         page.on("dialog", lambda d: d.accept())  # native alert/confirm: not part of any task
 
     def _on_close(self, page: Any) -> None:
+        if page in self._known:
+            self._known.remove(page)
         if page is self.page:
             alive = [p for p in self.context.pages if not p.is_closed()] if self.context else []
             self.page = alive[-1] if alive else None
@@ -260,20 +376,29 @@ class WebSession:
         if self._fault:
             raise EnvironmentFault(f"web session: {self._fault}")
         try:
-            return fn(*args, **kwargs)
+            return self._bounded(fn, *args, **kwargs)
         except EnvironmentFault:
             raise
         except Exception as exc:
-            raise EnvironmentFault(f"web session: {type(exc).__name__}: {exc}") from None
+            why = self._fault or f"{type(exc).__name__}: {exc}"
+            raise EnvironmentFault(f"web session: {why}") from None
 
     def close(self) -> None:
         for obj in (self.context, self.browser):
             if obj is not None:
                 try:
-                    obj.close()
+                    self._bounded(obj.close)
                 except Exception as exc:
                     log.debug("close: %s", exc)
         self.context = self.browser = self.page = None
+        self._watchdog.close()
+        for s in self._browser_pids:  # a browser that did not go on close()
+            if processes.running(s):
+                try:
+                    os.killpg(s.pid, signal.SIGKILL)
+                except OSError as exc:
+                    log.debug("killpg %d: %s", s.pid, exc)
+        self._browser_pids = []
         if self._pw is not None:
             self._pw = None
             _Driver.release()
@@ -327,7 +452,7 @@ class WebSession:
         """(ms since the last DOM mutation, app ready, mutation count, URL); while the page
         is navigating (its context destroyed) it counts as busy."""
         try:
-            idle, ready, mutations, url = self.page.evaluate(self._probe_js)
+            idle, ready, mutations, url = self._bounded(self.page.evaluate, self._probe_js)
             return float(idle), bool(ready), int(mutations), str(url)
         except Exception as exc:  # navigation destroyed the context, or the page closed
             if self._fault or self.page is None:
@@ -342,7 +467,7 @@ class WebSession:
             )
             target.parent.mkdir(parents=True, exist_ok=True)
             try:
-                d.save_as(target)
+                self._bounded(d.save_as, target)
                 rec = DownloadRecord(
                     d.url, d.suggested_filename, target, target.stat().st_size, _sniff(target)
                 )
@@ -411,7 +536,7 @@ class WebSession:
             case Scroll(x, y, dy):
                 self.guard(m.move, x, y)
                 for _ in range(abs(dy)):
-                    self.guard(m.wheel, 0, 100 if dy > 0 else -100)
+                    self.guard(m.wheel, 0, WHEEL_NOTCH_PX if dy > 0 else -WHEEL_NOTCH_PX)
                     self.guard(self.page.wait_for_timeout, 30)
             case TypeText(text):
                 self.guard(kb.type, text, delay=10)

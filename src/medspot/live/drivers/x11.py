@@ -2,12 +2,19 @@
 screenshots, and "settled" detection.
 
 One `X11Session` per environment instance: its own Xvfb display (chosen by Xvfb itself,
-`-displayfd`), its own D-Bus session bus (`dbus-launch`), its own XDG_RUNTIME_DIR and HOME in
-the instance's workdir (so AT-SPI buses of instances side by side never meet). Applications
-are started with `spawn()` and get the session's environment (`env`). There is no window
-manager: windows open at (0, 0) undecorated; `place_window` moves/resizes a window to the
-viewport. Screenshots are of the screen's top-left viewport (the application's window placed
-there, dialogs included). `close()` stops everything this session started.
+`-displayfd`), its own D-Bus session bus (`dbus-daemon --nofork`, a child of ours, so that it
+dies with the run; the AT-SPI bus it activates dies with it), its own XDG_RUNTIME_DIR and HOME
+in the instance's workdir (so AT-SPI buses of instances side by side never meet). Every process
+is started through `medspot.live.core.processes` (a parent-death signal, a marker, a record in
+the workdir). Applications are started with `spawn()` and get the session's environment
+(`env`). There is no window manager: windows open at (0, 0) undecorated; `place_window`
+moves/resizes a window to the viewport. Screenshots are of the screen's top-left viewport (the
+application's window placed there, dialogs included). `close()` stops everything this session
+started.
+
+Input never waits unboundedly: every xdotool call has a timeout, and `mousemove --sync` (which
+waits until the pointer has moved, forever when it is already there and a window is under it)
+is only used for a move that moves (`move_words`, `drag_words`).
 """
 
 from __future__ import annotations
@@ -25,16 +32,28 @@ import struct
 import subprocess
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 
-__all__ = ["Screenshot", "X11Session", "missing_x11_tools", "xdotool_key"]
+__all__ = [
+    "CARET_PIXELS",
+    "Screenshot",
+    "X11Session",
+    "drag_words",
+    "missing_x11_tools",
+    "move_words",
+    "parse_pointer",
+    "xdotool_key",
+]
 
 log = logging.getLogger(__name__)
 
-X11_TOOLS = ("Xvfb", "xdotool", "xwd", "dbus-launch")
+X11_TOOLS = ("Xvfb", "xdotool", "xwd", "dbus-daemon")
+CARET_PIXELS = 64  # a text caret blinking is 1-2 px x the line height: not a change
 
 # Playwright-style key names (the action format) -> X keysyms.
 _KEYS = {
@@ -83,6 +102,42 @@ def missing_x11_tools() -> list[str]:
     return [t for t in X11_TOOLS if shutil.which(t) is None]
 
 
+Point = tuple[int, int]
+
+
+def move_words(pointer: Point | None, to: Point) -> list[str]:
+    """xdotool words that put the pointer at `to` when it is at `pointer`: `mousemove --sync`
+    when it moves; nothing when it is already there (`--sync` would wait for a move that never
+    comes)."""
+    if pointer == to:
+        return []
+    return ["mousemove", "--sync", str(to[0]), str(to[1])]
+
+
+def drag_words(pointer: Point | None, start: Point, end: Point, steps: int = 8) -> list[str]:
+    """A press at `start`, `steps` moves along the line to `end` (a move to where the pointer
+    already is left out), a release: xdotool words."""
+    words = [*move_words(pointer, start), "mousedown", "1", "sleep", "0.05"]
+    at = start
+    for i in range(1, steps + 1):
+        p = (
+            round(start[0] + (end[0] - start[0]) * i / steps),
+            round(start[1] + (end[1] - start[1]) * i / steps),
+        )
+        step = move_words(at, p)
+        if step:
+            words += [*step, "sleep", "0.03"]
+        at = p
+    return [*words, "mouseup", "1"]
+
+
+def parse_pointer(shell: str) -> Point | None:
+    """`xdotool getmouselocation --shell` output -> (x, y)."""
+    x = re.search(r"(?m)^X=(-?\d+)$", shell)
+    y = re.search(r"(?m)^Y=(-?\d+)$", shell)
+    return (int(x.group(1)), int(y.group(1))) if x and y else None
+
+
 @dataclass(frozen=True, slots=True)
 class Screenshot:
     png: bytes
@@ -123,11 +178,11 @@ class X11Session:
         self.display: str | None = None
         self.env: dict[str, str] = {}
         self._xvfb: subprocess.Popen[bytes] | None = None
-        self._dbus_pid: int | None = None
+        self._dbus: subprocess.Popen[bytes] | None = None
         self._children: list[subprocess.Popen[bytes]] = []
         self._closed = False
         # what the finaliser (also run at interpreter exit) must stop; holds no ref to self
-        self._st: dict[str, object] = {"procs": [], "dbus": None}
+        self._st: dict[str, object] = {"procs": [], "workdir": self.workdir}
         self._finalizer = weakref.finalize(self, X11Session._cleanup, self._st)
 
     # -- life cycle -------------------------------------------------------------------------
@@ -138,10 +193,13 @@ class X11Session:
             for p in reversed(procs):
                 if isinstance(p, subprocess.Popen) and p.poll() is None:
                     _stop(p)
-        pid = st.get("dbus")
-        if isinstance(pid, int):
-            _kill_pid(pid)
-            st["dbus"] = None
+        workdir = st.get("workdir")
+        if isinstance(workdir, Path):  # what they started (the AT-SPI bus, activated services)
+            processes.stop_folder(workdir)
+
+    @property
+    def _dbus_pid(self) -> int | None:
+        return None if self._dbus is None else self._dbus.pid
 
     def start(self) -> None:
         missing = missing_x11_tools()
@@ -152,44 +210,15 @@ class X11Session:
         runtime.mkdir(mode=0o700, exist_ok=True)
         home = self.workdir / "home"
         home.mkdir(exist_ok=True)
-        r, w = os.pipe()
         w_, h_ = self.screen
-        xvfb = subprocess.Popen(
-            [
-                "Xvfb",
-                "-displayfd",
-                str(w),
-                "-screen",
-                "0",
-                f"{w_}x{h_}x24",
-                "-nolisten",
-                "tcp",
-                "-noreset",
-            ],
-            pass_fds=(w,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=(sink := open(self.workdir / "xvfb.log", "wb")),  # noqa: SIM115
-            start_new_session=True,
-        )
-        sink.close()  # the child has its own copy
-        os.close(w)
+        xvfb, number = self._start_reporting(
+            "Xvfb",
+            lambda fd: ["Xvfb", "-displayfd", str(fd), "-screen", "0", f"{w_}x{h_}x24",
+                        "-nolisten", "tcp", "-noreset"],
+            env=None,
+        )  # fmt: skip
         self._xvfb = xvfb
-        self._track(xvfb)
-        number = b""
-        deadline = time.monotonic() + 15
-        while not number.endswith(b"\n"):
-            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                os.close(r)
-                raise EnvironmentFault("Xvfb did not report its display within 15 s")
-            chunk = os.read(r, 16)
-            if not chunk:
-                os.close(r)
-                raise EnvironmentFault(f"Xvfb exited (status {xvfb.poll()}); see xvfb.log")
-            number += chunk
-        os.close(r)
-        self.display = ":" + number.decode().strip()
+        self.display = ":" + number
         base = {
             k: v
             for k, v in os.environ.items()
@@ -200,23 +229,57 @@ class X11Session:
             XDG_RUNTIME_DIR=str(runtime),
             HOME=str(home),
         )
-        out = subprocess.run(
-            ["dbus-launch", "--sh-syntax"],
+        sock = runtime / "bus"
+        listen = f"unix:path={sock}" if len(str(sock)) < 100 else "unix:tmpdir=/tmp"
+        self._dbus, address = self._start_reporting(
+            "dbus-daemon",
+            lambda fd: ["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                        f"--print-address={fd}", f"--address={listen}"],
             env=base,
-            capture_output=True,
-            text=True,
-            timeout=15,
-            check=False,
-        )
-        addr = re.search(r"DBUS_SESSION_BUS_ADDRESS='([^']*)'", out.stdout)
-        pid = re.search(r"DBUS_SESSION_BUS_PID=(\d+)", out.stdout)
-        if out.returncode != 0 or not addr or not pid:
-            raise EnvironmentFault(f"dbus-launch failed: {out.stderr.strip()[:200]}")
-        self._dbus_pid = int(pid.group(1))
-        self._st["dbus"] = self._dbus_pid
-        base["DBUS_SESSION_BUS_ADDRESS"] = addr.group(1)
+        )  # fmt: skip
+        base["DBUS_SESSION_BUS_ADDRESS"] = address
         self.env = base
-        log.debug("X11 session %s, bus %s", self.display, addr.group(1))
+        log.debug("X11 session %s, bus %s", self.display, address)
+
+    def _start_reporting(
+        self, name: str, argv: Callable[[int], list[str]], env: dict[str, str] | None
+    ) -> tuple[subprocess.Popen[bytes], str]:
+        """Start a daemon that writes one line (its display, its bus address) to a pipe."""
+        r, w = os.pipe()
+        try:
+            with open(self.workdir / f"{name.lower()}.log", "wb") as sink:
+                proc = processes.popen(
+                    argv(w),
+                    self.workdir,
+                    env=env,
+                    pass_fds=(w,),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=sink,
+                    start_new_session=True,
+                )
+        except BaseException:
+            os.close(r)
+            raise
+        finally:
+            os.close(w)
+        self._track(proc)
+        line = b""
+        deadline = time.monotonic() + 15
+        try:
+            while not line.endswith(b"\n"):
+                ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise EnvironmentFault(f"{name} did not report within 15 s")
+                chunk = os.read(r, 256)
+                if not chunk:
+                    raise EnvironmentFault(
+                        f"{name} exited (status {proc.poll()}); see {name.lower()}.log"
+                    )
+                line += chunk
+        finally:
+            os.close(r)
+        return proc, line.decode().strip()
 
     def _track(self, proc: subprocess.Popen[bytes]) -> None:
         procs = self._st["procs"]
@@ -235,16 +298,17 @@ class X11Session:
         """Start an application in this session (own process group; stopped by close())."""
         env = dict(self.env)
         env.update(extra_env or {})
-        proc = subprocess.Popen(
-            argv,
-            env=env,
-            cwd=str(cwd or self.workdir),
-            stdin=subprocess.DEVNULL,
-            stdout=(sink := open(self.workdir / f"{log_name}.log", "ab")),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        sink.close()  # the child has its own copy
+        with open(self.workdir / f"{log_name}.log", "ab") as sink:
+            proc = processes.popen(
+                argv,
+                self.workdir,
+                env=env,
+                cwd=str(cwd or self.workdir),
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self._track(proc)
         return proc
 
@@ -265,7 +329,7 @@ class X11Session:
         if not self.alive():
             raise EnvironmentFault(f"the X server {self.display} is not running")
         try:
-            out = subprocess.run(
+            out = processes.run(
                 ["xdotool", *args],
                 env=self.env,
                 capture_output=True,
@@ -275,7 +339,7 @@ class X11Session:
             )
         except subprocess.TimeoutExpired:
             raise EnvironmentFault(f"xdotool {' '.join(args)} hung") from None
-        return out.stdout
+        return str(out.stdout)
 
     def find_window(self, name_regex: str, timeout: float, proc: subprocess.Popen[bytes]) -> str:
         """The id of a visible top-level window whose name matches, waiting up to `timeout`."""
@@ -298,28 +362,29 @@ class X11Session:
         return self.xdotool("getwindowname", wid).strip()
 
     # -- input ------------------------------------------------------------------------------
+    def pointer(self) -> Point | None:
+        """Where the pointer is now (None when xdotool cannot tell)."""
+        return parse_pointer(self.xdotool("getmouselocation", "--shell"))
+
+    def move_pointer(self, x: int, y: int) -> None:
+        words = move_words(self.pointer(), (x, y))
+        if words:
+            self.xdotool(*words)
+
     def click(self, x: int, y: int, button: int = 1, repeat: int = 1) -> None:
-        args = ["mousemove", "--sync", str(x), str(y), "click"]
+        args = [*move_words(self.pointer(), (x, y)), "click"]
         if repeat > 1:
             args += ["--repeat", str(repeat), "--delay", "80"]
         self.xdotool(*args, str(button))
 
     def drag(self, x1: int, y1: int, x2: int, y2: int, steps: int = 8) -> None:
-        args = ["mousemove", "--sync", str(x1), str(y1), "mousedown", "1", "sleep", "0.05"]
-        for i in range(1, steps + 1):
-            x = round(x1 + (x2 - x1) * i / steps)
-            y = round(y1 + (y2 - y1) * i / steps)
-            args += ["mousemove", "--sync", str(x), str(y), "sleep", "0.03"]
-        self.xdotool(*args, "mouseup", "1")
+        self.xdotool(*drag_words(self.pointer(), (x1, y1), (x2, y2), steps))
 
     def scroll(self, x: int, y: int, dy: int) -> None:
         button = "5" if dy > 0 else "4"
         n = max(1, abs(dy))
         self.xdotool(
-            "mousemove",
-            "--sync",
-            str(x),
-            str(y),
+            *move_words(self.pointer(), (x, y)),
             "click",
             "--repeat",
             str(n),
@@ -339,7 +404,7 @@ class X11Session:
         if not self.alive():
             raise EnvironmentFault(f"the X server {self.display} is not running")
         try:
-            out = subprocess.run(
+            out = processes.run(
                 ["xwd", "-root", "-silent"],
                 env=self.env,
                 capture_output=True,
@@ -350,7 +415,7 @@ class X11Session:
             raise EnvironmentFault("xwd hung") from None
         if out.returncode != 0:
             raise EnvironmentFault(f"xwd failed: {out.stderr.decode(errors='replace')[:200]}")
-        return out.stdout
+        return bytes(out.stdout)
 
     def digest(self, size: tuple[int, int]) -> str:
         return _xwd_rgb(self._xwd(), size)[3]
@@ -379,7 +444,7 @@ class X11Session:
         cpu_idle: float = 0.15,
     ) -> tuple[float, bool]:
         """Wait until the screen has not changed for `quiet_s` (a blinking caret, at most
-        `_CARET_PIXELS` changed pixels, does not count) and, given `alive`, that process used
+        `CARET_PIXELS` changed pixels, does not count) and, given `alive`, that process used
         under `cpu_idle` of a core meanwhile. Returns (seconds waited, whether the screen
         differs from the `before` digest). Timeout or a dead process: EnvironmentFault."""
         import numpy as np
@@ -411,11 +476,8 @@ class X11Session:
             digest = cur
             if before is not None:
                 changed = changed or cur != before
-            if moved > _CARET_PIXELS:
+            if moved > CARET_PIXELS:
                 ref, since, cpu0 = frame, time.monotonic(), _cpu_seconds(alive)
-
-
-_CARET_PIXELS = 64  # a text caret blinking is 1-2 px x the line height
 
 
 def _cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
@@ -427,30 +489,6 @@ def _cpu_seconds(proc: subprocess.Popen[bytes] | None) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return True
-    try:  # a zombie (not our child: init reaps it) is gone too
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _kill_pid(pid: int, grace: float = 2.0) -> None:
-    """SIGTERM a process that is not our child (dbus-launch's daemon), SIGKILL after `grace`."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while not _gone(pid):
-        if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            break
-        time.sleep(0.02)
 
 
 def _stop(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
@@ -468,4 +506,5 @@ def _stop(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        proc.wait(5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)

@@ -4,10 +4,20 @@ under a private Xvfb, its widgets read through AT-SPI (the Java ATK wrapper).
 Start: the seeded studies (`medspot.live.services.seed`) are copied into a private dcmtk database
 in the workdir and registered with `dcmqridx`; a private `DICOMscope.cfg` (read from the working
 directory) points DICOMscope at it; DICOMscope runs as `java ... dicomscope.DICOMscope` with the
-ATK wrapper on its class path. Reset (no restart): dismiss menus, restore the database index,
-select the Browser tab, Refresh (the study tree collapses), and, when the task starts on an
-image, open it from the tree (a fresh presentation state: zoom, window, invert reset).
-If the screen is not the expected start screen after that, DICOMscope is restarted.
+ATK wrapper on its class path.
+
+Reset. DICOMscope's viewer keeps its modes (Invert, Flip, Magnify, Filled, ...) across image
+loads and tabs, and cannot close an image; a fresh image gets a fresh presentation state (zoom,
+window, LUT, shutters). So: dismiss menus and dialogs, restore the database index, select the
+Browser tab, Refresh (the study tree collapses), then
+- a task that starts on an image opens it from the tree and brings every mode widget of the
+  viewer to its start value (`START_MODES`, what a fresh DICOMscope shows on an image);
+- a task that starts in the Browser must find the state of a fresh DICOMscope: its accessible
+  tree (every widget of every tab, `AtspiTree.state`) and its screen are compared with the ones
+  recorded when DICOMscope was (re)started; when the viewer holds an image or anything else
+  differs, DICOMscope is restarted (about 3 s instead of about 1 s).
+If a reset by the UI fails or its result is not the start state, DICOMscope is restarted. Every
+reset ends with the pointer on a neutral spot (`NEUTRAL_POINT`), as after a start.
 
 Task start: `{"file": "CT-DOE-JOHN/AXIAL/3"}` (study/series/slice, 1-based) opens that image
 in the Viewer tab; without `file` the task starts on the Browser tab with the tree collapsed.
@@ -15,6 +25,7 @@ in the Viewer tab; without `file` the task starts on the Browser tab with the tr
 
 from __future__ import annotations
 
+import filecmp
 import logging
 import os
 import re
@@ -27,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medspot.errors import DataError, Location
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import (
     ActResult,
@@ -36,15 +48,15 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery
-from medspot.live.drivers.atspi_checks import X11_CHECK_KINDS, check_x11
+from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
+from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
-from medspot.live.drivers.x11 import X11Session
+from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["DicomscopeEnv", "create", "doctor"]
+__all__ = ["DicomscopeEnv", "create", "doctor", "task_check"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +64,17 @@ JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
 JARS = ("/usr/share/java/DICOMscope.jar", "/usr/share/java/java-atk-wrapper.jar")
 SYSTEM_CFG = Path("/etc/dcmtk/DICOMscope.cfg")
 UNUSED_TABS = ("Print", "Process log", "About")  # no check reads inside them: not dumped
-START_OFF = ("Invert", "Flip")  # processing toggles that are off in every start state
+# The viewer's mode widgets (toggle buttons, radio buttons, check boxes of the Viewer tab, by
+# label) as a fresh DICOMscope shows them on an image; a viewer start brings them back.
+START_MODES: dict[str, bool] = {
+    "Rectangular Shutter": False, "Circular Shutter": False, "Polygonal Shutter": False,
+    "Bitmapped Shutter": False, "Flip": False, "Invert": False, "Presentation LUT": False,
+    "Presentation State": True, "GSDF/CIE-lab": False, "Scale": True, "Magnify": False,
+    "True Size": False, "Filled": False, "Image Relative": True,
+}  # fmt: skip
+MODE_ROLES = ("toggle button", "radio button", "check box")
+STATUS_PANEL = "Info"  # its label logs the last event ("Ready.", "Loading 100%"): not state
+NEUTRAL_POINT = (1270, 12)  # the empty end of the toolbar: no widget reacts to the pointer
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
 PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
@@ -106,6 +128,8 @@ class DicomscopeEnv:
         )  # fmt: skip
         self.restarts = 0
         self.last_reset: dict[str, float] = {}
+        # the fresh Browser state, recorded at each (re)start: accessible tree and screen
+        self._fresh: tuple[dict[str, NodeState], Any] | None = None
 
     # -- processes ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -116,6 +140,8 @@ class DicomscopeEnv:
                     "libatk-wrapper-java libatk-wrapper-java-jni)"
                 )
         self.workdir.mkdir(parents=True, exist_ok=True)
+        processes.claim(self.workdir)
+        processes.sweep(self.workdir.parent, keep=self.workdir)
         self._prepare_db()
         self.x11.start()
         self._launch()
@@ -134,9 +160,14 @@ class DicomscopeEnv:
                         name = f"{s.name}_{se.short}_{k + 1:03d}.dcm"
                         shutil.copyfile(self._seed.files[uid], db / name)
                         names.append(str(db / name))  # absolute: DICOMscope's cwd differs
-        out = subprocess.run(
-            ["dcmqridx", str(db), *names], capture_output=True, text=True, check=False
-        )
+        try:
+            # registered as reviewed ("not new"): opening an image then leaves the index alone
+            out = processes.run(
+                ["dcmqridx", "--not-new", str(db), *names],
+                capture_output=True, text=True, check=False, timeout=60,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EnvironmentFault(f"dcmqridx failed: {exc}") from None
         if out.returncode != 0:
             raise EnvironmentFault(f"dcmqridx failed: {out.stderr.strip()[:300]}")
         shutil.copyfile(db / "index.dat", self.workdir / "index.dat.orig")
@@ -170,13 +201,42 @@ class DicomscopeEnv:
                 raise EnvironmentFault("DICOMscope's widgets never appeared on AT-SPI")
             time.sleep(0.2)
         self.desktop.settle()
+        # the Browser start as every reset leaves it (Refresh has the focus), then recorded
+        self._to_browser(self.desktop.tree())
+        self._neutral_pointer()
+        self._fresh = self.observable_state()
         self.last_reset["launch_s"] = time.monotonic() - t0
 
     def _restart(self) -> None:
         self.restarts += 1
         if self._app is not None:
             self.x11.stop(self._app)
+        self._restore_index()
         self._launch()
+
+    def _restore_index(self) -> None:
+        """The seeded database index back, only when it changed: DICOMscope polls the file and
+        announces a rewrite on its status line ("New Instances Arrived!")."""
+        orig, live = self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat"
+        if not filecmp.cmp(orig, live, shallow=False):
+            shutil.copyfile(orig, live)
+
+    def observable_state(self) -> tuple[dict[str, NodeState], Any]:
+        """What a reset must restore: the state of every widget of every tab (`AtspiTree.state`)
+        and the screen (an RGB array), both without the status line (`STATUS_PANEL`)."""
+        import numpy as np
+
+        tree = self.desktop.tree(full=True)
+        raw, w, h, _ = self.x11.frame(self.viewport)
+        frame = np.frombuffer(raw, np.uint8).reshape(h, w, 3).copy()
+        state = tree.state()
+        for panel in tree.find(NodeQuery(role="panel", text=STATUS_PANEL), visible_only=False):
+            for n in tree.nodes:
+                if n.parent == panel.index:
+                    state.pop(n.key, None)
+            x, y, bw, bh = panel.box  # the label's box follows its text: the whole panel
+            frame[max(y, 0) : max(y + bh, 0), max(x, 0) : max(x + bw, 0)] = 0
+        return state, frame
 
     def _alive(self) -> subprocess.Popen[bytes]:
         if self._app is None:
@@ -193,6 +253,7 @@ class DicomscopeEnv:
             self.x11.stop(self._app)
             self._app = None
         self.x11.close()
+        processes.stop_folder(self.workdir)
 
     # -- reset -------------------------------------------------------------------------------
     def reset(self, task: LiveTask) -> Observation:
@@ -216,6 +277,7 @@ class DicomscopeEnv:
             log.info("dicomscope reset by UI failed (%s): restarting", exc)
             self._restart()
             self._reset_ui(ref)
+        self.desktop.forget()
         self.last_reset["reset_s"] = time.monotonic() - t0
         return self.observe()
 
@@ -235,30 +297,52 @@ class DicomscopeEnv:
         return lambda t: any(state in n.states for n in t.find(q))
 
     def _reset_ui(self, ref: ImageRef | None) -> None:
-        tree = self.desktop.tree()
+        tree = self.desktop.tree(full=True)
+        if ref is None and self._viewer_used(tree):
+            log.debug("dicomscope: the viewer holds an image; restarting for a browser start")
+            self._restart()
+            return
         if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
-            cancel = NodeQuery(role="push button", text="Cancel")
-            if self.desktop.box(tree, cancel) is not None:
-                self.desktop.click_node(tree, cancel)
-                self.desktop.settle()
-                tree = self.desktop.tree()
-            self.x11.key("Escape")
-            self.desktop.settle()
-            tree = self.desktop.tree()
-            if self._extra_windows(tree):
-                raise EnvironmentFault("a dialog is still open")
-        shutil.copyfile(self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat")
+            tree = self._dismiss(tree)
+        self._restore_index()
+        tree = self._to_browser(tree)
+        if ref is None:
+            self._neutral_pointer()
+            self._expect_fresh()
+            return
+        self._open(tree, ref)
+        self._restore_modes()
+        # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
+        self.desktop.click_node(self.desktop.tree(), NodeQuery(role="page tab", text="Viewer"))
+        self._neutral_pointer()
+
+    def _to_browser(self, tree: AtspiTree) -> AtspiTree:
+        """The Browser tab, refreshed: the study tree collapsed."""
         browser = NodeQuery(role="page tab", text="Browser")
         self.desktop.click_node(tree, browser)
         tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
         self.desktop.click_node(tree, NodeQuery(role="push button", description="Refresh"))
         studies = NodeQuery(role="label", contains="Study ")
-        tree = self._wait(
+        return self._wait(
             lambda t: bool(t.find(studies)) and not self._has(studies, "expanded")(t),
             "the study tree did not collapse",
         )
-        if ref is None:
-            return
+
+    def _dismiss(self, tree: AtspiTree) -> AtspiTree:
+        """Close popup menus and dialogs (Cancel where there is one, then Escape)."""
+        cancel = NodeQuery(role="push button", text="Cancel")
+        if self.desktop.box(tree, cancel) is not None:
+            self.desktop.click_node(tree, cancel)
+            self.desktop.settle()
+        self.x11.key("Escape")
+        self.desktop.settle()
+        tree = self.desktop.tree()
+        if self._extra_windows(tree):
+            raise EnvironmentFault("a dialog is still open")
+        return tree
+
+    def _open(self, tree: AtspiTree, ref: ImageRef) -> None:
+        """Open image `ref` from the (collapsed) study tree into the Viewer."""
         study, series = self._labels(ref)
         self.desktop.click_node(tree, NodeQuery(text=study), double=True)
         tree = self._wait(self._has(NodeQuery(text=study), "expanded"), f"{study} did not open")
@@ -278,23 +362,75 @@ class DicomscopeEnv:
             "the image did not open in the Viewer",
         )
         self.desktop.settle()
-        # a new image gets a fresh presentation state, but the viewer's own modes persist
+
+    def _modes(self, tree: AtspiTree) -> dict[str, AtspiNode]:
+        """The viewer's mode widgets on screen, by label."""
+        return {
+            n.label: n
+            for n in tree.nodes
+            if n.role in MODE_ROLES and n.label in START_MODES and tree.visible_box(n)
+        }
+
+    def _restore_modes(self) -> None:
+        """Every mode widget of the viewer to its `START_MODES` value (they outlive images)."""
         tree = self.desktop.tree()
-        fixes = [
-            NodeQuery(description=t)
-            for t in START_OFF
-            if self._has(NodeQuery(description=t), "checked")(tree)
+        clicks = [
+            n
+            for label, n in self._modes(tree).items()
+            if ("checked" in n.states) != START_MODES[label]
+            and not (n.role == "radio button" and not START_MODES[label])  # set by its peer
         ]
-        scale = NodeQuery(role="radio button", text="Scale")
-        if not self._has(scale, "checked")(tree):
-            fixes.append(scale)
-        for q in fixes:
-            self.desktop.click_node(tree, q)
-        if fixes:
+        for n in clicks:
+            box = tree.hittable_box(n, self.viewport)
+            if box is None:
+                raise EnvironmentFault(f"reset: the mode {n.label!r} is not clickable")
+            self.x11.click(int(box.center[0]), int(box.center[1]))
+        if clicks:
             self.desktop.settle()
             tree = self.desktop.tree()
-            if any(self._has(NodeQuery(description=t), "checked")(tree) for t in START_OFF):
-                raise EnvironmentFault("reset: a processing toggle stays on")
+        modes = self._modes(tree)
+        wrong = sorted(
+            label for label, want in START_MODES.items()
+            if label not in modes or ("checked" in modes[label].states) != want
+        )  # fmt: skip
+        if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+            raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
+
+    def _viewer_used(self, tree: AtspiTree) -> bool:
+        """Whether anything in the Viewer tab differs from the fresh state (an image is open)."""
+        assert self._fresh is not None
+        viewer = tree.find(NodeQuery(role="page tab", text="Viewer"), visible_only=False)
+        if not viewer:
+            return True
+        root = viewer[0].key + "/"
+        return any(k.startswith(root) for k in state_diff(self._fresh[0], tree.state()))
+
+    @staticmethod
+    def screen_diff(a: Any, b: Any) -> int:
+        """How many pixels differ between two frames of `observable_state`."""
+        import numpy as np
+
+        if a.shape != b.shape:
+            return int(a.size)
+        return int(np.count_nonzero((a != b).any(axis=2)))
+
+    def _expect_fresh(self) -> None:
+        """The Browser start must look like a fresh DICOMscope: else restart."""
+        assert self._fresh is not None
+        fresh_state, fresh_frame = self._fresh
+        state, frame = self.observable_state()
+        differ = state_diff(fresh_state, state)
+        pixels = self.screen_diff(fresh_frame, frame)
+        if differ or pixels > CARET_PIXELS:
+            log.info(
+                "dicomscope: not the fresh browser state (%d widgets, %d pixels differ: %s); "
+                "restarting", len(differ), pixels, differ[:5],
+            )  # fmt: skip
+            self._restart()
+
+    def _neutral_pointer(self) -> None:
+        self.x11.move_pointer(*NEUTRAL_POINT)
+        self.desktop.settle()
 
     def _images(self, tree: AtspiTree, series: str) -> list[AtspiNode]:
         return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]
@@ -337,8 +473,44 @@ class DicomscopeEnv:
         return self.desktop.element_at(x, y)
 
     def check(self, spec: CheckSpec) -> bool:
+        """Read the state the kind judges (the whole AT-SPI tree; the window titles), then
+        judge it (`drivers.atspi_checks`)."""
         self._alive()
-        return check_x11(spec, self.desktop.cached_tree(True), self.x11, self.desktop.window)
+        return DESKTOP_KINDS.evaluate(spec, {"atspi": self._tree_state, "window": self._titles})
+
+    def _tree_state(self, _params: object) -> AtspiTree:
+        return self.desktop.cached_tree(True)
+
+    def _titles(self, _params: object) -> tuple[str, ...]:
+        tree = self.desktop.cached_tree(True)
+        titles = [n.name for n in tree.nodes if n.parent == -1 and "showing" in n.states]
+        if self.desktop.window is not None:
+            titles.append(self.x11.window_title(self.desktop.window))
+        return tuple(titles)
+
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task's start for this
+    environment (the registry's `task_check` hook): `start.file` names a seeded image."""
+    from medspot.live.services.seed import CATALOGUE
+
+    out: list[tuple[str, str]] = []
+    if task.start.file is not None:
+        try:
+            ref = parse_file_ref(task.start.file)
+        except DataError as exc:
+            return [("start.file", exc.message)]
+        try:
+            se = CATALOGUE.series(f"{ref.study}/{ref.series}")
+        except KeyError:
+            out.append(("start.file", f"no seeded series {ref.study}/{ref.series}"))
+        else:
+            if ref.slice > se.slices:
+                out.append(("start.file", f"{se.name} has slices 1..{se.slices}"))
+    if task.start.route is not None:
+        out.append(("start.route", "dicomscope has no routes (start.file opens an image)"))
+    out += [(f"start.{k}", "not a start key of dicomscope") for k in task.start.params]
+    return out
 
 
 def doctor() -> list[str]:
@@ -373,11 +545,12 @@ register_env(
         name="dicomscope",
         target="medspot.live.envs.dicomscope:create",
         summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
-        check_kinds=X11_CHECK_KINDS,
+        check_kinds=DESKTOP_KINDS,
         locator_keys=LOCATOR_KEYS,
         system_packages=PACKAGES,
         python_modules=("PIL", "numpy", "pydicom"),
         doctor="medspot.live.envs.dicomscope:doctor",
+        task_check="medspot.live.envs.dicomscope:task_check",
         tasks_resource="dicomscope.json",
     )
 )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -22,31 +21,19 @@ from medspot.live.core.contract import (
     Observation,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
+from medspot.live.envs.orthanc_checks import ORTHANC_KINDS, orthanc_names
 from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
+from medspot.live.services.names import TEMPLATE, NameTable, template_problems
 
 __all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
 log = logging.getLogger(__name__)
 NAME = "orthanc-explorer"
-CHECK_KINDS = (
-    "orthanc.patient_present",
-    "orthanc.patient_absent",
-    "orthanc.study_present",
-    "orthanc.study_absent",
-    "orthanc.series_present",
-    "orthanc.series_absent",
-    "orthanc.instance_count",
-    "web.url_matches",
-    "web.title_matches",
-    "web.download",
-    "web.element_visible",
-    "webviewer.slice",
-    "webviewer.inverted",
-)
+CHECK_KINDS = ORTHANC_KINDS + PAGE_KINDS + WEBVIEWER_KINDS
 LOCATOR_KEYS = ("css", "text", "contains", "role", "nth", "at")
-_TEMPLATE = re.compile(r"\{(patient|study|series|instance):([^{}]+)\}")
 # jQuery Mobile is idle: no ajax running, no page transition, the hash route's page shown, and
 # no clicked link (jQM marks it `ui-btn-active` until its page is shown) still on its way; that
 # last sign is trusted for 2 s at most (a stale mark must not hang the settle)
@@ -69,20 +56,13 @@ _READY_JS = """() => {
   window.__medspotPending = window.__medspotPending || performance.now();
   return performance.now() - window.__medspotPending > 2000;
 }"""
-_VIEWER_SLICE_JS = (
-    "() => { const s = window.jQuery && jQuery('#slider');"
-    " return s && s.length && s.slider('instance') ? s.slider('option', 'value') : null; }"
-)
-_VIEWER_INVERT_JS = (
-    "() => { const el = document.getElementById('dicomImage');"
-    " try { return !!cornerstone.getViewport(el).invert; } catch (e) { return null; } }"
-)
 
 
 class OrthancExplorerEnv(OrthancWebEnv):
     """One Orthanc + one chromium, driven through Orthanc Explorer's pages."""
 
     name = NAME
+    check_kinds = CHECK_KINDS
 
     def __init__(
         self,
@@ -110,6 +90,7 @@ class OrthancExplorerEnv(OrthancWebEnv):
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
         )
         self.fresh_context = fresh_context  # a new browser context per task (slower)
+        self._names: NameTable | None = None
 
     def reset(self, task: LiveTask) -> Observation:
         self.last_reset_s = self._reset_database()
@@ -131,7 +112,7 @@ class OrthancExplorerEnv(OrthancWebEnv):
         def one(m: re.Match[str]) -> str:
             return self.orthanc_id(m.group(1), m.group(2), where)
 
-        return _TEMPLATE.sub(one, text)
+        return TEMPLATE.sub(one, text)
 
     def orthanc_id(self, level: str, name: str, where: str = "check") -> str:
         ids = self.ids
@@ -158,94 +139,28 @@ class OrthancExplorerEnv(OrthancWebEnv):
             return self.orthanc.url + route
         raise DataError(f"task {task_id}: start.route must start with '#' or '/': {route!r}")
 
-    # -- the contract -------------------------------------------------------------------------
+    # -- checks -------------------------------------------------------------------------------
 
-    def check(self, spec: CheckSpec) -> bool:
-        p = spec.params
-        kind = spec.kind
-        if kind.startswith("orthanc."):
-            self.orthanc.health()
-        if kind in ("orthanc.patient_present", "orthanc.patient_absent"):
-            return self._exists("patients", "patient", p) == kind.endswith("present")
-        if kind in ("orthanc.study_present", "orthanc.study_absent"):
-            return self._exists("studies", "study", p) == kind.endswith("present")
-        if kind in ("orthanc.series_present", "orthanc.series_absent"):
-            return self._exists("series", "series", p) == kind.endswith("present")
-        if kind == "orthanc.instance_count":  # `count` (==), `min` and/or `max` (inclusive)
-            if not {"count", "min", "max"} & set(p):
-                raise DataError(f"check {kind!r} needs 'count', 'min' or 'max'")
-            n = self._instance_count(p)
-            return (
-                n == int(p.get("count", n))
-                and n >= int(p.get("min", n))
-                and n <= int(p.get("max", n))
-            )
-        if kind == "web.url_matches":
-            pattern = self.resolve(str(_param(p, "pattern", kind)), kind)
-            return re.search(pattern, self.web.page.url if self.web.page else "") is not None
-        if kind == "web.title_matches":
-            title = self.web.eval("document.title") or ""
-            return re.search(str(_param(p, "pattern", kind)), str(title)) is not None
-        if kind == "web.element_visible":
-            target = Locator.model_validate(_param(p, "target", kind))
-            return self.web.locate(target) is not None
-        if kind == "web.download":
-            return self._downloaded(p)
-        if kind == "webviewer.slice":
-            value = self.web.eval(_VIEWER_SLICE_JS)
-            return value is not None and int(value) + 1 == int(_param(p, "slice", kind))
-        if kind == "webviewer.inverted":
-            return self.web.eval(_VIEWER_INVERT_JS) is bool(p.get("value", True))
-        raise DataError(f"check kind {kind!r} is not understood by {NAME}")
-
-    def _exists(self, path: str, level: str, p: dict[str, Any]) -> bool:
-        oid = self.orthanc_id(level, str(_param(p, level, f"orthanc.{level}")))
-        return self.orthanc.get(f"/{path}/{oid}") is not None
-
-    def _instance_count(self, p: dict[str, Any]) -> int:
-        for level, path in (("series", "series"), ("study", "studies"), ("patient", "patients")):
-            if level in p:
-                oid = self.orthanc_id(level, str(p[level]))
-                got = self.orthanc.get(f"/{path}/{oid}/instances")
-                return len(got) if isinstance(got, list) else 0
-        got = self.orthanc.get("/instances")
-        return len(got) if isinstance(got, list) else 0
-
-    def _downloaded(self, p: dict[str, Any]) -> bool:
-        """A finished download of type `file` (zip/dicom/json/any) of the named resource."""
-        want = str(p.get("file", "any"))
-        parts: list[str] = []
-        for level, path in (
-            ("patient", "patients"),
-            ("study", "studies"),
-            ("series", "series"),
-            ("instance", "instances"),
-        ):
-            if level in p:
-                parts.append(f"/{path}/{self.orthanc_id(level, str(p[level]))}/")
-        for d in self.web.downloads:
-            if d.path is None or (want != "any" and d.kind != want):
-                continue
-            if not all(part in d.url for part in parts):
-                continue
-            if d.kind == "zip" and not _zip_ok(d.path):
-                continue
-            return True
-        return False
+    def names(self) -> NameTable:
+        assert self.seed is not None
+        if self._names is None:
+            self._names = orthanc_names(self.ids, self.seed.catalogue)
+        return self._names
 
 
-def _zip_ok(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as z:
-            return bool(z.namelist()) and z.testzip() is None
-    except (zipfile.BadZipFile, OSError):
-        return False
-
-
-def _param(p: dict[str, Any], name: str, kind: str) -> Any:
-    if name not in p:
-        raise DataError(f"check {kind!r} needs the parameter {name!r}")
-    return p[name]
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task's start for this
+    environment (the registry's `task_check` hook)."""
+    out: list[tuple[str, str]] = []
+    route = task.start.route
+    if route is not None:
+        if not route.startswith(("#", "/")):
+            out.append(("start.route", f"must start with '#' or '/': {route!r}"))
+        out += [("start.route", why) for why in template_problems(route)]
+    if task.start.file is not None:
+        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
+    out += [(f"start.{k}", f"not a start key of {NAME}") for k in task.start.params]
+    return out
 
 
 def doctor() -> list[str]:
@@ -286,6 +201,7 @@ register_env(
             "fonts-dejavu-core",
         ),
         doctor="medspot.live.envs.orthanc_explorer:doctor",
+        task_check="medspot.live.envs.orthanc_explorer:task_check",
         tasks_resource="orthanc_explorer.json",
     )
 )

@@ -1,13 +1,21 @@
 """What the two Orthanc web environments share (`orthanc-explorer`, `ohif`): one private Orthanc
 seeded with `medspot.live.services.seed`, one chromium (`WebSession`), and the contract's
-`observe`, `act` (with Orthanc's liveness checked before and after), `locate` and `element_at`
-on the page. A subclass adds its own server or page logic, `reset` and `check`."""
+`observe`, `act` (with Orthanc's liveness checked before and after), `locate`, `element_at`
+on the page, and `check`: a dispatcher over the subclass's `check_kinds` and the readers of
+their states (the Orthanc database and the page here; a subclass adds its own). A subclass adds
+its own server or page logic, `reset`, and `names` (the IDs its URLs use).
+
+The workdir is claimed for this process and the stale folders beside it are swept at start
+(`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, ClassVar
 
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
+from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -15,8 +23,11 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.tasks import Locator
+from medspot.live.core.tasks import CheckSpec, Locator
 from medspot.live.drivers.web import WebSession
+from medspot.live.envs.orthanc_checks import read_orthanc_state
+from medspot.live.envs.web_checks import web_readers
+from medspot.live.services.names import NameTable
 from medspot.live.services.orthanc import OrthancIds, OrthancServer
 from medspot.live.services.seed import SeedSet, seed_files
 
@@ -25,9 +36,10 @@ __all__ = ["OrthancWebEnv"]
 
 class OrthancWebEnv:
     """One Orthanc + one chromium. Subclasses call `super().__init__` with the WebSession's
-    settings, and implement `reset(task)` and `check(spec)`."""
+    settings, and implement `reset(task)` and `names()`."""
 
     name = "orthanc-web"
+    check_kinds: ClassVar[CheckKinds] = CheckKinds()
 
     def __init__(
         self,
@@ -54,6 +66,8 @@ class OrthancWebEnv:
             return
         self._started = True
         try:
+            processes.claim(self.workdir)
+            processes.sweep(self.workdir.parent, keep=self.workdir)
             self._start_services()
         except BaseException:
             self.close()
@@ -78,6 +92,7 @@ class OrthancWebEnv:
                 self._close_more()
             finally:
                 self.orthanc.stop()
+                processes.stop_folder(self.workdir)
 
     def _close_more(self) -> None:
         """Hook: what a subclass stops before Orthanc."""
@@ -113,3 +128,21 @@ class OrthancWebEnv:
 
     def element_at(self, x: float, y: float) -> ElementInfo | None:
         return self.web.element_at(x, y)
+
+    # -- checks: read the state a kind judges, then judge it ------------------------------------
+
+    def names(self) -> NameTable:
+        """Catalogue names -> the IDs this application's URLs use (for `{level:NAME}`)."""
+        raise NotImplementedError
+
+    def readers(self) -> dict[str, Any]:
+        """The state readers of the check kinds (name -> read(params))."""
+        if self.seed is None:
+            raise EnvironmentFault(f"{self.name}: not started")
+        cat = self.seed.catalogue
+        out = web_readers(self.web, self.names())
+        out["orthanc"] = lambda p: read_orthanc_state(self.orthanc, self.ids, cat)
+        return out
+
+    def check(self, spec: CheckSpec) -> bool:
+        return self.check_kinds.evaluate(spec, self.readers(), self.name)

@@ -5,7 +5,8 @@ exact box from the application (DOM / AT-SPI). Steps without an on-screen target
 are written with no action (unannotated, not evaluable), as the format allows.
 
 The oracle runs through the live runner into `DIR/.live-run` (journal and trajectories kept, so
-an interrupted export resumes); the dataset is built from its trajectories.
+an interrupted export resumes); the dataset is built from its trajectories. One export writes
+into `DIR` at a time (the run folder's lock, on `DIR` and on `DIR/.live-run`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
+from medspot.live.core.envoptions import check_env_options
 from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import atomic_write_json
+from medspot.live.loop.static_bridge import atomic_write_json, run_folder_lock
 from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
 
@@ -56,15 +59,38 @@ def export_env(
     concurrency: int = 1,
     env_options: Mapping[str, Any] | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
+    retry_env_errors: bool = False,
 ) -> ExportResult:
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids)
     out = Path(out)
+    check_env_options(env, env_options or {})  # before any folder is made
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    with run_folder_lock(out):
+        return _export_locked(
+            env, out, tasks, tasks_file, concurrency, env_options, on_progress, retry_env_errors
+        )
+
+
+def _export_locked(
+    env: str,
+    out: Path,
+    tasks: list[LiveTask],
+    tasks_file: Path | None,
+    concurrency: int,
+    env_options: Mapping[str, Any] | None,
+    on_progress: Callable[[ProgressEvent], None] | None,
+    retry_env_errors: bool,
+) -> ExportResult:
     run_dir = out / RUN_SUBDIR
     run_live(
         LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
                     tasks_file=tasks_file, concurrency=concurrency,
-                    env_options=dict(env_options or {}), n_boot=0),
+                    env_options=dict(env_options or {}), n_boot=0,
+                    retry_env_errors=retry_env_errors),
         on_progress,
     )  # fmt: skip
     state = ResumeState.from_records(list(read_live_journal(run_dir / JOURNAL_NAME)))

@@ -17,7 +17,17 @@ import numpy as np
 import numpy.typing as npt
 
 from medspot.live.core.tasks import LiveTask
-from medspot.live.loop.static_bridge import StaticRow, percentile_intervals, resample_counts
+from medspot.live.loop.static_bridge import (
+    HARMFUL,
+    HIT_RATE,
+    LIVE_KEYS,
+    RECOVERY,
+    STEPS_RATIO,
+    SUCCESS,
+    StaticRow,
+    percentile_intervals,
+    resample_counts,
+)
 from medspot.live.loop.steplog import FINAL_OUTCOMES, ResumeState, StepRecord, TaskRecord
 
 __all__ = [
@@ -32,13 +42,6 @@ __all__ = [
     "live_metrics",
     "task_results",
 ]
-
-SUCCESS = "task_success_rate"
-HARMFUL = "harmful_failure_rate"
-RECOVERY = "recovery_rate"
-HIT_RATE = "intended_hit_rate"
-STEPS_RATIO = "steps_ratio"
-LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO)
 
 # Bootstrap columns; each metric is sum(numerator column) / sum(denominator column).
 _COLS = ("scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle")

@@ -1,39 +1,50 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-run.json is checked against an existing one (the same model, prompt style, history, seed and
-task file, or the run is refused), the journal is read back (`ResumeState`), the runner runs
-what is not finished, and the results are written from the whole journal.
+The request is checked first (options, environment options typed by the environment, the task
+file and ids, the agent), then the run folder is locked (one writer: `run_folder_lock`, a second
+writer is refused naming the holder), run.json is checked against an existing one (the same
+model, prompt style, history, seed and task file, or the run is refused), the journal is read
+back (`ResumeState`), the runner runs what is not finished, and the results are written from
+the whole journal. run.json is written only once the request is valid; an error after that
+leaves it with status "failed" and the error (an interruption: "interrupted").
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
+from medspot.interrupts import sigterm_stops
 from medspot.live.agents.factory import create_agent
 from medspot.live.agents.turn import LiveAgent
-from medspot.live.core.episode import Mode
+from medspot.live.core.envoptions import check_env_options, check_viewport
+from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
-from medspot.live.loop.executors import check_executor_options
+from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import task_results
-from medspot.live.loop.results import PROTOCOL, write_live_results
-from medspot.live.loop.scheduler import LiveOptions, LiveStats, run_tasks
+from medspot.live.loop.results import LIVE_LOG, PROTOCOL, write_live_results
+from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
 from medspot.live.loop.static_bridge import (
+    LOCK,
     RUN_JSON,
     DatasetInfo,
     LineJournal,
+    LiveRunInfo,
     RunInfo,
     atomic_write_json,
     git_revision,
     now_iso,
     package_versions,
+    record_failed_run,
+    run_folder_lock,
 )
 from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
@@ -59,12 +70,14 @@ class LiveRequest:
     prompt_style: str = "native"
     seed: int = 0
     n_boot: int = 2000
-    max_retries: int = 4
+    max_retries: int = MAX_RETRIES
     options: AdapterOptions | Mapping[str, Any] = field(default_factory=dict)  # as eval's
     env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
     workroot: Path | None = None  # parent of the environments' private folders
-    executor: str = "threads"  # where environments run: threads | ray (`loop.executors`)
+    max_cost: float | None = None  # USD: stop starting model calls once spent (resumable)
+    retry_env_errors: bool = False  # run again tasks given up on (their fault recurred)
+    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
@@ -72,13 +85,22 @@ class LiveRequest:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    info: RunInfo
+    info: LiveRunInfo
     metrics: dict[str, Any]
     stats: LiveStats
+    # tasks ended as environment errors whose fault recurs: a resume does not run them again
+    # unless `retry_env_errors`
+    given_up: tuple[str, ...] = ()
 
 
-def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
-    info = RunInfo(
+def _run_info(
+    req: LiveRequest, agent: LiveAgent, fingerprint: str, env_options: Mapping[str, Any]
+) -> LiveRunInfo:
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in env_options.items()
+    }
+    return LiveRunInfo(
         model=req.model,
         adapter=agent.describe(),
         protocol=PROTOCOL,
@@ -94,46 +116,72 @@ def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str) -> RunInfo:
         versions=package_versions(),
         git_revision=git_revision(),
         started=now_iso(),
+        env=req.env,
+        env_options=env_opts,
+        mode=req.mode,
+        executor=req.executor,
     )
-    env_opts = {
-        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in req.env_options.items()
-    }
-    extra = {"kind": "live", "env": req.env, "env_options": env_opts, "mode": req.mode,
-             "executor": req.executor}  # fmt: skip
-    for k, v in extra.items():
-        setattr(info, k, v)
-    return info
+
+
+def _check_request(req: LiveRequest) -> None:
+    """The request's own options (the CLI checks them too; a library caller may not)."""
+    if req.history not in HISTORY_MODES:
+        raise ConfigError(f"unknown history {req.history!r} (known: {', '.join(HISTORY_MODES)})")
+    if req.mode not in MODES:
+        raise ConfigError(f"unknown mode {req.mode!r} (known: {', '.join(MODES)})")
+    for name, value, least in (
+        ("--concurrency", req.concurrency, 1),
+        ("--env-retries", req.env_retries, 0),
+        ("--max-retries", req.max_retries, 0),
+    ):
+        if value < least:
+            raise ConfigError(f"{name} {value}: must be {least} or more")
+
+
+# Files a fresh run folder may hold before its run.json (the lock; the log, opened lazily)
+_BEFORE_RUN_JSON = frozenset({LOCK, LIVE_LOG})
 
 
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
+    _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
+    env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
+    check_viewport(env_options, tasks)
     out = req.out
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    with run_folder_lock(out):
+        return _run_locked(req, tasks, fingerprint, env_options, on_progress)
+
+
+def _run_locked(
+    req: LiveRequest,
+    tasks: list[LiveTask],
+    fingerprint: str,
+    env_options: dict[str, Any],
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> LiveOutcome:
+    out = req.out
     journal_path = out / JOURNAL_NAME
     run_json = out / RUN_JSON
-    if not run_json.exists() and any(p.name != ".lock" for p in out.iterdir()):
+    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
     agent = req.agent or create_agent(
         req.model, options=req.options, prompt_style=req.prompt_style,
-        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries,
+        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries, mode=req.mode,
     )  # fmt: skip
-    info = _run_info(req, agent, fingerprint)
+    info = _run_info(req, agent, fingerprint, env_options)
     if run_json.exists():
-        previous = RunInfo.load(run_json)
+        previous = LiveRunInfo.of(RunInfo.load(run_json))
+        if previous is None:
+            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
         problems = previous.mismatches(info)
-        if getattr(previous, "env", None) != req.env:
-            problems.append(f"env: run folder has {getattr(previous, 'env', None)!r}")
-        before = getattr(previous, "mode", None) or "guided"  # folders older than modes
-        if before != req.mode:
-            problems.append(f"mode: run folder has {before!r}, this command asks {req.mode!r}")
         if problems:
             raise ConfigError(
                 f"{out} holds a run made with other settings; use another --out, or delete "
@@ -143,13 +191,32 @@ def run_live(
     state = ResumeState.from_records(list(read_live_journal(journal_path)))
     atomic_write_json(run_json, info.model_dump())
     opts = LiveOptions(
-        env=req.env, env_options=req.env_options, concurrency=req.concurrency,
+        env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
-        mode=req.mode, executor=req.executor, ray_address=req.ray_address,
+        mode=req.mode, max_cost=req.max_cost, retry_env_errors=req.retry_env_errors,
+        executor=req.executor, ray_address=req.ray_address,
         ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
     )  # fmt: skip
+    try:
+        return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
+    except Exception as e:  # run.json says why the run stopped, not "running"
+        record_failed_run(run_json, info, e)
+        raise
+
+
+def _run_and_write(
+    req: LiveRequest,
+    tasks: list[LiveTask],
+    agent: LiveAgent,
+    info: LiveRunInfo,
+    opts: LiveOptions,
+    state: ResumeState,
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> LiveOutcome:
+    out = req.out
+    journal_path = out / JOURNAL_NAME
     stats = LiveStats()
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
 
     async def main() -> LiveStats:
         try:
@@ -157,20 +224,11 @@ def run_live(
         finally:
             await agent.aclose()
 
-    previous_handler = None
     try:
-        previous_handler = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-    except ValueError:  # not the main thread
-        previous_handler = None
-    try:
-        with LineJournal(journal_path) as journal:
+        with sigterm_stops(), LineJournal(journal_path) as journal:
             stats = asyncio.run(main())
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
+        interrupted = e
     state = ResumeState.from_records(list(read_live_journal(journal_path)))
     results = task_results(tasks, state, req.env)
     metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
@@ -186,11 +244,14 @@ def run_live(
     costs = [s.cost_usd for s in asked if s.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
     info.finished = now_iso()
-    if interrupted:
+    if interrupted is not None:
         info.status = "interrupted"
+    elif stats.budget_reached:
+        info.status = "budget_reached"
     else:
         info.status = "complete" if all(r.scored for r in results) else "incomplete"
-    atomic_write_json(run_json, info.model_dump())
-    if interrupted:
-        raise KeyboardInterrupt
-    return LiveOutcome(info=info, metrics=metrics, stats=stats)
+    atomic_write_json(out / RUN_JSON, info.model_dump())
+    if interrupted is not None:
+        raise interrupted
+    given_up = tuple(t.id for t in tasks if t.id in state.given_up)
+    return LiveOutcome(info=info, metrics=metrics, stats=stats, given_up=given_up)

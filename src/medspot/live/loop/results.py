@@ -1,17 +1,21 @@
 """Writing a live run into the static run-folder layout (docs/results.md, docs/live.md):
 
-    run.json                          "kind": "live", the env, the agent; dataset root = the run
+    run.json                          `LiveRunInfo`: "kind": "live", the env, the agent, the
+                                      mode; dataset root = the run
     live_journal.jsonl                every step as it happened (the runner's)
     overall_dataset_metrics.json      the static keys + task_success_rate and the live keys
     overall_failure_statistics.json
-    <env>/task_results.json           one row per task; its actions as step rows
+    <env>/task_results.json           one `LiveTaskRow` per task; its actions as `LiveStepRow`s
     <env>/task_failures.json, task_metrics.json, failure_statistics.json
     trajectories/<task>.json          every step: action, element hit, checks, settle time
     screens/<sha256>.png              each distinct screenshot once
+    live.log                          the command's log in full (stderr shows first lines)
+    .medspot.lock                     the writer's lock (one writer per run folder)
 
 Step rows carry the screen before the action (`image_path` relative to the run folder, which
 `run.json` names as the dataset root, so the static report finds the pictures), the action's
-point normalised, and the intended element's box normalised.
+point normalised, and the intended element's box normalised. The live types are
+`medspot.runfolder.live_schema`'s, shared with the report.
 """
 
 from __future__ import annotations
@@ -19,26 +23,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from medspot.live.loop.outcomes import LIVE_KEYS, TaskResult, live_metrics
+from medspot.live.loop.outcomes import TaskResult, live_metrics
 from medspot.live.loop.scheduler import screen_rel
 from medspot.live.loop.static_bridge import (
     APP_FAILURES,
     APP_METRICS,
+    LIVE_KEYS,
     OVERALL_FAILURES,
     OVERALL_METRICS,
+    TASK_FAILURES,
     TASK_RESULTS,
+    LiveOutcome,
+    LiveStepRow,
+    LiveTaskRow,
     atomic_write_json,
     atomic_write_json_lines,
     static_metrics,
 )
 from medspot.live.loop.steplog import StepRecord
 
-__all__ = ["PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
+__all__ = ["LIVE_LOG", "PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
 
 PROTOCOL = "live-v1"
 TRAJECTORIES = "trajectories"
+LIVE_LOG = "live.log"  # written by the command line (commands._runlog), not here
 
 
 def task_uid(env: str, task_id: str) -> str:
@@ -65,7 +75,7 @@ def _point(s: StepRecord) -> list[float] | None:
     return None
 
 
-def _step_row(uid: str, s: StepRecord) -> dict[str, Any]:
+def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
     judged = s.hit_intended is not None
     if s.error is not None:
         outcome = "error"
@@ -83,34 +93,35 @@ def _step_row(uid: str, s: StepRecord) -> dict[str, Any]:
         bw, bh = b[2] - b[0], b[3] - b[1]
         if bw > 0 and bh > 0:
             offset = [(pt[0] - (b[0] + b[2]) / 2) / bw, (pt[1] - (b[1] + b[3]) / 2) / bh]
-    return {
-        "step": f"{uid}/{s.n}",
-        "position": s.n,
-        "step_id": s.target_step,
-        "instruction": s.instruction,
-        "action_types": [s.action["kind"]] if s.action else [],
-        "evaluable": judged,
-        "outcome": outcome,
-        "hit": s.hit_intended,
-        "failure_type": ("no_prediction" if s.action is None and s.error is None else None),
-        "difficulty": None,
-        "target_boxes": boxes,
-        "pred_point": pt,
-        "extra_points": [],
-        "raw_output": s.raw_text,
-        "image_path": screen_rel(s.screen) if s.screen else "",
-        "image_size": list(s.screen_size) if s.screen_size else None,
-        "offset": offset,
-        "live_action": s.action,
-        "element": s.element,
-        "checks": s.checks,
-        "achieved": s.achieved,
-        "settle_s": s.settle_s,
-        "changed": s.changed,
-        "url": s.url,
-        "url_after": s.url_after,
-        "replayed": s.replayed,
-    }
+    return LiveStepRow(
+        step=f"{uid}/{s.n}",
+        position=s.n,
+        step_id=s.target_step,
+        instruction=s.instruction,
+        action_types=[s.action["kind"]] if s.action else [],
+        evaluable=judged,
+        outcome=outcome,
+        hit=s.hit_intended,
+        failure_type=("no_prediction" if s.action is None and s.error is None else None),
+        difficulty=None,
+        target_boxes=[(b[0], b[1], b[2], b[3]) for b in boxes],
+        pred_point=(pt[0], pt[1]) if pt is not None else None,
+        extra_points=[],
+        raw_output=s.raw_text,
+        image_path=screen_rel(s.screen) if s.screen else "",
+        image_size=s.screen_size,
+        offset=(offset[0], offset[1]) if offset is not None else None,
+        live_action=s.action,
+        element=s.element,
+        checks=s.checks,
+        achieved=s.achieved,
+        settle_s=s.settle_s,
+        changed=s.changed,
+        url=s.url,
+        url_after=s.url_after,
+        replayed=s.replayed,
+        thought=s.thought,
+    )
 
 
 def _failure_type(r: TaskResult) -> str | None:
@@ -121,42 +132,42 @@ def _failure_type(r: TaskResult) -> str | None:
     return "gave_up" if "done" in r.reason else "budget_spent"
 
 
-def _task_row(r: TaskResult) -> dict[str, Any]:
+def _task_row(r: TaskResult) -> LiveTaskRow:
     uid = task_uid(r.env, r.task.id)
     row = r.static_row()
     status = "scored" if r.scored else ("incomplete" if r.outcome == "missing" else "errored")
     ended = None
     if r.outcome == "harmful" and r.steps:
         ended = r.steps[-1].n
-    return {
-        "task_id": uid,
-        "app": r.env,
-        "task_index": r.index,
-        "task_overview": r.task.instruction,
-        "status": status,
-        "completed": row.completed,
-        "correct_steps": row.correct_steps,
-        "num_steps": row.num_steps,
-        "num_evaluable_steps": row.num_steps,
-        "steps_evaluated": r.steps_used,
-        "weighted_prefix_score": row.weighted_prefix_score,
-        "normalized_weighted_prefix_score": row.normalized_weighted_prefix_score,
-        "failure_type": _failure_type(r),
-        "failed_step": ended,
-        "step1_hit": row.step1_hit,
-        "steps": [_step_row(uid, s) for s in r.steps],
-        "live_outcome": r.outcome,
-        "live_reason": r.reason,
-        "tags": list(r.task.tags),
-        "steps_used": r.steps_used,
-        "oracle_steps": len(r.task.steps),
-        "recovered": r.recovered,
-        "missed_intended": r.missed,
-        "final_screen": (
+    return LiveTaskRow(
+        task_id=uid,
+        app=r.env,
+        task_index=r.index,
+        task_overview=r.task.instruction,
+        status=status,
+        completed=row.completed,
+        correct_steps=row.correct_steps,
+        num_steps=row.num_steps,
+        num_evaluable_steps=row.num_steps,
+        steps_evaluated=r.steps_used,
+        weighted_prefix_score=row.weighted_prefix_score,
+        normalized_weighted_prefix_score=row.normalized_weighted_prefix_score,
+        failure_type=_failure_type(r),
+        failed_step=ended,
+        step1_hit=row.step1_hit,
+        steps=[_step_row(uid, s) for s in r.steps],
+        live_outcome=cast(LiveOutcome, r.outcome),
+        live_reason=r.reason,
+        tags=list(r.task.tags),
+        steps_used=r.steps_used,
+        oracle_steps=len(r.task.steps),
+        recovered=r.recovered,
+        missed_intended=r.missed,
+        final_screen=(
             screen_rel(r.record.final_screen) if r.record and r.record.final_screen else None
         ),
-        "trajectory": f"{TRAJECTORIES}/{r.task.id}.json",
-    }
+        trajectory=f"{TRAJECTORIES}/{r.task.id}.json",
+    )
 
 
 def _failures(results: Sequence[TaskResult]) -> dict[str, Any]:
@@ -186,10 +197,10 @@ def write_live_results(
     metrics."""
     rows = [_task_row(r) for r in results]
     app = out / env
-    atomic_write_json_lines(app / TASK_RESULTS, rows)
+    atomic_write_json_lines(app / TASK_RESULTS, [row.model_dump() for row in rows])
     atomic_write_json_lines(
-        app / "task_failures.json",
-        [row for row in rows if row["status"] == "scored" and not row["completed"]],
+        app / TASK_FAILURES,
+        [row.model_dump() for row in rows if row.status == "scored" and not row.completed],
     )
     metrics = _metrics(results, n_boot=n_boot, seed=seed)
     atomic_write_json(app / APP_METRICS, metrics)

@@ -10,10 +10,17 @@ Each environment lives in a slot (`executors`: a worker thread of this process, 
 anywhere in a cluster; environments use synchronous Playwright / subprocess / pyatspi); the
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
-is journaled as it happens. An `EnvironmentFault` (or any exception an environment raises that
-is not a medspot error) throws the environment away and retries the task on a fresh one,
-replaying the answers already journaled; it is never the model's failure. A failed model call
-ends the attempt as an error (asked again on resume), never as a click.
+is journaled as it happens.
+An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
+throws the environment away and retries the task on a fresh one, replaying the answers already
+journaled; it is never the model's failure. A fault that recurs at the same place on every fresh
+environment (the same reset, or the same replayed answer: `FaultRecord.same_place`, at least
+twice in a row and on every attempt the run allows) ends the task as an environment error with
+its cause named and `fault_recurs` set; a resume does not run it again unless
+`LiveOptions.retry_env_errors`. A failed model call ends the attempt as an error (asked again on
+resume), never as a click. With `max_cost`, no new model call is started once
+the run's spent cost (this run and the journal's earlier ones) reaches it: the task being run
+is left unfinished (resumed later, its answers replayed) and no new task starts.
 """
 
 from __future__ import annotations
@@ -28,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import MedspotError, ModelCallError
-from medspot.live.agents.turn import AgentAnswer, AgentTurn, LiveAgent, PastTurn
+from medspot.live.agents.turn import (
+    AgentAnswer,
+    AgentTurn,
+    AnsweredCallError,
+    LiveAgent,
+    PastTurn,
+)
 from medspot.live.core.actions import (
     ENDINGS,
     LiveAction,
@@ -38,7 +51,7 @@ from medspot.live.core.actions import (
 from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
-from medspot.live.loop.executors import create_executor
+from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
 from medspot.live.loop.steplog import FaultRecord, ResumeState, StepRecord, TaskRecord
@@ -69,9 +82,16 @@ class LiveOptions:
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
-    executor: str = "threads"  # where environments run: threads | ray (`executors`)
+    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
+    max_cost: float | None = None  # USD: no new model call once the run has spent this much
+    retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
+
+    @property
+    def recurrence(self) -> int:
+        """Faults in a row at one place after which a task is given up on."""
+        return max(2, self.env_retries + 1)
 
 
 @dataclass
@@ -82,6 +102,8 @@ class LiveStats:
     faults: int = 0  # environment faults
     cost_usd: float = 0.0
     envs_started: int = 0
+    previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
+    budget_reached: bool = False  # `max_cost` stopped the run
 
 
 def screen_rel(sha: str) -> str:
@@ -96,6 +118,46 @@ def _element(e: ElementInfo | None) -> dict[str, Any] | None:
     if e is None:
         return None
     return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
+
+
+@dataclass
+class _Place:
+    """Where an attempt is, for naming a fault: `n` the action number (0: the reset; None: the
+    environment is starting), the action being executed, and whether every answer so far came
+    from the journal."""
+
+    n: int | None = None
+    action: dict[str, Any] | None = None
+    replayed: bool = True
+
+    def fault(self, task: str, env: str, attempt: int, message: str) -> FaultRecord:
+        return FaultRecord(
+            task=task, env=env, attempt=attempt, message=message, n=self.n, action=self.action,
+            replayed=self.replayed, time=now_iso(),
+        )  # fmt: skip
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:300]
+
+
+def _recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
+    """What a task given up on says: where its fault recurs, and the fault."""
+    last = streak[-1]
+    if last.n == 0:
+        where = "the task's reset"
+    elif last.action is not None:
+        where = f"action {last.n}, {describe_action(action_from_json(last.action))}, replayed"
+    else:
+        where = f"action {last.n}, before the answer (the answers before it replayed)"
+    return (
+        f"environment fault recurs at {where}, in {len(streak)} attempts in a row (a fresh "
+        f"environment for each retry): {_first_line(last.message)}"
+    )
+
+
+class _BudgetReached(Exception):
+    """`max_cost` is reached: the attempt stops before its next model call (not journaled)."""
 
 
 def _with(rec: StepRecord, **update: Any) -> StepRecord:
@@ -121,7 +183,7 @@ class _Run:
         self.opts = opts
         self.state = state
         self.on_progress = on_progress
-        self.stats = LiveStats()
+        self.stats = LiveStats(previous_cost_usd=state.spent_usd())
         self.sem = asyncio.Semaphore(agent.max_concurrency)
         self.done = 0
         self.total = 0
@@ -157,15 +219,26 @@ class _Run:
                 thought=replay.thought,
                 call_state=replay.call_state,
             )
+        cap = self.opts.max_cost
+        if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
+            self.stats.budget_reached = True
+            raise _BudgetReached
         async with self.sem:
-            ans = await self.agent.answer(turn)
+            try:
+                ans = await self.agent.answer(turn)
+            except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
+                self.stats.cost_usd += e.answer.cost_usd or 0.0
+                raise
         self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
 
-    async def _episode(self, slot: EnvSlot, task: LiveTask, attempt: int) -> TaskRecord:
+    async def _episode(
+        self, slot: EnvSlot, task: LiveTask, attempt: int, place: _Place
+    ) -> TaskRecord:
         ep = await slot.episode(task, self.opts.mode)
         t0 = time.perf_counter()
+        place.n = 0
         obs = await slot.call(ep.reset)
         history: list[str] = []
         previous: list[PastTurn] = []
@@ -188,6 +261,7 @@ class _Run:
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
+            place.n, place.action = n, None
             step = task.steps[k]
             intended, intended_to = await slot.call(ep.intended)
             turn = AgentTurn(
@@ -205,10 +279,14 @@ class _Run:
                 ans = await self._ask(turn, replay.get(n))
             except ModelCallError as e:
                 self.stats.errors += 1
-                self._append(_with(rec, error=str(e), time=now_iso()))
+                answered = e.answer.record_fields() if isinstance(e, AnsweredCallError) else {}
+                retries = getattr(e, "retries", 0)  # CallFailed says how many were made
+                update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
+                self._append(_with(rec, **update))
                 return end("error", f"model call failed: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
+            place.action, place.replayed = upd["action"], place.replayed and n in replay
             if upd["latency_s"] is not None:
                 upd["latency_s"] = round(upd["latency_s"], 6)
             acts = action is not None and not isinstance(action, ENDINGS)
@@ -241,17 +319,26 @@ class _Run:
 
     async def _task(self, slot: EnvSlot, task: LiveTask) -> None:
         attempt = self.state.attempts.get(task.id, 0)
+        last_fault = ""
         for _ in range(self.opts.env_retries + 1):
             attempt += 1
+            place = _Place()
             try:
-                rec = await self._episode(slot, task, attempt)
+                rec = await self._episode(slot, task, attempt, place)
+            except _BudgetReached:
+                return  # unfinished: resumed later, its journaled answers replayed
             except EnvironmentFault as e:
                 self.stats.faults += 1
+                # the whole message (a browser's log, say) goes to the log file; stderr shows
+                # its first line (commands._runlog)
                 log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
-
-                self._append(FaultRecord(task=task.id, env=self.opts.env, attempt=attempt,
-                                         message=str(e), time=now_iso()))  # fmt: skip
+                last_fault = str(e)
+                self._append(place.fault(task.id, self.opts.env, attempt, last_fault))
                 await slot.discard()
+                streak = self.state.fault_streak.get(task.id, [])
+                if len(streak) >= self.opts.recurrence:
+                    self._give_up(task, attempt, streak)
+                    return
                 continue
             self._append(rec)
             if rec.outcome == "error":
@@ -259,7 +346,16 @@ class _Run:
             return
         self.task_errors += 1
         self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
-                                outcome="env_error", reason="environment kept failing",
+                                outcome="env_error",
+                                reason=f"environment kept failing: {_first_line(last_fault)}",
+                                oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
+
+    def _give_up(self, task: LiveTask, attempt: int, streak: Sequence[FaultRecord]) -> None:
+        reason = _recurring_fault_reason(streak)
+        log.warning("task %s: %s; not retried on a resume (--retry-env-errors)", task.id, reason)
+        self.task_errors += 1
+        self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
+                                outcome="env_error", reason=reason, fault_recurs=True,
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
 
     def _progress(self) -> None:
@@ -277,7 +373,10 @@ class _Run:
             )
 
     async def run(self) -> LiveStats:
-        todo = [t for t in self.tasks if t.id not in self.state.finished]
+        skip = set(self.state.finished)
+        if not self.opts.retry_env_errors:
+            skip |= set(self.state.given_up)
+        todo = [t for t in self.tasks if t.id not in skip]
         self.total = len(todo)
         queue: asyncio.Queue[LiveTask] = asyncio.Queue()
         for t in todo:
@@ -295,7 +394,7 @@ class _Run:
             self.stats.envs_started += 1
 
         async def worker(slot: EnvSlot) -> None:
-            while True:
+            while not self.stats.budget_reached:
                 try:
                     task = queue.get_nowait()
                 except asyncio.QueueEmpty:

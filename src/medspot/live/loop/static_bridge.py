@@ -1,13 +1,12 @@
 """The one place where `medspot.live` meets the static harness's run-folder modules: the journal
-writer, the atomic writers, `run.json`, the static metric formulas and the run-folder file
-names. Everything else in `medspot.live` imports them from here, so that moving those modules
-changes this file only.
+writer, the atomic writers, `run.json` (and its live fields), the live rows and metric names,
+the run folder's lock (one writer per folder), the static metric formulas and the run-folder
+file names. Everything else in `medspot.live` imports them from here, so that moving those
+modules changes this file only.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,19 +14,38 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from medspot.errors import ConfigError
 from medspot.runfolder.journal import Journal, JournalRecord
 from medspot.runfolder.layout import (
     APP_FAILURES,
     APP_METRICS,
+    LOCK,
     OVERALL_FAILURES,
     OVERALL_METRICS,
     RUN_JSON,
     TASK_FAILURES,
     TASK_RESULTS,
 )
+from medspot.runfolder.live_schema import (
+    HARMFUL,
+    HIT_RATE,
+    LIVE_KEYS,
+    RECOVERY,
+    STEPS_RATIO,
+    SUCCESS,
+    LiveOutcome,
+    LiveRunInfo,
+    LiveStepRow,
+    LiveTaskRow,
+)
+from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, git_revision, now_iso, package_versions
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines, atomic_write_text
+from medspot.runfolder.writer import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_json_lines,
+    atomic_write_text,
+    record_failed_run,
+)
 from medspot.scoring.metrics import (
     METRIC_KEYS,
     SHORT_NAMES,
@@ -39,15 +57,27 @@ from medspot.scoring.metrics import (
 __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
+    "HARMFUL",
+    "HIT_RATE",
+    "LIVE_KEYS",
+    "LOCK",
     "METRIC_KEYS",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
+    "RECOVERY",
     "RUN_JSON",
     "SHORT_NAMES",
+    "STEPS_RATIO",
+    "SUCCESS",
     "TASK_FAILURES",
     "TASK_RESULTS",
     "DatasetInfo",
     "LineJournal",
+    "LiveOutcome",
+    "LiveRunInfo",
+    "LiveStepRow",
+    "LiveTaskRow",
+    "RunFolderBusy",
     "RunInfo",
     "StaticRow",
     "atomic_write_bytes",
@@ -58,7 +88,9 @@ __all__ = [
     "now_iso",
     "package_versions",
     "percentile_intervals",
+    "record_failed_run",
     "resample_counts",
+    "run_folder_lock",
     "static_metrics",
 ]
 
@@ -75,24 +107,6 @@ class LineJournal(Journal):
 
     def __enter__(self) -> LineJournal:
         return self
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """`data` to `path` atomically (a temporary file in the same folder, fsynced, renamed)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,13 @@ Resume works at the task level (`ResumeState`): a task whose last attempt ended 
 harmful failure or failure is done; any other task is run again from its start state, and the
 model answers journaled for it (from any earlier attempt, by step number) are replayed instead
 of asking the model again. A failed model call is journaled with its error and asked again.
+
+A fault record says where the attempt was (`n`: the action number, 0 for the reset, None while
+the environment started) and, when the answers up to there were all replayed, the replayed
+action. A fault that recurs at the same place on fresh environments, with the same replayed
+answer, is deterministic: the runner ends the task as an environment error with
+`fault_recurs` set, and such a task is not run again on a resume unless asked
+(`--retry-env-errors`; `ResumeState.given_up`).
 """
 
 from __future__ import annotations
@@ -75,6 +82,8 @@ class StepRecord(ModelCall):
 
 
 class FaultRecord(BaseModel):
+    """An environment fault that ended one attempt, and where the attempt was."""
+
     model_config = ConfigDict(extra="allow")
 
     type: Literal["fault"] = "fault"
@@ -82,7 +91,17 @@ class FaultRecord(BaseModel):
     env: str
     attempt: int
     message: str
+    n: int | None = None  # the action number it happened at; 0: the reset; None: the start
+    action: dict[str, Any] | None = None  # the action being executed at `n`, if any
+    replayed: bool = False  # every answer up to `n` in this attempt came from the journal
     time: str = ""
+
+    def same_place(self, earlier: FaultRecord) -> bool:
+        """Whether this fault happened where `earlier` did, with the same input: the same
+        reset, or the same action number and action with every answer replayed."""
+        if self.n is None or self.n != earlier.n or self.action != earlier.action:
+            return False
+        return self.n == 0 or self.replayed
 
 
 class TaskRecord(BaseModel):
@@ -104,6 +123,9 @@ class TaskRecord(BaseModel):
     final_url: str | None = None
     reset_s: float | None = None
     duration_s: float | None = None
+    # env_error only: the fault recurred at the same place on every fresh environment; the
+    # task is not run again on a resume unless asked (--retry-env-errors)
+    fault_recurs: bool = False
     time: str = ""
 
 
@@ -143,6 +165,11 @@ class ResumeState:
     answers: dict[str, dict[int, StepRecord]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     faults: dict[str, int] = field(default_factory=dict)
+    # task -> the faults in a row at one place (`FaultRecord.same_place`), since the task was
+    # last given up on
+    fault_streak: dict[str, list[FaultRecord]] = field(default_factory=dict)
+    # task -> its latest record, an env_error whose fault recurs (not retried unless asked)
+    given_up: dict[str, TaskRecord] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, records: list[LiveRecord]) -> ResumeState:
@@ -164,12 +191,29 @@ class ResumeState:
                 st.answers.setdefault(r.task, {})[r.n] = r
         elif isinstance(r, FaultRecord):
             st.faults[r.task] = st.faults.get(r.task, 0) + 1
+            streak = st.fault_streak.get(r.task, [])
+            st.fault_streak[r.task] = [*streak, r] if streak and r.same_place(streak[-1]) else [r]
         else:
             st.last[r.task] = r
+            st.given_up.pop(r.task, None)
             if r.outcome in FINAL_OUTCOMES:
                 st.finished[r.task] = r
             else:
                 st.finished.pop(r.task, None)
+            if r.outcome in FINAL_OUTCOMES or r.fault_recurs:
+                st.fault_streak.pop(r.task, None)
+            if r.fault_recurs:
+                st.given_up[r.task] = r
+
+    def spent_usd(self) -> float:
+        """The cost of the model calls journaled (replayed answers cost nothing again)."""
+        return sum(
+            s.cost_usd or 0.0
+            for attempts in self.steps.values()
+            for steps in attempts.values()
+            for s in steps
+            if not s.replayed
+        )
 
     def trajectory(self, task: str) -> list[StepRecord]:
         """The steps of the attempt that produced the task's latest result."""

@@ -5,7 +5,10 @@ port off, no authentication, remote access off, storage/index/web-viewer cache i
 the Debian plugins, DICOMweb on), starts `Orthanc CONFIG.json` and waits until REST answers.
 `reset_to(seed)` brings the database to exactly the seeded instances: patients whose instances
 differ are deleted and their stored files re-uploaded (Orthanc IDs are hashes of the DICOM UIDs,
-so they stay stable). A dead server raises `EnvironmentFault`.
+so they stay stable), and a patient protected through the Explorer is unprotected again; no
+finished job is kept (`JobsHistorySize` 0: the Explorer's Jobs page stays empty). Orthanc runs
+in a process session of its own, with a parent-death signal and recorded in its workdir
+(`medspot.live.core.processes`). A dead server raises `EnvironmentFault`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.services.seed import SeedSet
 
@@ -101,6 +105,7 @@ class OrthancServer:
             "KeepAlive": True,
             "ConcurrentJobs": 1,
             "SaveJobs": False,
+            "JobsHistorySize": 0,  # finished jobs are forgotten: nothing survives a reset
         }
 
     def start(self) -> None:
@@ -112,16 +117,16 @@ class OrthancServer:
             self.port = free_port()
             cfg = self.workdir / "orthanc.json"
             cfg.write_text(json.dumps(self.config(), indent=1), encoding="utf-8")
-            logf = (self.workdir / "orthanc.log").open("wb")
-            self.proc = subprocess.Popen(
-                [self.binary, str(cfg)],
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.workdir,
-                start_new_session=True,
-            )
-            logf.close()
+            with (self.workdir / "orthanc.log").open("wb") as logf:
+                self.proc = processes.popen(
+                    [self.binary, str(cfg)],
+                    self.workdir,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.workdir,
+                    start_new_session=True,
+                )
             self._finalizer = weakref.finalize(self, _stop, self.proc)
             atexit.register(self._finalizer)
             try:
@@ -224,6 +229,14 @@ class OrthancServer:
             ids.patients[p.name] = ans["ParentPatient"]
         return ids
 
+    def _unprotect(self) -> None:
+        """Seeded patients are unprotected (the Explorer's patient page toggles protection)."""
+        assert self.ids is not None
+        present = set(self.get("/patients") or [])
+        for pid in present & set(self.ids.patients.values()):
+            if self.get(f"/patients/{pid}/protected") in (b"1", 1):
+                self.request("PUT", f"/patients/{pid}/protected", b"0", "text/plain")
+
     def reset_to(self, seed: SeedSet) -> float:
         """Bring the database to exactly the seeded instances; returns the seconds it took.
         Same instance set as seeded: nothing to do. Otherwise patients with a missing or
@@ -234,6 +247,7 @@ class OrthancServer:
             return time.perf_counter() - t0
         present = set(self.get("/instances") or [])
         expected = set(self.ids.instances.values())
+        self._unprotect()
         if present == expected:
             return time.perf_counter() - t0
         redo: list[str] = []

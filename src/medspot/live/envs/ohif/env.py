@@ -7,9 +7,11 @@ with software WebGL (SwiftShader). The onboarding tour is disabled before any pa
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
 
-`reset(task)` brings the database back to the seed through REST, clears the page's storage
-and loads the start route (the browser context, and so its HTTP cache, is kept: the viewer's
-20 MB of scripts load once). Routes name seeded things by catalogue names:
+`reset(task)` brings the database back to the seed through REST, clears the page's storage,
+replaces the page by a new one (no history, the pointer at (0, 0)) and loads the start route:
+a new document, so VOI, zoom, layout, measurements, the active tool and the panels are the
+viewer's defaults (the browser context, and so its HTTP cache, is kept: the viewer's 20 MB of
+scripts load once). Routes name seeded things by catalogue names:
 `/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
 UIDs; the default route is the study list `/`.
 
@@ -37,24 +39,37 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.registry import EnvEntry, register_env
-from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
 from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
 from medspot.live.envs.ohif.server import OhifServer
 from medspot.live.envs.ohif.state import (
-    CHECK_KINDS,
     LANDMARK_JS,
+    OHIF_KINDS,
     READY_JS,
     STATE_JS,
-    evaluate_check,
+    OhifState,
 )
+from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
 from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.web_checks import PAGE_KINDS
+from medspot.live.services.names import NameTable, instance_names, template_problems
 from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 
-__all__ = ["LOCATOR_KEYS", "SOFTWARE_GL_ARGS", "OhifEnv", "create", "doctor", "setup"]
+__all__ = [
+    "CHECK_KINDS",
+    "LOCATOR_KEYS",
+    "SOFTWARE_GL_ARGS",
+    "OhifEnv",
+    "create",
+    "doctor",
+    "setup",
+    "task_check",
+]
 
 log = logging.getLogger(__name__)
 NAME = "ohif"
+CHECK_KINDS = OHIF_KINDS + PAGE_KINDS + ORTHANC_KINDS
 LOCATOR_KEYS = ("data_cy", "css", "text", "contains", "role", "nth", "at", "landmark")
 SOFTWARE_GL_ARGS = (
     "--use-gl=angle",
@@ -67,7 +82,6 @@ _NO_TOUR_JS = (
     "try { localStorage.setItem('shownTours', " + json.dumps(json.dumps(list(TOUR_IDS))) + "); }"
     " catch (e) {}"
 )
-_CLEAR_JS = "() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }"
 _TOUR_VISIBLE_JS = "() => !!document.querySelector('.shepherd-element')"
 _LIST_READY_JS = "() => document.querySelectorAll('tbody tr td').length > 0"
 _VIEWPORT_CSS = ".cornerstone-viewport-element"
@@ -88,6 +102,7 @@ class OhifEnv(OrthancWebEnv):
     """One Orthanc + one same-origin viewer server + one chromium."""
 
     name = NAME
+    check_kinds = CHECK_KINDS
 
     def __init__(
         self,
@@ -166,15 +181,13 @@ class OhifEnv(OrthancWebEnv):
         t0 = time.perf_counter()
         self._reset_database()
         size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
+        self.web.viewport = size
         if not self._context_ready:
-            self.web.viewport = size
             self.web.new_context()
             self.web.context.add_init_script(_NO_TOUR_JS)
             self._context_ready = True
-        elif self.web.page is not None and self.web.page.url.startswith(self.url):
-            self.web.eval(_CLEAR_JS)
-        if size != self.viewport or size != self.web.viewport:
-            self.web.set_viewport(size)
+        else:
+            self.web.new_page()
         self.viewport = size
         self.load(self.url_for(task.start.route or "/", task.id))
         self._predraw(task)
@@ -232,11 +245,23 @@ class OhifEnv(OrthancWebEnv):
         got = self.web.eval(STATE_JS)
         return got if isinstance(got, dict) else {}
 
-    def check(self, spec: CheckSpec) -> bool:
-        if spec.kind not in CHECK_KINDS:
-            raise DataError(f"check kind {spec.kind!r} is not understood by {NAME}")
+    def names(self) -> NameTable:
+        """Catalogue names -> the DICOM UIDs the viewer's routes use."""
         assert self.seed is not None
-        return evaluate_check(spec.kind, spec.params, self.state(), self.seed.catalogue)
+        cat = self.seed.catalogue
+        return {
+            "patient": {p.name: p.patient_id for p in cat.patients},
+            "study": {st.name: st.uid for st in cat.studies()},
+            "series": {se.name: se.uid for se in cat.all_series()},
+            "instance": instance_names(cat),
+        }
+
+    def readers(self) -> dict[str, Any]:
+        out = super().readers()
+        assert self.seed is not None
+        cat = self.seed.catalogue
+        out["ohif"] = lambda p: OhifState(self.state(), cat)
+        return out
 
     def locate(self, locator: Locator) -> PixelBox | None:
         if locator.landmark is not None:
@@ -258,6 +283,37 @@ class OhifEnv(OrthancWebEnv):
             x, y = box[0] + fx * (box[2] - box[0]), box[1] + fy * (box[3] - box[1])
             return PixelBox(x, y, x + 1, y + 1)
         return self.web.locate(locator)
+
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task for this environment beyond
+    its checks (the registry's `task_check` hook): the start route, `start.measure`, landmark
+    locators."""
+    out: list[tuple[str, str]] = []
+    route = task.start.route
+    if route is not None:
+        if not route.startswith("/"):
+            out.append(("start.route", f"must start with '/': {route!r}"))
+        out += [("start.route", why) for why in template_problems(route, ("study", "series"))]
+    if task.start.file is not None:
+        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
+    for k, v in task.start.params.items():
+        if k != "measure":
+            out.append((f"start.{k}", f"not a start key of {NAME}"))
+        elif not isinstance(v, list) or not all(
+            isinstance(pq, list) and len(pq) == 2 and all(x in LANDMARKS for x in pq) for pq in v
+        ):
+            out.append(
+                ("start.measure", f"a list of [landmark, landmark] pairs of {sorted(LANDMARKS)}")
+            )
+    steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
+    steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
+    for place, step in steps:
+        for name, loc in (("target", step.target), ("to", step.to)):
+            if loc is not None and loc.landmark is not None and loc.landmark not in LANDMARKS:
+                out.append((f"{place}.{name}", f"unknown landmark {loc.landmark!r} "
+                                               f"(known: {sorted(LANDMARKS)})"))  # fmt: skip
+    return out
 
 
 def setup() -> str:
@@ -296,6 +352,7 @@ register_env(
         ),
         doctor="medspot.live.envs.ohif.env:doctor",
         setup="medspot.live.envs.ohif.env:setup",
+        task_check="medspot.live.envs.ohif.env:task_check",
         tasks_resource="ohif.json",
     )
 )

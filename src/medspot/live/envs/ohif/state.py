@@ -11,8 +11,11 @@ viewport's current image to page pixels (`imageToWorldCoords`, then `worldToCanv
 canvas's offset), which is where the oracle drags, and the on-screen length of a radius in
 image pixels (the marker's box).
 
-`evaluate_check(kind, params, state, catalogue)` decides a check on such a state; it is pure
-Python so that the rules are testable without a browser.
+The `ohif.*` check kinds (`OHIF_KINDS`) judge such a state (`OhifState`: what STATE_JS
+returned, and the environment's catalogue) with pure functions, testable without a browser.
+Every measurement also carries the image it was drawn on (`instance`: its InstanceNumber;
+`position`: 1-based in the stack of a viewport showing its series), so that "measure on
+slice 3" is not passed by a Length drawn on slice 1.
 """
 
 from __future__ import annotations
@@ -20,32 +23,26 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from medspot.errors import DataError
-from medspot.live.services.seed import LANDMARKS, Catalogue, SeriesInfo
+from pydantic import Field, model_validator
+
+from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams, pattern_matches_anything
+from medspot.live.services.names import Landmark, SeededSeries, SeededStudy
+from medspot.live.services.seed import LANDMARKS, Catalogue
 
 __all__ = [
-    "CHECK_KINDS",
     "LANDMARK_JS",
+    "OHIF_KINDS",
     "READY_JS",
     "STATE_JS",
     "VOI_PRESETS",
-    "evaluate_check",
+    "OhifState",
     "voi_center_width",
 ]
 
-CHECK_KINDS = (
-    "ohif.measurement",
-    "ohif.measurement_count",
-    "ohif.voi",
-    "ohif.zoom",
-    "ohif.layout",
-    "ohif.route",
-    "ohif.active_series",
-    "ohif.slice_index",
-)
 # The viewer's CT window presets (center, width), as its "Modality Window Presets" menu names them.
 VOI_PRESETS: dict[str, tuple[float, float]] = {
     "Soft tissue": (40, 400),
@@ -87,8 +84,19 @@ STATE_JS = (
         spacing = pl ? [pl.columnPixelSpacing || 1, pl.rowPixelSpacing || 1] : null;
       }
     } catch (e) { pts = null; }
+    let instance = null, position = null;
+    if (m.referencedImageId) {
+      const gi = window.cornerstone.metaData.get('generalImageModule', m.referencedImageId);
+      instance = gi && gi.instanceNumber != null ? gi.instanceNumber : null;
+      for (const vid of g.viewports.keys()) {
+        const vp = s.cornerstoneViewportService.getCornerstoneViewport(vid);
+        const k = vp && vp.getImageIds ? vp.getImageIds().indexOf(m.referencedImageId) : -1;
+        if (k >= 0) { position = k + 1; break; }
+      }
+    }
     return {tool: m.toolName, series: m.referenceSeriesUID || null, points: pts,
-      spacing: spacing, text: (m.displayText && m.displayText.primary || []).join(' ')};
+      spacing: spacing, instance: instance, position: position,
+      text: (m.displayText && m.displayText.primary || []).join(' ')};
   });
   return {route: location.pathname + location.search, viewer: true,
     layout: [g.layout.numRows, g.layout.numCols], active: g.activeViewportId,
@@ -122,28 +130,32 @@ def voi_center_width(lower: float, upper: float) -> tuple[float, float]:
     return (lower + upper) / 2 + 0.5, upper - lower + 1
 
 
-def _param(p: Mapping[str, Any], name: str, kind: str) -> Any:
-    if name not in p:
-        raise DataError(f"check {kind!r} needs the parameter {name!r}")
-    return p[name]
+@dataclass(frozen=True)
+class OhifState:
+    """What STATE_JS read, and the catalogue of the environment's seed (names -> UIDs)."""
+
+    raw: Mapping[str, Any]
+    catalogue: Catalogue
+
+    @property
+    def viewer(self) -> bool:
+        return bool(self.raw.get("viewer"))
+
+    def viewport(self, k: int | None) -> Mapping[str, Any] | None:
+        """Viewport `k` (0-based, grid order), or the active one; None when it has no image."""
+        vps: list[Mapping[str, Any]] = list(self.raw.get("viewports") or [])
+        if k is not None:
+            vp = vps[k] if 0 <= k < len(vps) else None
+        else:
+            vp = next((v for v in vps if v.get("id") == self.raw.get("active")), None)
+        return vp if vp is not None and vp.get("ready") else None
 
 
-def _series_named(cat: Catalogue, name: str, kind: str) -> SeriesInfo:
-    try:
-        return cat.series(name)
-    except KeyError:
-        raise DataError(f"check {kind!r}: no seeded series {name!r}") from None
+class _OnViewport(CheckParams):
+    viewport: int | None = Field(None, ge=0)  # 0-based in grid order; default: the active one
 
 
-def _viewport(state: Mapping[str, Any], p: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The viewport a check looks at: `viewport` (0-based, grid order) or the active one."""
-    vps: list[Mapping[str, Any]] = list(state.get("viewports") or [])
-    if "viewport" in p:
-        k = int(p["viewport"])
-        vp = vps[k] if 0 <= k < len(vps) else None
-    else:
-        vp = next((v for v in vps if v.get("id") == state.get("active")), None)
-    return vp if vp is not None and vp.get("ready") else None
+# -- measurements ------------------------------------------------------------------------------
 
 
 def _landmark_mm(points: list[list[float]], spacing: list[float], a: str, b: str) -> float:
@@ -159,99 +171,255 @@ def _landmark_mm(points: list[list[float]], spacing: list[float], a: str, b: str
     return min(max(err(p, a), err(q, b)), max(err(p, b), err(q, a)))
 
 
-def _measurement(p: Mapping[str, Any], state: Mapping[str, Any], cat: Catalogue) -> bool:
-    kind = "ohif.measurement"
-    a, b = str(_param(p, "from", kind)), str(_param(p, "to", kind))
-    for lm in (a, b):
-        if lm not in LANDMARKS:
-            raise DataError(f"check {kind!r}: unknown landmark {lm!r} (known: {sorted(LANDMARKS)})")
-    tol = float(p.get("tolerance_mm", 4.0))
-    tool = str(p.get("tool", "Length"))
-    uid = _series_named(cat, str(p["series"]), kind).uid if "series" in p else None
+class MeasurementParams(CheckParams):
+    """A `tool` measurement from landmark `from` to `to` (either order), within
+    `tolerance_mm` at both ends; on `series`, on the image at stack `position` (1-based) or
+    with InstanceNumber `instance`; `present: false`: no such measurement."""
+
+    from_: Landmark = Field(alias="from")
+    to: Landmark
+    tolerance_mm: float = Field(4.0, gt=0)
+    tool: str = "Length"
+    series: SeededSeries | None = None
+    position: int | None = Field(None, ge=1)
+    instance: int | None = Field(None, ge=1)
+    present: bool = True
+
+    @model_validator(mode="after")
+    def _one_image(self) -> MeasurementParams:
+        if self.position is not None and self.instance is not None:
+            raise ValueError("'position' or 'instance', not both")
+        if self.from_ == self.to:
+            raise ValueError("'from' and 'to' name the same landmark")
+        return self
+
+    def vacuous(self) -> str | None:
+        if self.tolerance_mm >= 400:  # more than any seeded image's diagonal
+            return f"tolerance_mm {self.tolerance_mm} accepts a measurement anywhere"
+        return None
+
+
+def _measurement(p: MeasurementParams, s: OhifState) -> bool:
+    if not s.viewer:
+        return False
+    uid = s.catalogue.series(p.series).uid if p.series is not None else None
     found = False
-    for m in state.get("measurements") or []:
-        if m.get("tool") != tool or not m.get("points") or len(m["points"]) < 2:
+    for m in s.raw.get("measurements") or []:
+        if m.get("tool") != p.tool or not m.get("points") or len(m["points"]) < 2:
             continue
         if uid is not None and m.get("series") != uid:
             continue
-        if _landmark_mm(m["points"], m.get("spacing") or [1.0, 1.0], a, b) <= tol:
+        if p.position is not None and m.get("position") != p.position:
+            continue
+        if p.instance is not None and m.get("instance") != p.instance:
+            continue
+        if (
+            _landmark_mm(m["points"], m.get("spacing") or [1.0, 1.0], p.from_, p.to)
+            <= p.tolerance_mm
+        ):
             found = True
             break
-    return found == bool(p.get("present", True))
+    return found == p.present
 
 
-def _count(p: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
-    tool = p.get("tool")
-    n = sum(1 for m in state.get("measurements") or [] if tool is None or m.get("tool") == tool)
-    if "count" in p:
-        return n == int(p["count"])
-    return int(p.get("min", 0)) <= n <= int(p.get("max", 10**9))
+class CountParams(CheckParams):
+    """`count` measurements (of `tool`, or of any tool), or between `min` and `max`."""
+
+    count: int | None = Field(None, ge=0)
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=0)
+    tool: str | None = None
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> CountParams:
+        if self.count is None and self.min is None and self.max is None:
+            raise ValueError("needs 'count', 'min' or 'max'")
+        if self.count is not None and (self.min is not None or self.max is not None):
+            raise ValueError("'count' or 'min'/'max', not both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}: no state satisfies it")
+        return self
+
+    def vacuous(self) -> str | None:
+        if self.count is None and not self.min and self.max is None:
+            return "the count range holds for any number of measurements"
+        return None
 
 
-def _voi(p: Mapping[str, Any], vp: Mapping[str, Any], cat: Catalogue) -> bool:
-    if not vp.get("voi"):
+def _count(p: CountParams, s: OhifState) -> bool:
+    if not s.viewer:
+        return False
+    ms = s.raw.get("measurements") or []
+    n = sum(1 for m in ms if p.tool is None or m.get("tool") == p.tool)
+    if p.count is not None:
+        return n == p.count
+    return (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
+
+
+# -- the viewport ------------------------------------------------------------------------------
+
+
+class VoiParams(_OnViewport):
+    """One of: `preset` (the viewer's CT presets), `center` and/or `width`, or `changed`
+    (true: differs from the series' DICOM window; false: equals it); within `tolerance`."""
+
+    preset: Literal["Soft tissue", "Lung", "Liver", "Bone", "Brain"] | None = None
+    center: float | None = None
+    width: float | None = Field(None, gt=0)
+    changed: bool | None = None
+    tolerance: float = Field(1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> VoiParams:
+        rules = [self.preset is not None, self.center is not None or self.width is not None,
+                 self.changed is not None]  # fmt: skip
+        if sum(rules) != 1:
+            raise ValueError("needs exactly one of 'preset', 'center'/'width', 'changed'")
+        return self
+
+    def vacuous(self) -> str | None:
+        return f"tolerance {self.tolerance} accepts any window" if self.tolerance >= 4096 else None
+
+
+def _voi(p: VoiParams, s: OhifState) -> bool:
+    vp = s.viewport(p.viewport) if s.viewer else None
+    if vp is None or not vp.get("voi"):
         return False
     center, width = voi_center_width(*vp["voi"])
-    tol = float(p.get("tolerance", 1.0))
-    if "preset" in p:
-        name = str(p["preset"])
-        if name not in VOI_PRESETS:
-            raise DataError(
-                f"check 'ohif.voi': unknown preset {name!r} (known: {list(VOI_PRESETS)})"
-            )
-        want_c, want_w = VOI_PRESETS[name]
+    tol = p.tolerance
+    if p.preset is not None:
+        want_c, want_w = VOI_PRESETS[p.preset]
         return abs(center - want_c) <= tol and abs(width - want_w) <= tol
-    if p.get("changed"):
-        default = next((se.window for se in cat.all_series() if se.uid == vp.get("series")), None)
+    if p.changed is not None:
+        default = next(
+            (se.window for se in s.catalogue.all_series() if se.uid == vp.get("series")), None
+        )
         if default is None:
             return False
-        return abs(center - default[0]) > tol or abs(width - default[1]) > tol
+        same = abs(center - default[0]) <= tol and abs(width - default[1]) <= tol
+        return same != p.changed
     ok = True
-    if "center" in p:
-        ok &= abs(center - float(p["center"])) <= tol
-    if "width" in p:
-        ok &= abs(width - float(p["width"])) <= tol
+    if p.center is not None:
+        ok &= abs(center - p.center) <= tol
+    if p.width is not None:
+        ok &= abs(width - p.width) <= tol
     return ok
 
 
-def evaluate_check(
-    kind: str, p: Mapping[str, Any], state: Mapping[str, Any], cat: Catalogue
-) -> bool:
-    """Whether the viewer `state` (what STATE_JS returned) satisfies check `kind` with `p`."""
-    if kind == "ohif.route":
-        parts = urlsplit(str(state.get("route", "")))
-        if "path" in p and re.search(str(p["path"]), parts.path) is None:
-            return False
-        if "study" in p:
-            study = str(p["study"])
-            try:
-                uid = cat.study(study).uid
-            except KeyError:
-                raise DataError(f"check {kind!r}: no seeded study {study!r}") from None
-            uids = ",".join(parse_qs(parts.query).get("StudyInstanceUIDs", [])).split(",")
-            return uid in uids
-        return True
-    if not state.get("viewer"):
-        return False
-    if kind == "ohif.measurement":
-        return _measurement(p, state, cat)
-    if kind == "ohif.measurement_count":
-        return _count(p, state)
-    if kind == "ohif.layout":
-        rows, cols = int(_param(p, "rows", kind)), int(_param(p, "cols", kind))
-        return list(state.get("layout") or []) == [rows, cols]
-    vp = _viewport(state, p)
+class ZoomParams(_OnViewport):
+    """The viewport's zoom (`getZoom()`, 1 = fitted) within `min`..`max`."""
+
+    min: float | None = Field(None, ge=0)
+    max: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _range(self) -> ZoomParams:
+        if self.min is None and self.max is None:
+            raise ValueError("needs 'min' or 'max'")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}: no zoom satisfies it")
+        return self
+
+    def vacuous(self) -> str | None:
+        if not self.min and self.max is None:
+            return "the zoom range holds for any zoom"
+        return None
+
+
+def _zoom(p: ZoomParams, s: OhifState) -> bool:
+    vp = s.viewport(p.viewport) if s.viewer else None
     if vp is None:
         return False
-    if kind == "ohif.voi":
-        return _voi(p, vp, cat)
-    if kind == "ohif.zoom":
-        zoom = float(vp.get("zoom") or 0.0)
-        return float(p.get("min", 0.0)) <= zoom <= float(p.get("max", math.inf))
-    if kind == "ohif.active_series":
-        return vp.get("series") == _series_named(cat, str(_param(p, "series", kind)), kind).uid
-    if kind == "ohif.slice_index":
-        if "instance" in p:
-            return vp.get("instance") == int(p["instance"])
-        return int(vp.get("index", -1)) + 1 == int(_param(p, "position", kind))
-    raise DataError(f"check kind {kind!r} is not understood by ohif")
+    zoom = float(vp.get("zoom") or 0.0)
+    return (p.min is None or zoom >= p.min) and (p.max is None or zoom <= p.max)
+
+
+class LayoutParams(CheckParams):
+    rows: int = Field(ge=1, le=8)
+    cols: int = Field(ge=1, le=8)
+
+
+def _layout(p: LayoutParams, s: OhifState) -> bool:
+    return s.viewer and list(s.raw.get("layout") or []) == [p.rows, p.cols]
+
+
+class RouteParams(CheckParams):
+    """The page's route: `path` (a regex searched in the path) and/or `study` (its UID among
+    the route's StudyInstanceUIDs)."""
+
+    path: str | None = None
+    study: SeededStudy | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> RouteParams:
+        if self.path is None and self.study is None:
+            raise ValueError("needs 'path' or 'study'")
+        if self.path is not None:
+            try:
+                re.compile(self.path)
+            except re.error as exc:
+                raise ValueError(f"path: not a valid regular expression: {exc}") from None
+        return self
+
+    def vacuous(self) -> str | None:
+        if self.study is None and self.path is not None and pattern_matches_anything(self.path):
+            return "the path pattern matches any route"
+        return None
+
+
+def _route(p: RouteParams, s: OhifState) -> bool:
+    parts = urlsplit(str(s.raw.get("route", "")))
+    if p.path is not None and re.search(p.path, parts.path) is None:
+        return False
+    if p.study is not None:
+        uid = s.catalogue.study(p.study).uid
+        uids = ",".join(parse_qs(parts.query).get("StudyInstanceUIDs", [])).split(",")
+        return uid in uids
+    return True
+
+
+class SeriesParams(_OnViewport):
+    series: SeededSeries
+
+
+def _active_series(p: SeriesParams, s: OhifState) -> bool:
+    vp = s.viewport(p.viewport) if s.viewer else None
+    return vp is not None and vp.get("series") == s.catalogue.series(p.series).uid
+
+
+class SliceParams(_OnViewport):
+    """`position` (1-based in the viewport's stack, the overlay's "(k/n)") or `instance`
+    (the InstanceNumber)."""
+
+    position: int | None = Field(None, ge=1)
+    instance: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> SliceParams:
+        if (self.position is None) == (self.instance is None):
+            raise ValueError("needs exactly one of 'position', 'instance'")
+        return self
+
+
+def _slice(p: SliceParams, s: OhifState) -> bool:
+    vp = s.viewport(p.viewport) if s.viewer else None
+    if vp is None:
+        return False
+    if p.instance is not None:
+        return bool(vp.get("instance") == p.instance)
+    return int(vp.get("index", -1)) + 1 == p.position
+
+
+OHIF_KINDS = CheckKinds(
+    CheckKind("ohif.measurement", MeasurementParams, "ohif", _measurement,
+              "a measurement between two landmarks (on a series / image)"),
+    CheckKind("ohif.measurement_count", CountParams, "ohif", _count,
+              "how many measurements"),
+    CheckKind("ohif.voi", VoiParams, "ohif", _voi, "the viewport's window (VOI)"),
+    CheckKind("ohif.zoom", ZoomParams, "ohif", _zoom, "the viewport's zoom"),
+    CheckKind("ohif.layout", LayoutParams, "ohif", _layout, "the viewport grid"),
+    CheckKind("ohif.route", RouteParams, "ohif", _route, "the page's route"),
+    CheckKind("ohif.active_series", SeriesParams, "ohif", _active_series,
+              "the series a viewport shows"),
+    CheckKind("ohif.slice_index", SliceParams, "ohif", _slice, "the image a viewport shows"),
+)  # fmt: skip

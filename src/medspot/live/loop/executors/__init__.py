@@ -4,7 +4,7 @@ interface the runner uses. Light to import (the command line reads the names her
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from medspot.errors import ConfigError
 
@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_RAY_CPUS_PER_ENV",
     "EXECUTORS",
+    "ExecutorName",
     "check_executor_options",
     "create_executor",
 ]
 
-EXECUTORS = ("threads", "ray")
+ExecutorName = Literal["threads", "ray"]  # also `runfolder.live_schema.LiveExecutor`
+EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 # CPUs (Ray's logical CPUs) an environment actor asks for: one environment per core is the
 # safe plan for a cluster (orthanc-explorer measured at about 0.7 cores here, DICOMscope's
 # Java viewer more; benchmarks/README.md section 7).

@@ -189,7 +189,10 @@ class CallSlot(ABC):
 
     async def shutdown(self) -> None:
         await self.discard()
-        self._pool.shutdown(wait=False)
+        # the thread ends with the environment closed, so what it held (a browser driver's
+        # event loop and its futures) is released now, while the command still logs, not
+        # at interpreter exit; a thread stuck in a call that never returned is left behind
+        await asyncio.to_thread(self._pool.shutdown, not self._stuck)
 
     @abstractmethod
     async def episode(self, task: LiveTask, mode: Mode) -> EpisodeCalls: ...

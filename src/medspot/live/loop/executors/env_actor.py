@@ -11,12 +11,9 @@ Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remo
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import re
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -30,6 +27,7 @@ from medspot.errors import MedspotError
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, Observation, PixelBox
 from medspot.live.core.episode import Episode, Mode, StepResult
+from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
     SlotConfig,
@@ -38,11 +36,9 @@ from medspot.live.loop.executors.base import (
     private_workdir,
 )
 
-__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState", "sweep_dead_workdirs"]
+__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState"]
 
 T = TypeVar("T")
-WORKDIR_PREFIX = "medspot-ray-"
-_WORKDIR_RE = re.compile(rf"^{re.escape(WORKDIR_PREFIX)}(\d+)-")
 
 
 Boxes = tuple[PixelBox | None, PixelBox | None]
@@ -71,45 +67,6 @@ class ActorPlace:
     node_id: str
     hostname: str
     medspot_version: str
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _processes_naming(text: str) -> list[int]:
-    """Processes whose command line names `text` (Linux /proc; none elsewhere)."""
-    out = []
-    with contextlib.suppress(OSError):
-        for d in os.listdir("/proc"):
-            if d.isdigit() and int(d) != os.getpid():
-                with contextlib.suppress(OSError):
-                    if text.encode() in Path(f"/proc/{d}/cmdline").read_bytes():
-                        out.append(int(d))
-    return out
-
-
-def sweep_dead_workdirs(root: Path) -> list[Path]:
-    """The private folders under `root` of actors whose process is gone (a killed actor cannot
-    clean up after itself): the processes still running from them (its Orthanc, its browser:
-    their command lines name the folder) are killed and the folder removed; returns them."""
-    removed = []
-    with contextlib.suppress(OSError):
-        for p in sorted(root.iterdir()):
-            m = _WORKDIR_RE.match(p.name)
-            if m and p.is_dir() and not _pid_alive(int(m.group(1))):
-                for pid in _processes_naming(str(p)):
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-                shutil.rmtree(p, ignore_errors=True)
-                removed.append(p)
-    return removed
 
 
 class _ReapedChildNoise(logging.Filter):
@@ -177,13 +134,11 @@ class EnvironmentHost:
         """Create and start the environment; where it runs."""
 
         def go() -> None:
-            root = self.cfg.workroot or Path(tempfile.gettempdir())
-            sweep_dead_workdirs(root)
-            self.workdir = private_workdir(
-                self.cfg.workroot, f"{WORKDIR_PREFIX}{os.getpid()}-{self.index}-"
-            )
+            # the environment claims the folder for this process and, starting, sweeps what
+            # dead actors (and runs) on this node left beside it (`core.processes`)
+            self.workdir = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
             # this process is the environment's alone: what its programs put in the temp
-            # folder (the browser's profile) goes into its private folder, found by the sweep
+            # folder (the browser's profile) goes into its private folder, removed with it
             os.environ["TMPDIR"] = str(self.workdir)
             tempfile.tempdir = None
             self.env = create_for_slot(self.cfg, self.workdir)

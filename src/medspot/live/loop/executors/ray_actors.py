@@ -25,6 +25,7 @@ import ray.exceptions
 
 from medspot._version import __version__
 from medspot.errors import ConfigError, MedspotError
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode, StepResult, oracle_step_action
@@ -35,7 +36,6 @@ from medspot.live.loop.executors.env_actor import (
     Boxes,
     EnvironmentHost,
     EpisodeState,
-    sweep_dead_workdirs,
 )
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
 
@@ -288,5 +288,5 @@ class RayExecutor:
         if self._owns and ray.is_initialized():
             ray.shutdown()
             if self.address is None:  # the local cluster's actors ran here: what a killed one
-                sweep_dead_workdirs(self.cfg.workroot or Path(tempfile.gettempdir()))  # left
+                processes.sweep(self.cfg.workroot or Path(tempfile.gettempdir()))  # left
         self._owns = False

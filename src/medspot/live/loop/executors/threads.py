@@ -10,6 +10,7 @@ from pathlib import Path
 
 from medspot.live.core.contract import Environment
 from medspot.live.core.episode import Episode, Mode
+from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import CallSlot, SlotConfig, create_for_slot, private_workdir
 
@@ -28,7 +29,7 @@ class ThreadSlot(CallSlot):
 
     async def ensure(self) -> Environment:
         if self.env is None:
-            self.workdir = private_workdir(self.cfg.workroot, f"medspot-live-{self.index}-")
+            self.workdir = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
             env = await self.call(create_for_slot, self.cfg, self.workdir)
             self.env = env
             self.on_started()

@@ -1,0 +1,184 @@
+"""The `orthanc.*` check kinds: what is in an Orthanc database, by catalogue names.
+
+The state (`OrthancState`) is read through REST in four calls (the IDs of the patients,
+studies, series and instances present) and mapped back to catalogue names; the judges are
+pure. Used by every environment over an Orthanc (orthanc-explorer, ohif).
+
+    {"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}
+    {"kind": "orthanc.instance_count", "series": "CT-DOE-JOHN/AXIAL", "count": 7}
+    {"kind": "orthanc.instance_count", "max": 64}        (anything at all deleted)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field, model_validator
+
+from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
+from medspot.live.services.names import (
+    NameTable,
+    SeededPatient,
+    SeededSeries,
+    SeededStudy,
+    instance_names,
+)
+from medspot.live.services.orthanc import OrthancIds, OrthancServer
+from medspot.live.services.seed import CATALOGUE, Catalogue
+
+__all__ = ["ORTHANC_KINDS", "OrthancState", "orthanc_names", "read_orthanc_state"]
+
+
+@dataclass(frozen=True)
+class OrthancState:
+    """The seeded resources present (catalogue names), and how many instances in all."""
+
+    patients: frozenset[str]
+    studies: frozenset[str]
+    series: frozenset[str]
+    instances: frozenset[str]  # "SERIES:k"
+    total: int  # every instance in the database, foreign ones (uploads, copies) included
+
+
+def orthanc_names(ids: OrthancIds, cat: Catalogue) -> NameTable:
+    """Catalogue names -> Orthanc IDs, per template level (instances as `SERIES:k`)."""
+    instances = {
+        n: ids.instances[uid] for n, uid in instance_names(cat).items() if uid in ids.instances
+    }
+    return {"patient": ids.patients, "study": ids.studies, "series": ids.series,
+            "instance": instances}  # fmt: skip
+
+
+def read_orthanc_state(server: OrthancServer, ids: OrthancIds, cat: Catalogue) -> OrthancState:
+    server.health()
+
+    def present(path: str, table: dict[str, str]) -> frozenset[str]:
+        got = server.get(path)
+        have = set(got) if isinstance(got, list) else set()
+        return frozenset(name for name, oid in table.items() if oid in have)
+
+    by_uid = {uid: name for name, uid in instance_names(cat).items()}
+    inst_table = {by_uid[uid]: oid for uid, oid in ids.instances.items() if uid in by_uid}
+    got = server.get("/instances")
+    have = set(got) if isinstance(got, list) else set()
+    return OrthancState(
+        patients=present("/patients", ids.patients),
+        studies=present("/studies", ids.studies),
+        series=present("/series", ids.series),
+        instances=frozenset(n for n, oid in inst_table.items() if oid in have),
+        total=len(have),
+    )
+
+
+class PatientParams(CheckParams):
+    patient: SeededPatient
+
+
+class StudyParams(CheckParams):
+    study: SeededStudy
+
+
+class SeriesParams(CheckParams):
+    series: SeededSeries
+
+
+class CountParams(CheckParams):
+    """`count` (exactly), or `min` and/or `max` (inclusive); within one `series`, `study` or
+    `patient`, or over the whole database."""
+
+    count: int | None = Field(None, ge=0)
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=0)
+    series: SeededSeries | None = None
+    study: SeededStudy | None = None
+    patient: SeededPatient | None = None
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> CountParams:
+        if self.count is None and self.min is None and self.max is None:
+            raise ValueError("needs 'count', 'min' or 'max'")
+        if self.count is not None and (self.min is not None or self.max is not None):
+            raise ValueError("'count' or 'min'/'max', not both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}: no state satisfies it")
+        if sum(x is not None for x in (self.series, self.study, self.patient)) > 1:
+            raise ValueError("at most one of 'series', 'study', 'patient'")
+        return self
+
+    def scope_size(self) -> int | None:
+        """How many seeded instances the scope holds (None: the whole database, unbounded)."""
+        if self.series is not None:
+            return CATALOGUE.series(self.series).slices
+        if self.study is not None:
+            return sum(se.slices for se in CATALOGUE.study(self.study).series)
+        if self.patient is not None:
+            return sum(
+                se.slices for s in CATALOGUE.patient(self.patient).studies for se in s.series
+            )
+        return None
+
+    def vacuous(self) -> str | None:
+        if self.count is not None:
+            return None
+        low = self.min or 0
+        bound = self.scope_size()
+        if low == 0 and (self.max is None or (bound is not None and self.max >= bound)):
+            return "the count range holds for any database"
+        return None
+
+
+def _count(p: CountParams, s: OrthancState) -> bool:
+    if p.series is not None:
+        n = sum(1 for i in s.instances if i.rpartition(":")[0] == p.series)
+    elif p.study is not None:
+        n = sum(1 for i in s.instances if i.partition("/")[0] == p.study)
+    elif p.patient is not None:
+        mine = {st.name for st in CATALOGUE.patient(p.patient).studies}
+        n = sum(1 for i in s.instances if i.partition("/")[0] in mine)
+    else:
+        n = s.total
+    if p.count is not None:
+        return n == p.count
+    return (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
+
+
+def _patient_present(p: PatientParams, s: OrthancState) -> bool:
+    return p.patient in s.patients
+
+
+def _patient_absent(p: PatientParams, s: OrthancState) -> bool:
+    return p.patient not in s.patients
+
+
+def _study_present(p: StudyParams, s: OrthancState) -> bool:
+    return p.study in s.studies
+
+
+def _study_absent(p: StudyParams, s: OrthancState) -> bool:
+    return p.study not in s.studies
+
+
+def _series_present(p: SeriesParams, s: OrthancState) -> bool:
+    return p.series in s.series
+
+
+def _series_absent(p: SeriesParams, s: OrthancState) -> bool:
+    return p.series not in s.series
+
+
+ORTHANC_KINDS = CheckKinds(
+    CheckKind("orthanc.patient_present", PatientParams, "orthanc", _patient_present,
+              "the seeded patient is in the database"),
+    CheckKind("orthanc.patient_absent", PatientParams, "orthanc", _patient_absent,
+              "the seeded patient is not in the database"),
+    CheckKind("orthanc.study_present", StudyParams, "orthanc", _study_present,
+              "the seeded study is in the database"),
+    CheckKind("orthanc.study_absent", StudyParams, "orthanc", _study_absent,
+              "the seeded study is not in the database"),
+    CheckKind("orthanc.series_present", SeriesParams, "orthanc", _series_present,
+              "the seeded series is in the database"),
+    CheckKind("orthanc.series_absent", SeriesParams, "orthanc", _series_absent,
+              "the seeded series is not in the database"),
+    CheckKind("orthanc.instance_count", CountParams, "orthanc", _count,
+              "how many instances (of a series, study, patient, or the whole database)"),
+)  # fmt: skip

@@ -1,0 +1,219 @@
+"""`medspot live audit`: are an environment's tasks sound? The oracle and the do-nothing agent
+(`noop`, `done()` at once) run through the runner (`run_live`, so this is also "the oracle
+completes every task through the runner"), and each task is judged from their journals and
+from its checks' declared parameters.
+
+Findings, per task (`Finding.kind`):
+
+- `oracle_failed`: the oracle did not end in success (a failure names its reason, a harmful end
+  the `fail_if` that fired); `env_error`: the environment kept failing on it;
+- `target_missing`: the oracle's step had no target on its screen (the oracle could not act);
+- `lands_elsewhere`: the element under the oracle's point is not there or does not contain
+  the point (the click would not land on its own target);
+- `no_change`: an oracle action changed nothing in the application: the screen, the URL and
+  every success and `fail_if` check read the same before and after it;
+- `solved_at_start`: the noop agent succeeded (the success checks hold at the start);
+- `fail_if_at_start`: a `fail_if` check holds at the start (it fires on any first action);
+- `vacuous_check`: a check's parameters hold for any state (static: `CheckParams.vacuous`, a
+  count range any database satisfies, a regex matching anything), or a success check not
+  marked `keep` holds at the start and at the oracle's end (it says nothing about what the agent
+  did; dynamic); `keep_not_at_start`: a success check marked `keep` does not hold at the start.
+
+Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
+them. The runs' folders are kept under `work` (`oracle/`, `noop/`) for inspection; a second
+audit into the same folder resumes them (the runner's resume).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from medspot.live.core.registry import env_entry
+from medspot.live.core.taskfiles import env_task_file, select_tasks, task_checks
+from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, StepRecord, read_live_journal
+from medspot.progress import ProgressEvent
+
+__all__ = ["FINDING_KINDS", "AuditResult", "Finding", "audit_env", "audit_tasks"]
+
+FindingKind = Literal[
+    "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
+    "solved_at_start", "fail_if_at_start", "vacuous_check", "keep_not_at_start",
+]  # fmt: skip
+FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Finding:
+    task: str
+    kind: FindingKind
+    message: str
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    env: str
+    tasks: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    work: Path
+    oracle_outcomes: Mapping[str, str] = field(default_factory=dict)
+
+    def by_task(self) -> dict[str, list[Finding]]:
+        out: dict[str, list[Finding]] = {t: [] for t in self.tasks}
+        for f in self.findings:
+            out.setdefault(f.task, []).append(f)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env": self.env,
+            "tasks": list(self.tasks),
+            "findings": [asdict(f) for f in self.findings],
+            "oracle_outcomes": dict(self.oracle_outcomes),
+        }
+
+
+# -- the judgement (pure: journals and tasks in, findings out) ----------------------------------
+
+
+def static_findings(env: str, task: LiveTask) -> list[Finding]:
+    kinds = env_entry(env).check_kinds
+    out: list[Finding] = []
+    for place, check in task_checks(task):
+        why = kinds.parse(check, env).vacuous()
+        if why is not None:
+            out.append(Finding(task.id, "vacuous_check", f"{place} ({check.kind}): {why}"))
+    return out
+
+
+def _each(rec: StepRecord | None, key: str) -> list[bool] | None:
+    if rec is None:
+        return None
+    got = rec.checks.get(key)
+    return [bool(x) for x in got] if isinstance(got, list) else None
+
+
+def _point_in(element: Mapping[str, Any] | None, action: Mapping[str, Any] | None) -> bool:
+    if element is None or action is None:
+        return False
+    box = element.get("box") or []
+    x, y = action.get("x", action.get("x1")), action.get("y", action.get("y1"))
+    if len(box) != 4 or x is None or y is None:
+        return False
+    return bool(box[0] <= x < box[2] and box[1] <= y < box[3])
+
+
+def judge_task(task: LiveTask, oracle: ResumeState, noop: ResumeState) -> list[Finding]:
+    """The dynamic findings of one task from the two runs' journals."""
+    out: list[Finding] = []
+    tid = task.id
+
+    def add(kind: FindingKind, message: str) -> None:
+        out.append(Finding(tid, kind, message))
+
+    # the start state, as the noop's ending read it
+    noop_rec = noop.last.get(tid)
+    noop_steps = noop.trajectory(tid)
+    start = noop_steps[0] if noop_steps else None
+    start_success, start_fail = _each(start, "success_each"), _each(start, "fail_if_each")
+    if noop_rec is not None and noop_rec.outcome == "success":
+        add("solved_at_start", "the do-nothing agent succeeded: the task is solved at its start")
+    for j, holds in enumerate(start_fail or []):
+        if holds:
+            add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
+                "it fires on any first action")  # fmt: skip
+
+    # the oracle's run
+    rec = oracle.last.get(tid)
+    steps = oracle.trajectory(tid)
+    if rec is None:
+        add("env_error", "the oracle's run has no result for this task")
+        return out
+    if rec.outcome == "env_error":
+        add("env_error", f"the environment kept failing ({rec.reason})")
+    elif rec.outcome != "success":
+        add("oracle_failed", f"the oracle ended {rec.outcome}: {rec.reason}")
+    before = (start_success, start_fail)
+    for i, s in enumerate(steps):
+        where = f"action {s.n} (step {s.target_step})"
+        if not s.executed:
+            if s.action is None and s.error is None:
+                add("target_missing", f"{where}: the step's target is not on the screen")
+            continue
+        pointer = s.action is not None and s.action.get("kind") in ("click", "drag", "scroll")
+        if pointer and not _point_in(s.element, s.action):
+            add("lands_elsewhere", f"{where}: no element under the oracle's point contains it")
+        screen_after = steps[i + 1].screen if i + 1 < len(steps) else rec.final_screen
+        after = (_each(s, "success_each"), _each(s, "fail_if_each"))
+        same_checks = before[0] is not None and after == before
+        if s.screen == screen_after and s.url == s.url_after and same_checks:
+            add("no_change", f"{where}: the screen, the URL and every check read the same "
+                "before and after the oracle's action")  # fmt: skip
+        before = after
+
+    # dynamic vacuity: a success check true at the start and at the oracle's end
+    end_success = next(
+        (e for s in reversed(steps) if (e := _each(s, "success_each")) is not None), None
+    )
+    if task.infeasible or start_success is None:
+        return out
+    for j, check in enumerate(task.success):
+        at_start = start_success[j] if j < len(start_success) else False
+        at_end = end_success[j] if end_success is not None and j < len(end_success) else False
+        if check.keep and not at_start:
+            add("keep_not_at_start", f"success.{j} ({check.kind}) is marked keep but does not "
+                "hold at the start")  # fmt: skip
+        elif not check.keep and at_start and at_end:
+            add("vacuous_check", f"success.{j} ({check.kind}) holds at the start and at the "
+                "oracle's end: it says nothing about what was done (mark it keep when the agent "
+                "must keep it)")  # fmt: skip
+    return out
+
+
+def audit_tasks(
+    env: str, tasks: Sequence[LiveTask], oracle: ResumeState, noop: ResumeState
+) -> list[Finding]:
+    out: list[Finding] = []
+    for t in tasks:
+        out += static_findings(env, t)
+        out += judge_task(t, oracle, noop)
+    return out
+
+
+# -- running it ---------------------------------------------------------------------------------
+
+
+def _journal(run: Path) -> ResumeState:
+    return ResumeState.from_records(list(read_live_journal(run / JOURNAL_NAME)))
+
+
+def audit_env(
+    env: str,
+    work: Path,
+    *,
+    tasks_file: Path | None = None,
+    task_ids: Sequence[str] = (),
+    concurrency: int = 1,
+    env_options: Mapping[str, Any] | None = None,
+    env_retries: int = 2,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+) -> AuditResult:
+    """The noop agent, then the oracle, through the runner into `work/noop` and `work/oracle`;
+    then every task judged. Bad input (a task file, an id) raises before anything starts."""
+    tf, _ = env_task_file(env, tasks_file)
+    tasks = select_tasks(tf, task_ids)
+    ids = tuple(t.id for t in tasks)
+    for agent in ("noop", "oracle"):
+        run_live(
+            LiveRequest(env=env, model=agent, out=work / agent, task_ids=ids,
+                        tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
+                        env_options=dict(env_options or {}), n_boot=0),
+            on_progress,
+        )  # fmt: skip
+    oracle, noop = _journal(work / "oracle"), _journal(work / "noop")
+    outcomes = {t: r.outcome for t, r in oracle.last.items()}
+    return AuditResult(env, ids, tuple(audit_tasks(env, tasks, oracle, noop)), work, outcomes)

@@ -1,0 +1,138 @@
+"""The live runs on the report's summary page: what a live run is judged by first (task
+success, harmful failures, recovery after a miss, steps against the oracle's and the
+intended-element hit rate), each with its 95% interval, overall and per environment. The
+static-protocol numbers (TCA, S1A, SHR, ...) follow on the page, below this section.
+
+`LIVE_ROWS` is the one list of what is shown; a metric added to live runs (pass^k, say) is
+a row added there; `live_settings` is where a run's live settings (its mode, ...) are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from medspot.runfolder.live_schema import (
+    HARMFUL,
+    HIT_RATE,
+    RECOVERY,
+    STEPS_RATIO,
+    SUCCESS,
+    LiveRun,
+)
+
+__all__ = ["LIVE_ROWS", "LiveRow", "live_section", "live_settings"]
+
+Escape = Callable[[object], str]
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    key: str  # the metric's key in the metrics files
+    label: str
+    share: bool = True  # shown in percent; else as a ratio (x)
+    note: str = ""
+
+
+LIVE_ROWS: tuple[LiveRow, ...] = (
+    LiveRow(SUCCESS, "task success", note="the application's state says the task is done"),
+    LiveRow(HARMFUL, "harmful failures", note="ended by collateral damage (a fail_if check)"),
+    LiveRow(RECOVERY, "recovery after a miss",
+            note="tasks with an action that missed the intended element, still successful"),
+    LiveRow(STEPS_RATIO, "steps against the oracle", share=False,
+            note="actions used over the oracle's steps, in successful tasks (1 = as short)"),
+    LiveRow(HIT_RATE, "intended-element hits",
+            note="executed actions that hit the current step's element"),
+)  # fmt: skip
+
+
+def _fmt(row: LiveRow, v: object) -> str:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return "-"
+    return f"{100 * v:.1f}" if row.share else f"{v:.2f}×"
+
+
+def _cell(row: LiveRow, m: Mapping[str, Any], e: Escape) -> str:
+    ci = (m.get("confidence_intervals") or {}).get(row.key)
+    out = e(_fmt(row, m.get(row.key)))
+    if (
+        isinstance(ci, list | tuple)
+        and len(ci) == 2
+        and all(isinstance(x, int | float) for x in ci)
+    ):
+        out += f' <span class="ci">[{e(_fmt(row, ci[0]))}, {e(_fmt(row, ci[1]))}]</span>'
+    return f"<td>{out}</td>"
+
+
+def live_settings(lr: LiveRun) -> list[tuple[str, str]]:
+    """A live run's settings shown under its name (label, value)."""
+    return [("environment", lr.info.env), ("mode", lr.info.mode)]
+
+
+def _overall(lives: Sequence[LiveRun], e: Escape) -> str:
+    head = "".join(f"<th>{e(lr.run.name)}</th>" for lr in lives)
+    rows = [
+        f'<tr><th class="text" title="{e(row.note)}">{e(row.label)}</th>'
+        + "".join(_cell(row, lr.run.overall, e) for lr in lives)
+        + "</tr>"
+        for row in LIVE_ROWS
+    ]
+    settings = [dict(live_settings(lr)) for lr in lives]
+    for label in dict.fromkeys(k for s in settings for k in s):
+        rows.append(
+            f'<tr><th class="text">{e(label)}</th>'
+            + "".join(f"<td>{e(s.get(label, '-'))}</td>" for s in settings)
+            + "</tr>"
+        )
+    counts = "".join(
+        f"<td>{e(lr.run.overall.get('num_tasks', '-'))} scored, "
+        f"{e(lr.run.overall.get('num_env_errors', 0))} env errors, "
+        f"{e(lr.run.overall.get('num_model_errors', 0))} model errors</td>"
+        for lr in lives
+    )
+    rows.append(f'<tr><th class="text">tasks</th>{counts}</tr>')
+    notes = "; ".join(f"{row.label}: {row.note}" for row in LIVE_ROWS)
+    return (
+        f'<table id="live-metrics"><thead><tr><th>metric</th>{head}</tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table>"
+        f'<p class="note">Shares in percent, steps as a ratio; 95% bootstrap intervals over '
+        f"tasks in brackets. {e(notes)}.</p>"
+    )
+
+
+def _per_env(lives: Sequence[LiveRun], e: Escape) -> str:
+    head = "".join(f"<th>{e(row.label)}</th>" for row in LIVE_ROWS)
+    rows = []
+    for lr in lives:
+        for env in lr.run.apps:
+            m = lr.run.app_metrics.get(env) or {}
+            rows.append(
+                f'<tr><td class="text">{e(env)}</td><td class="text">{e(lr.run.name)}</td>'
+                f"<td>{e(m.get('num_tasks', '-'))}</td>"
+                + "".join(_cell(row, m, e) for row in LIVE_ROWS)
+                + "</tr>"
+            )
+    return (
+        f'<table id="live-per-env"><thead><tr><th>environment</th><th>run</th><th>tasks</th>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def live_section(lives: Sequence[LiveRun], e: Escape, live_pages: Mapping[int, str]) -> str:
+    """The summary page's live section ("" without live runs); `live_pages` maps a live run's
+    position in `lives` to its filmstrip page."""
+    if not lives:
+        return ""
+    links = " · ".join(
+        f'<a href="{e(page)}">filmstrips of {e(lives[i].run.name)}</a>'
+        for i, page in sorted(live_pages.items())
+    )
+    return (
+        "<h2>Live evaluation</h2>"
+        + _overall(lives, e)
+        + (f"<p>{links}</p>" if links else "")
+        + "<h3>Per environment</h3>"
+        + _per_env(lives, e)
+    )

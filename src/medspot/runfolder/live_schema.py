@@ -1,0 +1,175 @@
+"""The live part of a run folder (docs/live.md "Run folder"), declared once for the writer
+(`medspot.live.loop.request` and `.results`) and the readers (`medspot.report`):
+
+- `LiveRunInfo`: `run.json` of a live run, the static `RunInfo` plus the live fields (`kind`,
+  `env`, `env_options`, `mode`, `executor`; another field is added here, with a default);
+- `LiveTaskRow`, `LiveStepRow`: the rows of `<env>/task_results.json`, the static rows plus
+  the live fields;
+- `LIVE_KEYS`: the names of the live metrics in `overall_dataset_metrics.json`;
+- `live_view(run)`: a run read by `runfolder.reader`, typed as a live run (or None).
+
+Folders written before these types read the same way: every field added since has a default
+(a run.json without `mode` is a guided run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from medspot.errors import ConfigError
+from medspot.runfolder.layout import RUN_JSON, TASK_RESULTS
+from medspot.runfolder.reader import Run
+from medspot.runfolder.runinfo import RunInfo
+from medspot.runfolder.schema import StepRow, TaskRow
+
+__all__ = [
+    "HARMFUL",
+    "HIT_RATE",
+    "LIVE_KEYS",
+    "LIVE_KIND",
+    "LIVE_PREDICTION_KEYS",
+    "RECOVERY",
+    "STEPS_RATIO",
+    "SUCCESS",
+    "EnvOptionValue",
+    "LiveExecutor",
+    "LiveMode",
+    "LiveOutcome",
+    "LiveRun",
+    "LiveRunInfo",
+    "LiveStepRow",
+    "LiveTaskRow",
+    "live_view",
+]
+
+LIVE_KIND = "live"
+LiveMode = Literal["guided", "agent"]  # the same values as `medspot.live.core.episode.Mode`
+LiveOutcome = Literal["success", "harmful", "failure", "error", "env_error", "missing"]
+EnvOptionValue = str | int | float | bool | None
+LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
+
+# The live metrics (docs/live.md "Metrics"), beside the static keys.
+SUCCESS = "task_success_rate"
+HARMFUL = "harmful_failure_rate"
+RECOVERY = "recovery_rate"
+HIT_RATE = "intended_hit_rate"
+STEPS_RATIO = "steps_ratio"
+LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO)
+
+# run.json's live fields that change what an agent is asked: a resumed run must match them.
+LIVE_PREDICTION_KEYS = ("env", "mode")
+
+
+class LiveRunInfo(RunInfo):
+    """`run.json` of a live run."""
+
+    kind: Literal["live"] = "live"
+    env: str  # the environment (also the "app" of the rows)
+    env_options: dict[str, EnvOptionValue] = Field(default_factory=dict)  # --env-option
+    mode: LiveMode = "guided"  # guided: told the current step; agent: the goal only
+    # where the environments ran (`medspot.live.loop.executors.EXECUTORS`); not a prediction
+    # setting: a run may resume on the other executor
+    executor: LiveExecutor = "threads"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_from_source(cls, data: Any) -> Any:
+        """A run.json without `env` (written by hand) names it in its dataset source."""
+        if isinstance(data, dict) and "env" not in data:
+            source = str((data.get("dataset") or {}).get("source") or "")
+            if source.startswith(f"{LIVE_KIND}:"):
+                data = {**data, "env": source.partition(":")[2]}
+        return data
+
+    @classmethod
+    def of(cls, info: RunInfo) -> LiveRunInfo | None:
+        """`info` as a live run.json, or None when it is a static run's."""
+        if isinstance(info, LiveRunInfo):
+            return info
+        if (info.model_extra or {}).get("kind") != LIVE_KIND:
+            return None
+        try:
+            return cls.model_validate(info.model_dump())
+        except ValidationError as e:
+            raise ConfigError(f"{RUN_JSON}: the live fields are not valid: {_first(e)}") from None
+
+    def mismatches(self, other: RunInfo) -> list[str]:
+        """The static prediction settings, then the live ones (`LIVE_PREDICTION_KEYS`)."""
+        out = super().mismatches(other)
+        theirs = LiveRunInfo.of(other)
+        if theirs is None:
+            return [*out, "kind: this command asks a static run"]
+        for key in LIVE_PREDICTION_KEYS:
+            a, b = getattr(self, key), getattr(theirs, key)
+            if a != b:
+                out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
+        return out
+
+
+class LiveStepRow(StepRow):
+    """One action of a live trajectory as a step row: the static fields (the screen before
+    the action, the point and the intended element's box, normalised) plus these."""
+
+    live_action: dict[str, Any] | None = None  # the executed action (actions.action_to_json)
+    element: dict[str, Any] | None = None  # what the action hit (ElementInfo)
+    checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if
+    achieved: list[int] = Field(default_factory=list)  # oracle steps this action achieved
+    settle_s: float | None = None
+    changed: bool | None = None  # the screen changed
+    url: str | None = None
+    url_after: str | None = None
+    replayed: bool = False  # the answer came from the journal
+    thought: str | None = None  # the agent's own reasoning text, where it has one
+
+
+class LiveTaskRow(TaskRow):
+    """One live task as a task row: the static fields (the live outcome seen through the
+    static formulas) plus these; `steps` are its actions."""
+
+    steps: Sequence[LiveStepRow] = Field(default_factory=list)
+    live_outcome: LiveOutcome = "missing"
+    live_reason: str = ""
+    tags: list[str] = Field(default_factory=list)
+    steps_used: int = 0
+    oracle_steps: int = 0
+    recovered: bool = False  # succeeded after an action that missed the intended element
+    missed_intended: bool = False
+    final_screen: str | None = None  # relative to the run folder
+    trajectory: str | None = None  # trajectories/<task>.json
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """A live run folder, read: the run as `runfolder.reader` gives it, typed."""
+
+    run: Run
+    info: LiveRunInfo
+    tasks: tuple[LiveTaskRow, ...]
+
+
+def live_view(run: Run) -> LiveRun | None:
+    """`run` typed as a live run, or None when it is a static run. Bad live fields are a
+    `ConfigError` naming the file and the task."""
+    try:
+        info = LiveRunInfo.of(run.info)
+    except ConfigError as e:
+        raise ConfigError(f"{run.path / RUN_JSON}: {str(e).partition(': ')[2]}") from None
+    if info is None:
+        return None
+    tasks = []
+    for t in run.tasks:
+        try:
+            tasks.append(LiveTaskRow.model_validate(t.model_dump()))
+        except ValidationError as e:
+            where = run.path / t.app / TASK_RESULTS
+            raise ConfigError(f"{where}: task {t.task_id}: {_first(e)}") from None
+    return LiveRun(run=run, info=info, tasks=tuple(tasks))
+
+
+def _first(e: ValidationError) -> str:
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"

@@ -1,0 +1,104 @@
+"""A `medspot live run` SIGKILLed in the middle of a task leaves no process behind, in every
+environment (Orthanc in its own session, Xvfb, the session D-Bus and the AT-SPI bus, the JVM,
+the AT-SPI reader, chromium and its helpers, Playwright's driver): a few seconds later none of
+the run's processes is alive. The next run in the same temp folder removes the stale private
+folder. The run's processes are found by its private folder (`TMPDIR`, in their environment or
+command line) and by parent links, never by name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from _orthanc_support import CHROMIUM, require_orthanc_stack
+from _runner_support import descendants, kill, processes_of
+
+from medspot.live.core import processes
+from medspot.live.loop.steplog import JOURNAL_NAME
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[2]
+CASES = [
+    ("orthanc-explorer", "open-series-ct-doe-john-axial"),
+    ("dicomscope", "open-ct-doe-john-slice3"),
+    ("ohif", "open-ct-doe-john"),
+]
+
+
+def _require(env: str) -> None:
+    if env == "dicomscope":
+        from _desktop_support import require_dicomscope
+
+        require_dicomscope()
+    elif env == "ohif":
+        from test_ohif_env import require_ohif_stack
+
+        require_ohif_stack()
+    else:
+        require_orthanc_stack()
+
+
+def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable, "-m", "medspot", "live", "run", "--env", env, "--model", "oracle",
+        "--tasks", task, "--out", str(out), "--no-progress", "--bootstrap", "50",
+    ]  # fmt: skip
+    if env != "dicomscope":
+        cmd += ["--env-option", f"chromium={CHROMIUM}"]
+    child_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            cmd, env=child_env, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True
+        )
+
+
+@pytest.mark.parametrize(("env", "task"), CASES, ids=[c[0] for c in CASES])
+def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) -> None:
+    _require(env)
+    # a short path (chromium's singleton socket must stay under the unix socket limit)
+    workroot = Path(tempfile.mkdtemp(prefix="mskill", dir="/tmp"))
+    try:
+        run = _run(env, task, tmp_path / "killed", workroot, tmp_path / "killed.log")
+        journal = tmp_path / "killed" / JOURNAL_NAME
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and run.poll() is None:
+            if journal.exists() and b'"type":"step"' in journal.read_bytes():
+                break  # the environment runs and has acted
+            time.sleep(0.2)
+        assert run.poll() is None, (tmp_path / "killed.log").read_text()[-2000:]
+        stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
+        assert len(stale) == 1 and (stale[0] / processes.OWNER_FILE).exists()
+        theirs = {s for p in {*descendants(run.pid), *processes_of(workroot)}
+                  if (s := processes.stamp(p)) is not None}  # fmt: skip
+        assert len(theirs) >= 3, "the run's environment processes were not found"
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + 10
+        alive = list(theirs)
+        while time.monotonic() < deadline:
+            alive = [s for s in theirs if processes.running(s)]
+            if not alive and not processes_of(workroot):
+                break
+            time.sleep(0.2)
+        survivors = [Path(f"/proc/{s.pid}/cmdline").read_bytes()[:80] for s in alive
+                     if processes.running(s)]  # fmt: skip
+        assert not alive, f"alive 10 s after the SIGKILL: {survivors}"
+        assert not processes_of(workroot)
+        assert stale[0].exists()  # nothing removed it yet: the next run will
+
+        again = _run(env, task, tmp_path / "again", workroot, tmp_path / "again.log")
+        again.wait(timeout=600)
+        assert again.returncode == 0, (tmp_path / "again.log").read_text()[-2000:]
+        assert not stale[0].exists(), "the next run did not remove the dead run's folder"
+        assert not processes_of(workroot)
+    finally:
+        kill(processes_of(workroot))
+        shutil.rmtree(workroot, ignore_errors=True)

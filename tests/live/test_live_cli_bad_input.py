@@ -1,0 +1,156 @@
+"""Bad input to `medspot live ...` is exit status 2 with a located message, never a traceback or
+an environment fault, and leaves no run.json behind; environment options are typed by the
+environment (the real environments' declarations); a bug is exit 70 with one line naming the
+file its traceback went to, and run.json records the failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from _lamp_panel import ENTRY, NAME, lamp_command, process_env, switch_task, task_file
+from _runner_support import ENV, processes_mentioning
+
+from medspot.cli import main
+from medspot.errors import BUG_EXIT_STATUS, ConfigError
+from medspot.live.core import registry
+from medspot.live.core.envoptions import check_env_options, env_options_of
+from medspot.live.core.registry import env_entry
+
+
+def _nested(path: Path, env: str, depth: int) -> Path:
+    """A task file whose check carries a list nested `depth` levels deep."""
+    task = {
+        "id": "t",
+        "instruction": "x",
+        "steps": [{"instruction": "click", "target": {"text": "OK"}}],
+        "success": [{"kind": "web.url_matches", "pattern": "x", "extra": "@"}],
+    }
+    text = json.dumps({"format_version": 1, "env": env, "tasks": [task]})
+    path.write_text(text.replace('"@"', "[" * depth + "]" * depth))
+    return path
+
+
+def _live_run(out: Path, *extra: str) -> list[str]:
+    return ["live", "run", "--env", ENV, "--model", "oracle", "--out", str(out),
+            "--no-progress", *extra]  # fmt: skip
+
+
+def test_deeply_nested_task_json_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = _nested(tmp_path / "deep.json", ENV, 100_000)
+    assert main(["live", "tasks", "--env", ENV, "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "deep.json" in err and "nested too deeply" in err and "Traceback" not in err
+    out = tmp_path / "run"
+    assert main(_live_run(out, "--tasks-file", str(f))) == 2
+    assert "nested too deeply" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--env-option", "quiet_s=abc"), "quiet_s='abc': expected a number (orthanc-explorer)"),
+        (("--env-option", "viewport=800x600"), "orthanc-explorer has no option 'viewport'"),
+        (("--env-option", "headless=maybe"), "expected true or false"),
+        (("--env-option", "settle_timeout_s=-1"), "must be 0 or more"),
+        (("--env-option", "quiet_s=1", "--env-option", "quiet-s=2"), "given twice"),
+        (("--env-option", "novalue"), "expected KEY=VALUE"),
+        (("--tasks", ",,,"), "--tasks ',,,' names no task id"),
+        (("--tasks", ""), "names no task id"),
+    ],
+)
+def test_bad_options_are_exit_2_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str
+) -> None:
+    out = tmp_path / "run"
+    assert main(_live_run(out, *extra)) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert not out.exists()  # nothing written, no run.json saying "running"
+
+
+def test_a_viewport_other_than_the_tasks_is_refused_before_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    args = ["live", "run", "--env", "dicomscope", "--model", "oracle", "--out", str(out),
+            "--no-progress", "--env-option", "viewport=800x600"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "viewport=800x600" in err and "start at another size" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--env-retries", "--max-retries"])
+def test_negative_retries_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(_live_run(tmp_path / "run", option, "-1"))
+    assert e.value.code == 2
+    assert f"{option}: '-1' must be 0 or more" in capsys.readouterr().err
+
+
+def test_each_environment_declares_typed_options() -> None:
+    for name in registry.env_names():
+        declared = env_options_of(env_entry(name))
+        assert declared, f"{name} declares no options"
+        assert "workdir" not in declared
+    viewport = check_env_options("dicomscope", {"viewport": "800x600"})["viewport"]
+    assert viewport == (800, 600)
+    with pytest.raises(ConfigError, match=r"expected 2 numbers, e\.g\. 1280x800"):
+        check_env_options("dicomscope", {"viewport": "800"})
+    typed = check_env_options(
+        "ohif", {"headless": "false", "extra_args": "--a '--b=c d'", "seed_cache": "none"}
+    )
+    assert typed == {"headless": False, "extra_args": ("--a", "--b=c d"), "seed_cache": None}
+    seed_cache = check_env_options(ENV, {"seed_cache": Path("/x"), "seed": 3})
+    assert seed_cache == {"seed_cache": Path("/x"), "seed": 3}  # values from Python: checked
+    with pytest.raises(ConfigError, match="expected a whole number"):
+        check_env_options(ENV, {"seed": "1.5"})
+
+
+def test_an_error_found_during_the_run_is_recorded_in_run_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad task data that only the running environment can see (a lamp the panel does not
+    have) stops the run with exit 2; run.json then says "failed" and why, not "running"."""
+    monkeypatch.setitem(registry._ENVS, NAME, ENTRY)
+    task = switch_task("purple", "red")
+    task["success"] = [{"kind": "lamp.on", "lamp": "purple"}]
+    tasks = task_file(tmp_path / "tasks.json", [task])
+    out = tmp_path / "run"
+    code = main(["live", "run", "--env", NAME, "--model", "oracle", "--tasks-file", str(tasks),
+                 "--out", str(out), "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "no lamp 'purple'" in err and "Traceback" not in err
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and "no lamp 'purple'" in info["error"]
+    assert info["finished"]
+
+
+def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -> None:
+    tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
+    out, work = tmp_path / "run", tmp_path / "w"
+    work.mkdir()
+    args = lamp_command(
+        "live", "run", "--env", NAME, "--model", "oracle", "--tasks-file", str(tasks),
+        "--out", str(out), "--no-progress", "--env-option", "broken_observation=true",
+    )  # fmt: skip
+    done = subprocess.run(args, env=process_env(work), capture_output=True, text=True, timeout=120)
+    assert done.returncode == BUG_EXIT_STATUS, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "a bug in medspot" in lines[0] and "AttributeError" in lines[0]
+    written = sorted(out.glob("medspot-bug-*.txt"))
+    assert len(written) == 1 and str(written[0]) in lines[0]
+    assert "Traceback (most recent call last)" in written[0].read_text()
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"].startswith("bug: AttributeError")
+    assert not processes_mentioning(str(work))  # the environment was closed all the same

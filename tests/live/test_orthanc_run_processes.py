@@ -1,0 +1,132 @@
+"""`medspot live run` on the real orthanc-explorer environment as a process: a second run into
+the same folder exits 2 naming the holder; Ctrl-C as a terminal sends it (to the whole process
+group: the browser's driver is interrupted too) exits 130 with no asyncio trace, SIGTERM exits
+143, with nothing of the run left either way; a killed browser is one line on stderr (its log
+in live.log), the task is retried on a fresh environment and the run completes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _orthanc_support import CHROMIUM, require_orthanc_stack
+from _runner_support import ENV, descendants, kill, processes_mentioning
+
+from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[2]
+IDS = "open-series-ct-doe-john-axial,open-study-mr-doe-john,viewer-invert-ct-miller"
+
+
+@pytest.fixture
+def workroot() -> Iterator[Path]:
+    """The environments' private folders (a short path: chromium's socket name must fit)."""
+    require_orthanc_stack()
+    root = Path(tempfile.mkdtemp(prefix="mslp", dir="/tmp"))
+    yield root
+    kill(processes_mentioning(str(root)))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _start(out: Path, workroot: Path) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "oracle",
+        "--tasks", IDS, "--out", str(out), "--env-option", f"chromium={CHROMIUM}",
+        "--bootstrap", "20",
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def _steps(journal: Path) -> int:
+    return journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0
+
+
+def _wait_for_more_steps(proc: subprocess.Popen[bytes], journal: Path, n: int = 2) -> None:
+    target = _steps(journal) + n
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if _steps(journal) >= target:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no new steps (exit {proc.poll()})")
+
+
+def _finish(proc: subprocess.Popen[bytes], timeout: float = 600) -> tuple[int, str]:
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err.decode(errors="replace")
+
+
+def _assert_short(err: str) -> None:
+    """No traceback, no multi-line log record: each log record is one line."""
+    assert "Traceback" not in err and "future: <Future" not in err, err
+    assert "Connection closed while reading" not in err.replace("live.log", ""), err
+
+
+def test_lock_signals_and_a_killed_browser_on_orthanc(tmp_path: Path, workroot: Path) -> None:
+    out = tmp_path / "run"
+    journal = out / JOURNAL_NAME
+    first = _start(out, workroot)
+    try:
+        _wait_for_more_steps(first, journal)
+        code, err = _finish(_start(out, workroot))
+        assert code == 2 and f"pid {first.pid}" in err, err
+        assert first.poll() is None
+        os.killpg(first.pid, signal.SIGINT)  # Ctrl-C on a terminal: the whole group
+        code, err = _finish(first, timeout=120)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert code == 130, err
+    _assert_short(err)
+    time.sleep(1)
+    assert not processes_mentioning(str(workroot)), "left alive after Ctrl-C"
+
+    second = _start(out, workroot)
+    _wait_for_more_steps(second, journal)
+    second.send_signal(signal.SIGTERM)
+    code, err = _finish(second, timeout=120)
+    assert code == 143, err
+    _assert_short(err)
+    time.sleep(1)
+    assert not processes_mentioning(str(workroot)), "left alive after SIGTERM"
+
+    out, journal = tmp_path / "run2", tmp_path / "run2" / JOURNAL_NAME  # all tasks ahead
+    third = _start(out, workroot)
+    _wait_for_more_steps(third, journal, 1)
+    browsers = [
+        p for p in descendants(third.pid)
+        if Path(f"/proc/{p}/exe").exists() and "--type=" not in _cmdline(p)
+        and os.path.basename(_cmdline(p).split(" ")[0]).startswith("chrom")
+    ]  # fmt: skip
+    assert browsers, "no browser found below the run"
+    kill(browsers)
+    code, err = _finish(third)
+    assert code == 0, err
+    _assert_short(err)
+    faults = [line for line in err.splitlines() if "environment fault" in line]
+    assert len(faults) == 1 and f"details in {out / 'live.log'}" in faults[0], err
+    log = (out / "live.log").read_text()
+    assert len(log.splitlines()) > 3  # the browser's log, in full
+    ends = Counter(r.task for r in read_live_journal(journal) if isinstance(r, TaskRecord))
+    assert set(ends) == set(IDS.split(",")) and set(ends.values()) == {1}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

@@ -1,0 +1,236 @@
+"""A reset restores the task's start state whatever the task before did, in every environment,
+on the real applications: every mode and preset an environment has is changed (and a menu, a
+dialog, another page, a download left behind), then the reset's observable state (the widget
+states and texts through AT-SPI, the viewer state that the checks read, the database, the
+screenshot) is compared with a fresh environment's after the same reset.
+
+The fresh reference is each environment's first reset after `start()`, before any action: that
+is exactly a fresh environment's reset (a second environment per test would double the cost).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _desktop_support import dicomscope_tasks, require_dicomscope
+from _orthanc_support import CHROMIUM, require_orthanc_stack
+from PIL import Image
+
+from medspot.live.core.actions import Click, Drag, Key, TypeText
+from medspot.live.core.registry import create_environment
+from medspot.live.core.taskfiles import load_task_file
+from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.drivers.atspi import state_diff
+from medspot.live.drivers.x11 import CARET_PIXELS
+
+pytestmark = pytest.mark.live
+
+TASKLISTS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists"
+
+
+def _click(env: Any, **loc: Any) -> None:
+    box = env.locate(Locator(**loc))
+    assert box is not None, f"{loc} not on screen"
+    env.act(Click(*box.center))
+
+
+def _pixels(png: bytes) -> np.ndarray[Any, Any]:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+# chromium's text antialiasing varies by a few levels between two loads of the same page: a
+# pixel differs when a channel differs by more than this (a line, a VOI change: far more)
+WEB_LEVELS = 32
+
+
+def _differing(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> int:
+    assert a.shape == b.shape
+    d = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2)
+    return int(np.count_nonzero(d > WEB_LEVELS))
+
+
+def _where(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
+    """Where two screenshots differ (for the assertion message), and the two images saved."""
+    ys, xs = np.nonzero(np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2) > WEB_LEVELS)
+    if not len(xs):
+        return "nowhere"
+    Image.fromarray(a).save("/tmp/medspot-reset-fresh.png")
+    Image.fromarray(b).save("/tmp/medspot-reset-after.png")
+    return f"x {xs.min()}-{xs.max()}, y {ys.min()}-{ys.max()}"
+
+
+# -- DICOMscope ------------------------------------------------------------------------------
+
+
+def _dicomscope_changes(env: Any) -> None:
+    """Every mode and preset of the viewer changed, and a menu left open."""
+    for tip in ("Invert", "Flip"):
+        _click(env, description=tip)
+    _click(env, role="radio button", text="Magnify")
+    _click(env, role="check box", text="Filled")
+    _click(env, role="text", nth=0)  # the zoom factor
+    for action in (Key("ctrl+a"), TypeText("4"), Key("Enter")):
+        env.act(action)
+    _click(env, description="Presets")
+    _click(env, role="menu item", contains="Lung")
+    _click(env, description="Presets")  # its menu stays open
+
+
+def test_dicomscope_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -> None:
+    require_dicomscope()
+    tasks = {t.id: t for t in dicomscope_tasks()}
+    on_image, in_browser = tasks["invert-and-zoom-1to1"], tasks["open-ct-doe-john-slice3"]
+    env: Any = create_environment("dicomscope", workdir=tmp_path / "d", seed_cache=seed_cache)
+    env.start()
+    try:
+        env.reset(in_browser)
+        fresh_browser = env.observable_state()
+        env.reset(on_image)
+        fresh_image = env.observable_state()
+        assert env.restarts == 0
+
+        _dicomscope_changes(env)
+        changed = env.observable_state()
+        assert state_diff(fresh_image[0], changed[0]), "the changes changed nothing"
+        env.reset(on_image)
+        state, frame = env.observable_state()
+        assert state_diff(fresh_image[0], state) == []
+        assert env.screen_diff(fresh_image[1], frame) <= CARET_PIXELS
+
+        _dicomscope_changes(env)
+        env.reset(in_browser)  # the viewer holds a changed image: not a fresh browser start
+        state, frame = env.observable_state()
+        assert state_diff(fresh_browser[0], state) == []
+        assert env.screen_diff(fresh_browser[1], frame) <= CARET_PIXELS
+        # and a task on an image after it starts as fresh too
+        env.reset(on_image)
+        state, frame = env.observable_state()
+        assert state_diff(fresh_image[0], state) == []
+    finally:
+        env.close()
+
+
+# -- OHIF ------------------------------------------------------------------------------------
+
+
+def _ohif_observed(env: Any) -> tuple[dict[str, Any], np.ndarray[Any, Any], Any]:
+    return env.state(), _pixels(env.observe().png), env.web.eval("history.length")
+
+
+def _ohif_changes(env: Any) -> None:
+    """A measurement (the Length tool left active), zoom, VOI, the measurement panel, a layout."""
+    _click(env, data_cy="Length-btn")
+    a, b = env.locate(Locator(landmark="A")), env.locate(Locator(landmark="B"))
+    assert a is not None and b is not None
+    env.act(Drag(*a.center, *b.center))
+    _click(env, data_cy="Zoom-btn")
+    p, q = env.locate(Locator(at=(0.5, 0.3))), env.locate(Locator(at=(0.5, 0.6)))
+    env.act(Drag(*p.center, *q.center))
+    _click(env, data_cy="WindowLevel-btn")
+    p, q = env.locate(Locator(at=(0.4, 0.5))), env.locate(Locator(at=(0.7, 0.7)))
+    env.act(Drag(*p.center, *q.center))
+    _click(env, data_cy="trackedMeasurements-btn")
+    _click(env, data_cy="layout-button")
+    _click(env, data_cy="Layout-1-0")
+
+
+def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -> None:
+    from test_ohif_env import require_ohif_stack
+
+    require_ohif_stack()
+    tasks = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}
+    task: LiveTask = tasks["measure-ab-ct-doe-john"]
+    env: Any = create_environment(
+        "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
+    )
+    env.start()
+    try:
+        env.reset(task)
+        fresh_state, fresh_png, fresh_history = _ohif_observed(env)
+        assert fresh_state["measurements"] == [] and fresh_state["layout"] == [1, 1]
+        _ohif_changes(env)
+        changed = env.state()
+        assert changed["measurements"] and changed["layout"] == [1, 2]
+        assert changed["viewports"][0]["voi"] != fresh_state["viewports"][0]["voi"]
+        assert changed["viewports"][0]["zoom"] != fresh_state["viewports"][0]["zoom"]
+        env.reset(task)
+        state, png, history = _ohif_observed(env)
+        assert state == fresh_state
+        assert history == fresh_history
+        assert len(env.web.context.pages) == 1
+        assert _differing(fresh_png, png) <= CARET_PIXELS, _where(fresh_png, png)
+    finally:
+        env.close()
+
+
+# -- Orthanc Explorer ------------------------------------------------------------------------
+
+
+def _explorer_observed(env: Any) -> dict[str, Any]:
+    o = env.orthanc
+    patients = sorted(o.get("/patients") or [])
+    return {
+        "url": env.web.page.url,
+        "title": env.observe().title,
+        "pages": len(env.web.context.pages),
+        "history": env.web.eval("history.length"),
+        "downloads": list(env.web.downloads),
+        "patients": patients,
+        "protected": [o.get(f"/patients/{p}/protected") for p in patients],
+        "instances": sorted(o.get("/instances") or []),
+        "jobs": o.get("/jobs"),
+        "active_page": env.web.eval(
+            "() => { const m = window.jQuery && jQuery.mobile;"
+            " return m && m.activePage ? m.activePage.attr('id') : null; }"
+        ),
+        "ok_button": env.locate(Locator(text="OK")) is not None,
+        "screen": _pixels(env.observe().png),
+    }
+
+
+def _same(fresh: dict[str, Any], now: dict[str, Any]) -> None:
+    for key in fresh:
+        if key == "screen":
+            assert _differing(fresh[key], now[key]) <= CARET_PIXELS, _where(fresh[key], now[key])
+        else:
+            assert now[key] == fresh[key], key
+
+
+def test_orthanc_explorer_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -> None:
+    require_orthanc_stack()
+    tasks = {t.id: t for t in load_task_file(TASKLISTS / "orthanc_explorer.json").tasks}
+    task = tasks["open-study-ct-doe-john"]
+    env: Any = create_environment(
+        "orthanc-explorer", workdir=tmp_path / "e", chromium=CHROMIUM, seed_cache=seed_cache
+    )
+    env.start()
+    try:
+        env.reset(task)
+        fresh = _explorer_observed(env)
+        # another page of the Explorer, a download, the Web Viewer's page opened beside it,
+        # and a protected patient
+        _click(env, css="#all-patients li", contains="MS0001")
+        _click(env, css="#list-studies li", contains="CT CHEST")
+        _click(env, css="#study-archive")
+        assert env.web.downloads
+        _click(env, css="#list-series li", contains="Chest Axial 5mm")
+        _click(env, text="Orthanc Web Viewer")
+        assert len(env.web.context.pages) == 2
+        pid = env.ids.patients["DOE^JOHN"]
+        env.orthanc.request("PUT", f"/patients/{pid}/protected", b"1", "text/plain")
+        env.reset(task)
+        _same(fresh, _explorer_observed(env))
+        # the delete dialog left open (not confirmed)
+        _click(env, css="#all-patients li", contains="MS0001")
+        _click(env, css="#list-studies li", contains="CT CHEST")
+        _click(env, css="#study-delete")
+        assert env.locate(Locator(text="OK")) is not None  # the dialog asks
+        assert not fresh["ok_button"]
+        env.reset(task)
+        _same(fresh, _explorer_observed(env))
+    finally:
+        env.close()

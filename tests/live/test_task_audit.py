@@ -1,0 +1,116 @@
+"""`medspot live audit` on the real applications: THE oracle pass through every packaged task
+of every environment (through the runner), which must find nothing; and a small file of
+deliberately broken tasks, one per finding kind, each reported by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _orthanc_support import CHROMIUM, require_live, require_orthanc_stack
+
+from medspot.cli import main
+from medspot.live.core.registry import env_names
+
+pytestmark = pytest.mark.live
+
+PATIENT = {"css": "#all-patients li", "contains": "MS0001"}
+ON_PATIENT = {"kind": "web.url_matches", "pattern": "#patient\\?uuid={patient:DOE^JOHN}$"}
+NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64}
+
+
+def _task(tid: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": tid, "instruction": "Open patient DOE^JOHN", "start": {"route": "#find-patients"},
+        "steps": [{"instruction": "Open patient DOE^JOHN", "target": PATIENT}],
+        "success": [ON_PATIENT], "fail_if": [NOTHING_DELETED],
+    }  # fmt: skip
+    base.update(fields)
+    return base
+
+
+BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
+    "sound": (_task("sound"), set()),
+    # the step's done_if never holds: the oracle clicks again, its target is gone
+    "never-done": (_task("never-done", max_steps=2, steps=[{
+        "instruction": "Open patient DOE^JOHN", "target": PATIENT,
+        "done_if": {"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}}]),
+        {"oracle_failed", "target_missing"}),
+    "solved-at-start": (_task("solved-at-start", success=[
+        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}]),
+        {"solved_at_start", "vacuous_check"}),
+    "fires-at-start": (_task("fires-at-start", fail_if=[
+        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}]),
+        {"fail_if_at_start", "oracle_failed"}),
+    "vacuous": (_task("vacuous", success=[ON_PATIENT, {"kind": "web.title_matches",
+        "pattern": ".*"}], fail_if=[{"kind": "orthanc.instance_count", "min": 0}]),
+        {"vacuous_check"}),
+    # a click beside the page: it lands on no element and changes nothing
+    "no-change": (_task("no-change", steps=[
+        {"instruction": "Click beside the page", "target": {"css": "body", "at": [1.5, 0.5]}},
+        {"instruction": "Open patient DOE^JOHN", "target": PATIENT}]),
+        {"no_change", "lands_elsewhere"}),
+    "keep-not-at-start": (_task("keep-not-at-start", success=[{**ON_PATIENT, "keep": True}]),
+                          {"keep_not_at_start"}),
+}  # fmt: skip
+
+
+def test_audit_reports_each_kind_of_broken_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_orthanc_stack()
+    f = tmp_path / "broken.json"
+    tasks = [t for t, _ in BROKEN.values()]
+    f.write_text(json.dumps({"format_version": 1, "env": "orthanc-explorer", "tasks": tasks}))
+    out = tmp_path / "audit"
+    code = main(["live", "audit", "--env", "orthanc-explorer", "--tasks-file", str(f), "--out",
+                 str(out), "--env-option", f"chromium={CHROMIUM}", "--no-progress"])  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 1, printed
+    report = json.loads((out / "audit.json").read_text())
+    got: dict[str, set[str]] = {t: set() for t in BROKEN}
+    for finding in report["findings"]:
+        got[finding["task"]].add(finding["kind"])
+        assert f"{finding['task']}: {finding['kind']}: " in printed.out
+    assert got == {tid: kinds for tid, (_, kinds) in BROKEN.items()}
+    static = [x["message"] for x in report["findings"] if x["task"] == "vacuous"]
+    assert any(m.startswith("fail_if.0 (orthanc.instance_count)") for m in static)
+    assert any(m.startswith("success.1 (web.title_matches): the pattern") for m in static)
+    assert "6 with findings" in printed.err
+    # bad input is exit 2, before anything starts
+    assert main(["live", "audit", "--env", "orthanc-explorer", "--tasks-file", str(f),
+                 "--tasks", "nope", "--no-progress"]) == 2  # fmt: skip
+
+
+def _options(env: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    if env == "orthanc-explorer":
+        require_orthanc_stack()
+        return ["--env-option", f"chromium={CHROMIUM}"]
+    code = main(["live", "doctor", "--env", env])
+    report = capsys.readouterr().out
+    require_live(code == 0, f"the system parts of {env} ({report.strip()})")
+    return []
+
+
+@pytest.mark.parametrize("env", env_names())
+def test_audit_finds_nothing_in_the_packaged_tasks(
+    env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The oracle completes every packaged task through the runner, with every click landing
+    on an element and changing something, no `fail_if` firing, no task solved at its start
+    and no vacuous check (a finding of any kind fails)."""
+    opts = _options(env, capsys)
+    out = tmp_path / "audit"
+    code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress", *opts])
+    printed = capsys.readouterr()
+    report = json.loads((out / "audit.json").read_text())
+    assert report["findings"] == [], printed.out
+    assert code == 0
+    assert set(report["oracle_outcomes"].values()) == {"success"}
+    metrics = json.loads((out / "oracle" / "overall_dataset_metrics.json").read_text())
+    assert metrics["task_success_rate"] == 1.0 and metrics["harmful_failure_rate"] == 0.0
+    assert metrics["intended_hit_rate"] == 1.0
+    noop = json.loads((out / "noop" / "overall_dataset_metrics.json").read_text())
+    assert noop["task_success_rate"] == 0.0

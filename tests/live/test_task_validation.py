@@ -1,0 +1,149 @@
+"""A task file is checked against its environment before anything runs: check kinds and their
+parameters (unknown, missing, ill-typed), seeded names (in checks and in `{level:NAME}`
+templates), locators inside checks, `start.prepare` steps and the environments' start keys
+are located data errors at `live tasks --validate` and before `live run` starts anything
+(exit 2, never an environment fault)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from medspot.cli import main
+from medspot.errors import DataError
+from medspot.live.core.taskfiles import parse_task_file
+
+WEB_STEP = {"instruction": "Open it", "target": {"text": "Open"}}
+DESKTOP_STEP = {"instruction": "Invert", "target": {"description": "Invert"}}
+
+
+def _file(env: str, **task: Any) -> dict[str, Any]:
+    step = DESKTOP_STEP if env == "dicomscope" else WEB_STEP
+    study = {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}
+    base: dict[str, Any] = {"id": "t", "instruction": "do it", "steps": [step], "success": [study]}
+    if env == "dicomscope":
+        base["success"] = [{"kind": "atspi.state", "description": "Invert"}]
+    base.update(task)
+    return {"format_version": 1, "env": env, "tasks": [base]}
+
+
+def _error(data: dict[str, Any]) -> str:
+    with pytest.raises(DataError) as exc:
+        parse_task_file(data, "f.json")
+    return str(exc.value)
+
+
+CASES = [
+    # (env, task fields, what the message says)
+    ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "CT-DOE-JOHN"}]},
+     "f.json, task 0, field 'success.0': check 'orthanc.study_present': stduy: unknown parameter"),
+    ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present"}]},
+     "field 'success.0': check 'orthanc.study_present': study: Field required"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.instance_count", "max": "64"}]},
+     "field 'fail_if.0': check 'orthanc.instance_count': max: Input should be a valid integer"),
+    ("orthanc-explorer", {"success": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JIM"}]},
+     "no seeded study 'CT-DOE-JIM'"),
+    ("orthanc-explorer", {"success": [{"kind": "web.url_matches", "pattern": "{series:CT-X/Y}"}]},
+     "no seeded series 'CT-X/Y'"),
+    ("orthanc-explorer", {"success": [{"kind": "web.element_visible",
+                                        "target": {"landmark": "A"}}]},
+     "field 'success.0.target': check 'web.element_visible': locator key(s) landmark not "
+     "understood by orthanc-explorer"),
+    ("orthanc-explorer", {"success": [{"kind": "web.element_visible",
+                                        "target": {"text": "x", "nth": -1}}]},
+     "target.nth: Input should be greater than or equal to 0"),
+    ("orthanc-explorer", {"success": [{"kind": "web.element_visible", "target": "Cancel"}]},
+     "target: Input should be a valid dictionary or instance of Locator"),
+    ("orthanc-explorer", {"steps": [{**WEB_STEP, "done_if": {"kind": "webviewer.slice"}}]},
+     "f.json, task 0, step 1, field 'done_if': check 'webviewer.slice': slice: Field required"),
+    ("orthanc-explorer", {"start": {"route": "#study?uuid={study:NOPE}"}},
+     "field 'start.route': no seeded study 'NOPE'"),
+    ("orthanc-explorer", {"start": {"route": "#x", "measure": [["A", "B"]]}},
+     "field 'start.measure': not a start key of orthanc-explorer"),
+    ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "target": {"data_cy": "x"}}]}},
+     "field 'start.prepare.0.target': locator key(s) data_cy not understood"),
+    ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "done_if": {
+        "kind": "orthanc.study_absent", "study": "CT-DOE-JOHN", "extra": 1}}]}},
+     "field 'start.prepare.0.done_if': check 'orthanc.study_absent': extra: unknown parameter"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN",
+                                        "keep": True}]},
+     "only a success check can be marked keep"),
+    ("ohif", {"success": [{"kind": "ohif.voi", "changed": False, "preset": "Lung"}]},
+     "needs exactly one of 'preset', 'center'/'width', 'changed'"),
+    ("ohif", {"success": [{"kind": "ohif.measurement", "from": "A", "to": "Q"}]},
+     "check 'ohif.measurement': to: no seeded landmark 'Q' (known: A, B, C)"),
+    ("ohif", {"success": [{"kind": "ohif.route"}]}, "needs 'path' or 'study'"),
+    ("ohif", {"steps": [{**WEB_STEP, "action": "drag", "target": {"landmark": "D"},
+                          "to": {"landmark": "A"}}]},
+     "step 1, field 'target': unknown landmark 'D'"),
+    ("ohif", {"start": {"route": "/viewer?StudyInstanceUIDs={patient:DOE^JOHN}"}},
+     "templates here name study, series only"),
+    ("ohif", {"start": {"route": "/", "measure": [["A", "Z"]]}},
+     "field 'start.measure': a list of [landmark, landmark] pairs"),
+    ("dicomscope", {"success": [{"kind": "atspi.state", "description": "Invert",
+                                  "state": "chekced"}]},
+     "unknown AT-SPI state 'chekced'"),
+    ("dicomscope", {"success": [{"kind": "atspi.text", "after_label": "c:", "number": "40"}]},
+     "number: Input should be a valid number"),
+    ("dicomscope", {"start": {"file": "CT-DOE-JOHN/AXIAL/9"}},
+     "field 'start.file': CT-DOE-JOHN/AXIAL has slices 1..8"),
+    ("dicomscope", {"start": {"file": "CT-NOPE/AXIAL/1"}}, "no seeded series CT-NOPE/AXIAL"),
+    ("dicomscope", {"success": [{"kind": "web.url_matches", "pattern": "x"}]},
+     "check kind 'web.url_matches' is not understood by dicomscope"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("env", "task", "message"), CASES)
+def test_bad_task_is_a_located_data_error(env: str, task: dict[str, Any], message: str) -> None:
+    assert message in _error(_file(env, **task))
+
+
+def test_good_tasks_pass() -> None:
+    dialog = {"kind": "web.element_visible", "target": {"text": "OK"}}
+    start = {
+        "route": "#study?uuid={study:CT-DOE-JOHN}",
+        "prepare": [{**WEB_STEP, "done_if": dialog}],
+    }
+    success = [
+        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN", "keep": True},
+        {"kind": "web.rows", "rows": {"css": "#all-patients li"}, "exactly": []},
+    ]
+    ok = _file("orthanc-explorer", start=start, success=success)
+    assert parse_task_file(ok, "f.json").tasks[0].success[0].keep
+    on_ohif = [
+        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"},
+        {"kind": "web.element_visible", "target": {"data_cy": "Length-btn"}},
+    ]
+    parse_task_file(_file("ohif", success=on_ohif), "f.json")
+    parse_task_file(_file("dicomscope", start={"file": "CT-DOE-JOHN/AXIAL/8"}), "f.json")
+
+
+@pytest.mark.parametrize("env", ["orthanc-explorer", "ohif", "dicomscope"])
+def test_packaged_task_files_validate(env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["live", "tasks", "--env", env]) == 0
+    capsys.readouterr()
+
+
+def test_cli_validate_and_run_refuse_before_starting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _file(
+        "orthanc-explorer", fail_if=[{"kind": "orthanc.patient_absent", "patient": "NOBODY"}]
+    )
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(bad))
+    assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json, task 0, field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
+    assert "Traceback" not in err
+    out = tmp_path / "run"
+    # a chromium that does not exist: had anything started, this would be an environment fault
+    code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
+                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 "--no-progress"])  # fmt: skip
+    assert code == 2
+    assert "no seeded patient 'NOBODY'" in capsys.readouterr().err
+    assert not out.exists()
