@@ -21,6 +21,10 @@ from _orthanc_support import require_live
 from _runner_support import descendants, kill, processes_mentioning
 
 REPO = Path(__file__).resolve().parents[2]
+# Token authentication, as on a real cluster (Ray 2.59+ uses it for local clusters anyway). Ray
+# reads the mode when it is imported: a driver that joins a cluster started with `ray start`
+# must have it in its environment before `import ray` (setting it later is not seen).
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 def require_ray() -> None:

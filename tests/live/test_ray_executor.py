@@ -242,7 +242,7 @@ class _PlaceRecorder(OracleAgent):
 
 
 def test_actors_run_only_on_the_node_that_declares_the_environment(
-    tmp_path: Path, seed_cache: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, seed_cache: Path, short_tmp: Path
 ) -> None:
     import ray
 
@@ -250,7 +250,6 @@ def test_actors_run_only_on_the_node_that_declares_the_environment(
 
     with two_nodes(short_tmp / "c") as nodes:
         assert nodes.worker_resources.get(resource_name(ENV)) == 100
-        monkeypatch.setenv("RAY_AUTH_MODE", "token")
         agent = _PlaceRecorder()
         ids = TASKS[:3]
         out = _run(tmp_path / "run", seed_cache, ids, agent=agent, concurrency=2,
