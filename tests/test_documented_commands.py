@@ -9,9 +9,11 @@ once per mode. The environment is prepared as a user's would be, the commands ar
 - `DATA` is a dataset folder (a small synthetic suite);
 - `Tajamul21/MedSPOT` is in a local hub cache laid out as the hub lays it out (the real
   annotation files, placeholder screenshots), read with `HF_HUB_OFFLINE=1`;
-- every `http://127.0.0.1:PORT` a command names, and `$OPENAI_BASE_URL`, is the project's
-  OpenAI-compatible test server (`medspot.testing`), answering like the model the command
-  names (`_served_model`); `$OPENAI_API_KEY` (the variable the README exports) is a fake key;
+- every `http://127.0.0.1:PORT` a command names, `$OPENAI_BASE_URL` and `$ANTHROPIC_BASE_URL`
+  are the project's test server (`medspot.testing`; chat completions, Responses and Messages
+  APIs), answering like the model the command names (`_served_model`; a computer-use model
+  gets a text answer, which ends its task); `$OPENAI_API_KEY` (the variable the README
+  exports) and `$ANTHROPIC_API_KEY` are fake keys;
 - a `--replay-file` a command names holds, per task, one wrong click and then the oracle;
 - for `make`, the working folder is a copy of the repository whose `.venv` is the environment
   these tests run in, with make's install steps marked done (make would otherwise install into
@@ -238,6 +240,8 @@ def _environment(work: Path, cache: Path, session: Path, base_url: str) -> dict[
         HF_HUB_OFFLINE="1",
         OPENAI_API_KEY=FAKE_KEY,
         OPENAI_BASE_URL=base_url,
+        ANTHROPIC_API_KEY=FAKE_KEY,
+        ANTHROPIC_BASE_URL=base_url.removesuffix("/v1"),  # the client adds /v1/messages
         MYPY_CACHE_DIR=str(session / "mypy-cache"),
         RUFF_CACHE_DIR=str(session / "ruff-cache"),
     )
