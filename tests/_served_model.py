@@ -6,18 +6,26 @@ A request about one of `medspot check-model`'s screens (its instruction names th
 answered with the button's centre, as a model that reads its screen right would; any other
 request with a fixed point, so that runs are complete and scored (as misses, mostly). Models
 not listed answer in the text form `(x, y)` on 0..1000.
+
+A request made with the harness planner prompt (`live run --planner MODEL`, whatever the model)
+is answered as a planner: the first turn names an element in words, a later one (its earlier
+steps are in the prompt) ends with `done()`.
 """
 
 from __future__ import annotations
 
 import json
 
+from medspot.adapters.cards.harness_planner import EARLIER_STEPS, PLANNER_TEMPLATE
 from medspot.commands.check_model_fit import SCREENS, CheckScreen
 from medspot.testing.openai_server import SeenRequest
 
 __all__ = ["answer"]
 
 _DEFAULT_POINT = (0.5, 0.5)  # normalised, for requests that are not check-model's
+# what only the planner prompt holds (the harness agent prompt opens with the same words)
+_PLANNER_MARK = 'click(element="...")'
+assert _PLANNER_MARK in PLANNER_TEMPLATE
 
 
 def _screen(req: SeenRequest) -> CheckScreen | None:
@@ -26,6 +34,13 @@ def _screen(req: SeenRequest) -> CheckScreen | None:
 
 def answer(req: SeenRequest) -> str:
     """The answer of the model `req.model` to `req`."""
+    if _PLANNER_MARK in req.text:
+        if EARLIER_STEPS in req.text:
+            return "Thought: that was the step the task needed.\nAction: done()"
+        return (
+            "Thought: the first row of the list is what the task is about.\n"
+            'Action: click(element="the first row of the list")'
+        )
     screen = _screen(req)
     x, y = (screen.target.x, screen.target.y) if screen else _DEFAULT_POINT
     sent = req.image.size if req.image else (1000, 1000)

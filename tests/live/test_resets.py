@@ -103,6 +103,8 @@ def test_dicomscope_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: P
 
         _dicomscope_changes(env)
         env.reset(in_browser)  # the viewer holds a changed image: not a fresh browser start
+        # so the spare DICOMscope (started in the background at start()) took over
+        assert (env.swaps, env.restarts) == (1, 0)
         state, frame = env.observable_state()
         assert state_diff(fresh_browser[0], state) == []
         assert env.screen_diff(fresh_browser[1], frame) <= CARET_PIXELS
@@ -136,6 +138,7 @@ def _ohif_changes(env: Any) -> None:
     _click(env, data_cy="trackedMeasurements-btn")
     _click(env, data_cy="layout-button")
     _click(env, data_cy="Layout-1-0")
+    _click(env, data_cy="Zoom-btn")  # another tool than the default left active
 
 
 def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -> None:
@@ -145,7 +148,11 @@ def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -
     tasks = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}
     task: LiveTask = tasks["measure-ab-ct-doe-john"]
     env: Any = create_environment(
-        "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
+        "ohif",
+        workdir=tmp_path / "o",
+        chromium=CHROMIUM,
+        seed_cache=seed_cache,
+        reuse_document=True,
     )
     env.start()
     try:
@@ -158,10 +165,19 @@ def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -
         assert changed["viewports"][0]["voi"] != fresh_state["viewports"][0]["voi"]
         assert changed["viewports"][0]["zoom"] != fresh_state["viewports"][0]["zoom"]
         env.reset(task)
+        # the history is still at its first entry: the reset stayed in the open document
+        assert "reused" in env.reset_phases, env.reset_phases
         state, png, history = _ohif_observed(env)
         assert state == fresh_state
         assert history == fresh_history
         assert len(env.web.context.pages) == 1
+        assert _differing(fresh_png, png) <= CARET_PIXELS, _where(fresh_png, png)
+        # the study list opened from the viewer (the router's history grows): a new page
+        _click(env, data_cy="return-to-work-list")
+        env.reset(task)
+        assert "reloaded" in env.reset_phases, env.reset_phases
+        state, png, history = _ohif_observed(env)
+        assert state == fresh_state and history == fresh_history
         assert _differing(fresh_png, png) <= CARET_PIXELS, _where(fresh_png, png)
     finally:
         env.close()

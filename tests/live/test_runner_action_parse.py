@@ -123,6 +123,8 @@ def test_ui_tars_scroll_type_finished() -> None:
     assert quoted.action == TypeText("it's (1,2)")
     assert parse_answer("Action: finished(content='done')", TARS).action == Done()
     assert parse_answer("Action: finished()", TARS).action == Done()
+    # README_v1: call_user() "when the task is unsolvable": infeasible, as OSWorld maps it to FAIL
+    assert parse_answer("Action: call_user()", TARS).action == Infeasible("call_user()")
 
 
 def test_ui_tars_last_action_part_is_read() -> None:
@@ -168,6 +170,8 @@ def test_ui_tars_last_action_part_is_read() -> None:
         ("```python\n# Click OK\npyautogui.click(x=0.5, y=0.25)\n```", Click(0.5 * W, 0.25 * H)),
         ("computer.terminate(status='success')", Done()),
         ("DONE", Done()),
+        ("computer.terminate(status='failure')", Infeasible("terminate(status='failure')")),
+        ("FAIL", Infeasible("FAIL")),
     ],
 )
 def test_pyautogui_forms(text: str, expected: object) -> None:
@@ -207,6 +211,7 @@ def test_drag_without_a_start_is_not_guessed() -> None:
         ('key("Escape")', Key("Escape")),
         ('key("ctrl+a")', Key("Control+a")),
         ("done()", Done()),
+        ('infeasible("no study of SMITH^JOHN")', Infeasible("no study of SMITH^JOHN")),
         ('infeasible("there is no patient SMITH")', Infeasible("there is no patient SMITH")),
         ("infeasible()", Infeasible("")),
         ("infeasible(reason='no such series')", Infeasible("no such series")),

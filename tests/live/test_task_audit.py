@@ -33,9 +33,9 @@ def _task(tid: str, **fields: Any) -> dict[str, Any]:
 
 BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
     "sound": (_task("sound"), set()),
-    # the step's done_if never holds: the oracle clicks again, its target is gone
-    "never-done": (_task("never-done", max_steps=2, steps=[{
-        "instruction": "Open patient DOE^JOHN", "target": PATIENT,
+    # the required step's done_if never holds: the oracle clicks again, its target is gone
+    "never-done": (_task("never-done", max_steps=2, requires=["open"], steps=[{
+        "name": "open", "instruction": "Open patient DOE^JOHN", "target": PATIENT,
         "done_if": {"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}}]),
         {"oracle_failed", "target_missing"}),
     "solved-at-start": (_task("solved-at-start", success=[
@@ -46,7 +46,8 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"fail_if_at_start", "oracle_failed"}),
     "vacuous": (_task("vacuous", success=[ON_PATIENT, {"kind": "web.title_matches",
         "pattern": ".*"}], fail_if=[{"kind": "orthanc.instance_count", "min": 0}]),
-        {"vacuous_check"}),
+        # a fail_if that holds for any state fires at once
+        {"vacuous_check", "fail_if_at_start", "oracle_failed"}),
     # a click beside the page: it lands on no element and changes nothing
     "no-change": (_task("no-change", steps=[
         {"instruction": "Click beside the page", "target": {"css": "body", "at": [1.5, 0.5]}},
@@ -98,9 +99,9 @@ def _options(env: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
 def test_audit_finds_nothing_in_the_packaged_tasks(
     env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The oracle completes every packaged task through the runner, with every click landing
-    on an element and changing something, no `fail_if` firing, no task solved at its start
-    and no vacuous check (a finding of any kind fails)."""
+    """The oracle, in agent mode, completes every packaged task through the runner, with every
+    click landing on an element and changing something, no `fail_if` firing, no task solved at
+    its start and no vacuous check (a finding of any kind fails)."""
     opts = _options(env, capsys)
     out = tmp_path / "audit"
     code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress", *opts])
@@ -114,3 +115,5 @@ def test_audit_finds_nothing_in_the_packaged_tasks(
     assert metrics["intended_hit_rate"] == 1.0
     noop = json.loads((out / "noop" / "overall_dataset_metrics.json").read_text())
     assert noop["task_success_rate"] == 0.0
+    for agent in ("oracle", "noop"):  # both given the goal only
+        assert json.loads((out / agent / "run.json").read_text())["mode"] == "agent"

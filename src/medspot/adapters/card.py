@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from medspot.adapters.base import Convention, StepRequest
+from medspot.errors import ConfigError
 from medspot.geometry import Point
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
 class PromptStyle(StrEnum):
     NATIVE = "native"  # the model's own documented prompt and convention (default)
     UPSTREAM = "upstream"  # the MedSPOT authors' script for that model, mistakes included
+    AGENT = "agent"  # live agent mode: the model's own agent prompt and action format
+    PLANNER = "planner"  # live --planner: the harness planner prompt (elements named in words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,10 @@ class PromptSpec:
     retries_on_no_point: int = 0
     retry_temperature: float | None = None
     topk: int = 1  # pointer models (GUI-Actor): how many ranked points to return
+    # The model's own earlier answers of this task (agent prompts of models whose harnesses
+    # send them back as assistant turns, UI-TARS): the user text goes alone first, then these
+    # as assistant messages, then the screenshot in a last user message.
+    earlier: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +91,14 @@ PromptBuilder = Callable[[StepRequest], PromptSpec]
 
 @dataclass(frozen=True)
 class StyleSpec:
-    """How one prompt style asks and reads."""
+    """How one prompt style asks and reads. An agent style names the live reader of its
+    answers (`action_format`, a name of `medspot.live.agents.formats`); its `parse` gives no
+    point (the live reader reads the whole answer)."""
 
     build: PromptBuilder
     parse: Parser
     convention: Convention
+    action_format: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,22 @@ class ModelCard:
     processor_checkpoint: str | None = None  # tokenizer/processor from another repo (SeeClick)
     aliases: tuple[str, ...] = ()  # other checkpoint ids for the same model
     install_hint: str = ""  # shown when the model's own package is missing
+    agent: StyleSpec | None = None  # live agent mode's prompt and action format, if any
+    planner: StyleSpec | None = None  # the harness planner prompt (set by the cards package)
 
     def style(self, style: PromptStyle) -> StyleSpec:
+        if style is PromptStyle.AGENT:
+            if self.agent is None:
+                raise ConfigError(
+                    f"model {self.name!r} has no agent prompt of its own (a grounding model); "
+                    "in agent mode use it as --grounder CARD with a --planner, or ask its "
+                    "grounding prompt with the goal (--prompt native)"
+                )
+            return self.agent
+        if style is PromptStyle.PLANNER:
+            if self.planner is None:
+                raise ConfigError(f"model {self.name!r} cannot be asked as a planner")
+            return self.planner
         return self.native if style is PromptStyle.NATIVE else self.upstream
 
 
@@ -121,6 +145,8 @@ def prompt_record(spec: PromptSpec) -> str:
     any, a blank line, then the user text; an assistant prefill is appended after a marker."""
     parts = [spec.system, spec.user_text] if spec.system else [spec.user_text]
     text = "\n\n".join(p for p in parts if p is not None)
+    for i, answer in enumerate(spec.earlier, 1):
+        text += f"\n\n[earlier answer {i}] {answer}"
     prefill = spec.assistant_prefill or spec.generation_prompt
     if prefill:
         text += f"\n\n[assistant prefill] {prefill}"

@@ -3,8 +3,9 @@
 `create_card_adapter(ctx)` serves every named card (`qwen2.5-vl-7b`, `gpt-5`, ...); the name
 comes from `ctx.options["model"]`. `create_generic_adapter(ctx, name)` serves `openai:NAME`.
 Options read here: `backend` ("openai" or "hf"; default: the card's first backend),
-`prompt_style` ("native" or "upstream"), `convention` and `prompt_template` (a file) for
-generic cards. The backends read the rest (see `openai_backend` and `hf_backend`).
+`prompt_style` ("native", "upstream"; live: "agent", "planner"), `convention` and
+`prompt_template` (a file) for generic cards. The backends read the rest (see `openai_backend`
+and `hf_backend`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def choose_style(options: AdapterOptions) -> PromptStyle:
     try:
         return PromptStyle(str(value))
     except ValueError:
-        raise ConfigError(f"unknown prompt style {value!r}; use native or upstream") from None
+        raise ConfigError(
+            f"unknown prompt style {value!r}; use native, upstream, agent or planner"
+        ) from None
 
 
 def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:
@@ -99,6 +102,7 @@ def create_generic_adapter(ctx: AdapterContext, model: str) -> Adapter:
     except ValueError:
         raise ConfigError(f"unknown convention {raw!r}") from None
     template = _read_template(ctx.options.prompt_template)
-    card: ModelCard = _cards().make_generic_card(model, convention, template)
+    cards = _cards()
+    card: ModelCard = cards.with_planner(cards.make_generic_card(model, convention, template))
     options = ctx.options.with_defaults(backend="openai")
     return build_adapter(card, AdapterContext(ctx.dataset, ctx.images, ctx.seed, options))

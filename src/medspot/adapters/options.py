@@ -12,7 +12,7 @@ from medspot.errors import ConfigError
 
 __all__ = ["BACKENDS", "PROMPT_STYLES", "AdapterOptions", "BackendName", "PromptStyleName"]
 
-PromptStyleName = Literal["native", "upstream"]
+PromptStyleName = Literal["native", "upstream", "agent", "planner"]
 BackendName = Literal["openai", "hf"]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyleName)
 BACKENDS: tuple[str, ...] = get_args(BackendName)

@@ -25,11 +25,11 @@ from medspot.interrupts import exit_status
 __all__ = ["register"]
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -> None:
     g = p.add_argument_group("model and backend")
     g.add_argument(
         "--model",
-        required=True,
+        required=model_required,
         metavar="NAME",
         help="a name from `medspot models`, or openai:NAME for any served model",
     )

@@ -124,22 +124,50 @@ def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None
     return bar, (bar.update if bar else None)
 
 
+def _model_name(args: argparse.Namespace) -> str:
+    """--model, or the planner + grounder pair's name (exactly one of the two)."""
+    pair = args.planner or args.grounder
+    if pair and args.model:
+        raise ConfigError("give --model, or --planner and --grounder, not both")
+    if pair:
+        if not (args.planner and args.grounder):
+            raise ConfigError("--planner and --grounder go together")
+        return f"{args.planner}+{args.grounder}"
+    if not args.model:
+        raise ConfigError("live run needs --model NAME (or --planner MODEL --grounder CARD)")
+    return str(args.model)
+
+
+def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if args.grounder_base_url:
+        out["base_urls"] = args.grounder_base_url
+    if args.grounder_backend:
+        out["backend"] = args.grounder_backend
+    if args.grounder_api_model:
+        out["api_model"] = args.grounder_api_model
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
     from medspot.live.core.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
 
     env_entry(args.env)
     out = Path(args.out)
+    model = _model_name(args)
     req = LiveRequest(
-        env=args.env, model=args.model, out=out, task_ids=_task_ids(args),
+        env=args.env, model=model, out=out, task_ids=_task_ids(args),
         tasks_file=Path(args.tasks_file) if args.tasks_file else None,
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
         mode=args.mode,
-        prompt_style=args.prompt or "native", seed=args.seed, n_boot=args.bootstrap,
+        prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
         max_retries=args.max_retries, options=adapter_options(args),
         env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
-        retry_env_errors=args.retry_env_errors, executor=args.executor,
-        ray_address=args.ray_address, ray_cpus_per_env=args.ray_cpus_per_env,
+        retry_env_errors=args.retry_env_errors,
+        planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
+        executor=args.executor, ray_address=args.ray_address,
+        ray_cpus_per_env=args.ray_cpus_per_env,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -167,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
         return "-" if v is None else f"{100 * v:.1f}%"
 
     print(
-        f"{args.model} on {args.env}: {m.get('num_tasks', 0)} tasks scored; "
+        f"{model} on {args.env}: {m.get('num_tasks', 0)} tasks scored; "
         f"success {pct('task_success_rate')}, harmful {pct('harmful_failure_rate')}, "
         f"recovery {pct('recovery_rate')}, intended-element hits {pct('intended_hit_rate')}"
     )
@@ -175,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{st.calls} model calls, {st.replayed} replayed from the journal, {st.faults} "
         f"environment faults ({st.envs_started} environments started). Results in {out}/"
     )
-    if args.model == "oracle":
+    if model == "oracle":
         print("note: `oracle` reads the target element from the application; not a model.")
     if outcome.info.cost_usd:
         print(f"cost so far: ${outcome.info.cost_usd:.4f}")
@@ -380,7 +408,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     r = lsub.add_parser("run", help="run a model through an environment's tasks")
     _env_args(r)
-    add_model_args(r)
+    add_model_args(r, model_required=False)
+    pg = r.add_argument_group("planner + grounder (agent mode, instead of --model)")
+    pg.add_argument(
+        "--planner", default=None, metavar="MODEL",
+        help="a model that plans and names the element to act on in words",
+    )  # fmt: skip
+    pg.add_argument(
+        "--grounder", default=None, metavar="CARD",
+        help="a grounding model that finds the named element with its own prompt (--prompt)",
+    )  # fmt: skip
+    pg.add_argument(
+        "--grounder-base-url", action="append", metavar="URL",
+        help="the grounder's OpenAI-compatible server (default: --base-url)",
+    )  # fmt: skip
+    pg.add_argument(
+        "--grounder-backend", choices=["openai", "hf"], default=None,
+        help="the grounder's backend (default: --backend)",
+    )  # fmt: skip
+    pg.add_argument(
+        "--grounder-api-model", default=None, metavar="NAME",
+        help="the grounder's model name on its server (default: its card's checkpoint)",
+    )  # fmt: skip
     r.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder")
     _selection_args(r)
     r.add_argument(

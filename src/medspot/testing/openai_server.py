@@ -71,6 +71,7 @@ class SeenRequest:
     images: tuple[SeenImage, ...]
     body: Mapping[str, Any]
     headers: Mapping[str, str]
+    assistant: tuple[str, ...] = ()  # the texts of assistant messages sent (earlier answers)
 
     @property
     def image(self) -> SeenImage | None:
@@ -301,6 +302,7 @@ def _parts(content: Any) -> list[Mapping[str, Any]]:
 
 def _parse_request(index: int, api: str, body: Mapping[str, Any], headers: Any) -> SeenRequest:
     texts: list[str] = []
+    assistant: list[str] = []
     images: list[SeenImage] = []
     system: str | None = None
     if api == "messages":
@@ -334,6 +336,8 @@ def _parse_request(index: int, api: str, body: Mapping[str, Any], headers: Any) 
                     system = str(p.get("text", ""))
                 elif role == "user":
                     texts.append(str(p.get("text", "")))
+                elif role == "assistant":
+                    assistant.append(str(p.get("text", "")))
             elif kind in ("image_url", "input_image"):
                 url = p.get("image_url")
                 if isinstance(url, Mapping):
@@ -350,6 +354,7 @@ def _parse_request(index: int, api: str, body: Mapping[str, Any], headers: Any) 
         images=tuple(images),
         body=body,
         headers={k.lower(): v for k, v in headers.items()},
+        assistant=tuple(assistant),
     )
 
 

@@ -65,7 +65,12 @@ def chat_body(
     messages: list[dict[str, Any]] = []
     if spec.system:
         messages.append({"role": "system", "content": spec.system})
-    messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
+    if spec.earlier:  # the text, the model's earlier answers, then the screenshot
+        messages.append({"role": "user", "content": [txt]})
+        messages.extend({"role": "assistant", "content": a} for a in spec.earlier)
+        messages.append({"role": "user", "content": [img]})
+    else:
+        messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
     extra: dict[str, Any] = {}
     flags: list[str] = []
     prefill = spec.assistant_prefill
@@ -136,10 +141,15 @@ def responses_body(
     """The Responses API arguments for `spec` with the image at data URL `url`."""
     img = {"type": "input_image", "image_url": url, "detail": spec.detail or "auto"}
     txt = {"type": "input_text", "text": spec.user_text}
-    content = [img, txt] if spec.image_first else [txt, img]
+    if spec.earlier:
+        items: list[dict[str, Any]] = [{"role": "user", "content": [txt]}]
+        items.extend({"role": "assistant", "content": a} for a in spec.earlier)
+        items.append({"role": "user", "content": [img]})
+    else:
+        items = [{"role": "user", "content": [img, txt] if spec.image_first else [txt, img]}]
     body: dict[str, Any] = {
         "model": model,
-        "input": [{"role": "user", "content": content}],
+        "input": items,
         "max_output_tokens": spec.max_new_tokens,
     }
     if spec.system:

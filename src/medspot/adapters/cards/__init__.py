@@ -3,6 +3,8 @@ entries. Importing this package imports no heavy package (torch, transformers, o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from medspot.adapters.base import Convention
 from medspot.adapters.card import ModelCard
 from medspot.adapters.cards import (
@@ -17,11 +19,19 @@ from medspot.adapters.cards import (
     seeclick,
     uitars,
 )
+from medspot.adapters.cards.harness_planner import planner_style
 from medspot.adapters.cards.openai_models import make_generic_card
 from medspot.adapters.registry import AdapterEntry, register, register_prefix
 from medspot.errors import ConfigError
 
-__all__ = ["CARDS", "CARD_TARGET", "GENERIC_TARGET", "get_card", "make_generic_card"]
+__all__ = [
+    "CARDS",
+    "CARD_TARGET",
+    "GENERIC_TARGET",
+    "get_card",
+    "make_generic_card",
+    "with_planner",
+]
 
 CARD_TARGET = "medspot.adapters.factory:create_card_adapter"
 GENERIC_TARGET = "medspot.adapters.factory:create_generic_adapter"
@@ -53,7 +63,12 @@ def _all_cards() -> list[ModelCard]:
     ]
 
 
-CARDS: dict[str, ModelCard] = {c.name: c for c in _all_cards()}
+def with_planner(card: ModelCard) -> ModelCard:
+    """The card with the harness planner prompt on its native request settings."""
+    return replace(card, planner=planner_style(card.native))
+
+
+CARDS: dict[str, ModelCard] = {c.name: with_planner(c) for c in _all_cards()}
 
 
 def get_card(name: str) -> ModelCard:
@@ -62,7 +77,7 @@ def get_card(name: str) -> ModelCard:
         return CARDS[name]
     prefix, sep, rest = name.partition(":")
     if sep and prefix == "openai":
-        return make_generic_card(rest, Convention.REL1000)
+        return with_planner(make_generic_card(rest, Convention.REL1000))
     known = ", ".join(sorted(CARDS))
     raise ConfigError(f"no model card named {name!r} (known: {known})")
 

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from medspot.adapters.base import Convention, StepRequest
-from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec
+from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import style
+from medspot.adapters.cards.harness_agent import AGENT_MAX_TOKENS, agent_style
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 from medspot.adapters.parsing import anchored_answer
 
 __all__ = [
     "AGUVIS_720P_RESIZE",
     "GENERATION_PROMPT",
+    "SELF_PLAN_PROMPT",
     "SYSTEM",
+    "agent_user_text",
     "aguvis_7b_720p",
     "native_user_text",
     "parse_native",
@@ -26,6 +30,9 @@ SYSTEM = (
     "perform a series of pyautogui actions to complete the task."
 )
 GENERATION_PROMPT = "<|im_start|>assistant<|recipient|>os\n"
+# src/aguvis/serve/cli.py, mode "self-plan": the model chooses its recipient (`all` for its inner
+# monologue, then `os` for the pyautogui code).
+SELF_PLAN_PROMPT = "<|im_start|>assistant<|recipient|>"
 AGUVIS_720P_RESIZE = ResizeSpec(factor=28, min_pixels=256 * 28 * 28, max_pixels=46 * 26 * 28 * 28)
 
 _CALL = re.compile(r"pyautogui\.\w+\s*\(")
@@ -41,6 +48,36 @@ def native_user_text(req: StepRequest) -> str:
         "Please generate the next move according to the ui screenshot, instruction and "
         f"previous actions.\n\nInstruction: {goal}\n\nPrevious actions:\n{previous}\n"
     )
+
+
+def agent_user_text(req: StepRequest) -> str:
+    """constants.py's user_instruction with the goal and the previous actions as cli.py joins
+    them (`Step k: <low-level instruction>` lines, the live agent's memories), or `None`."""
+    previous = "\n".join(f"Step {i}: {h}" for i, h in enumerate(req.history, 1)) or "None"
+    return (
+        "Please generate the next move according to the ui screenshot, instruction and "
+        f"previous actions.\n\nInstruction: {req.instruction}\n\nPrevious actions:\n{previous}\n"
+    )
+
+
+def _agent() -> StyleSpec:
+    """Aguvis planning (self-plan): the grounding system message of constants.py (the one the
+    Aguvis agent of xlang-ai/computer-agent-arena-hub sends on desktops; constants.py's
+    agent_system_message lists mobile plugins only), the user instruction, the self-plan
+    generation prompt, stop at `<|diff_marker|>`."""
+    base = PromptSpec(
+        user_text="",
+        system=SYSTEM,
+        max_new_tokens=AGENT_MAX_TOKENS,
+        resize=AGUVIS_720P_RESIZE,
+        generation_prompt=SELF_PLAN_PROMPT,
+        stop=("<|diff_marker|>",),
+    )
+
+    def build(req: StepRequest) -> PromptSpec:
+        return replace(base, user_text=agent_user_text(req))
+
+    return agent_style(build, Convention.REL1, "aguvis")
 
 
 def _anchor(text: str) -> tuple[int, int] | None:
@@ -89,4 +126,5 @@ def aguvis_7b_720p() -> ModelCard:
         hf_loader="qwen2_vl",
         notes="Pre-resized to the 720p training bounds (min 256*28*28, max 46*26*28*28); the "
         "answer is relative, so the bound changes accuracy, not the mapping.",
+        agent=_agent(),
     )

@@ -6,6 +6,7 @@ from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.harness_agent import harness_agent_style
 
 __all__ = ["INSTALL_HINT", "deepseek_vl2"]
 
@@ -50,4 +51,5 @@ def deepseek_vl2(name: str = "deepseek-vl2") -> ModelCard:
         trust_remote_code=True,
         install_hint=INSTALL_HINT,
         notes="Box on 0..999 (the authors' parse_ref_bbox divides by 999); centre scored.",
+        agent=harness_agent_style(PromptSpec(user_text="")),
     )

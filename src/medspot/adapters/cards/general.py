@@ -7,6 +7,7 @@ from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import harness_style, style
+from medspot.adapters.cards.harness_agent import harness_agent_style
 
 __all__ = ["gemma_3_27b", "llama_32_11b_vision", "mistral"]
 
@@ -38,6 +39,7 @@ def gemma_3_27b() -> ModelCard:
         packages=("transformers",),
         hf_loader="gemma3",
         notes="Images are squashed to 896x896; relative answers survive, pixels cannot.",
+        agent=harness_agent_style(PromptSpec(user_text="")),
     )
 
 
@@ -64,6 +66,7 @@ def llama_32_11b_vision() -> ModelCard:
         hf_loader="mllama",
         notes="Tiles of 560x560 with padding: whether relative answers refer to the padded "
         "canvas is unverified.",
+        agent=harness_agent_style(PromptSpec(user_text="")),
     )
 
 
@@ -101,4 +104,5 @@ def mistral(name: str = "mistral-small-3.1-24b") -> ModelCard:
         packages=("transformers", "mistral-common"),
         hf_loader="mistral3",
         notes="The image goes as a PNG data URL in the user content (MistralCommonBackend).",
+        agent=harness_agent_style(PromptSpec(user_text="", image_format="png")),
     )

@@ -6,6 +6,7 @@ from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import harness_parser, harness_style, simple_parser, style
+from medspot.adapters.cards.harness_agent import harness_agent_style
 from medspot.errors import ConfigError
 
 __all__ = [
@@ -61,6 +62,7 @@ def gpt4o_mini() -> ModelCard:
         status=_GPT_STATUS,
         packages=("openai",),
         notes="Pin a dated snapshot (--model-id) and record it; Chat Completions.",
+        agent=harness_agent_style(native),
     )
 
 
@@ -99,6 +101,7 @@ def gpt5() -> ModelCard:
         packages=("openai",),
         notes="Pin a dated snapshot, e.g. gpt-5-2025-08-07; reasoning effort is recorded.",
         aliases=("gpt-5-2025-08-07",),
+        agent=harness_agent_style(native),
     )
 
 
@@ -170,4 +173,5 @@ def make_generic_card(
         status="Generic card: no model-specific prompt or authors' script; upstream = native.",
         packages=("openai",),
         extra={"template": template},
+        agent=harness_agent_style(base, convention),
     )

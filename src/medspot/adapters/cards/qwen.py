@@ -6,6 +6,7 @@ from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.qwen_agent import qwen3_agent, qwen25_agent
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 
 __all__ = ["QWEN2VL_GROUNDING", "qwen2_5_vl_7b", "qwen2_vl_7b", "qwen3_vl_8b"]
@@ -85,6 +86,7 @@ def qwen2_5_vl_7b() -> ModelCard:
         hf_loader="qwen2_5_vl",
         notes="Pixels of the smart-resized image (qwen-vl-utils defaults): the harness resizes "
         "and sends that image, and divides by the size it sent.",
+        agent=qwen25_agent(QWEN_DEFAULT_RESIZE),
     )
 
 
@@ -115,4 +117,5 @@ def qwen3_vl_8b() -> ModelCard:
         packages=_PKGS,
         hf_loader="qwen3_vl",
         notes="JSON point_2d / bbox_2d on 0..1000; a -Thinking variant's <think> is stripped.",
+        agent=qwen3_agent(),
     )

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from medspot.adapters.base import Convention, StepRequest
-from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, StyleSpec
+from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
 from medspot.adapters.cards.common import Parser, style, with_history
+from medspot.adapters.cards.harness_agent import AGENT_MAX_TOKENS, agent_style
 from medspot.adapters.conventions import UI_TARS_RESIZE
 from medspot.adapters.parsing import anchored_answer
 
 __all__ = [
+    "AGENT_LANGUAGE",
+    "COMPUTER_USE",
+    "COMPUTER_USE_V1",
     "GROUNDING_TEMPLATE",
     "V1_GROUNDING_PREFIX",
+    "agent_prompt",
     "parse_action",
     "ui_tars_7b_sft",
     "ui_tars_15_7b",
@@ -31,6 +37,73 @@ V1_GROUNDING_PREFIX = (
     "Output only the coordinate of one point in your response. "
     "What element matches the following task: "
 )
+
+# bytedance/UI-TARS prompts.py COMPUTER_USE (commit 7eca1f0, 2025-04-17, the 1.5 release; moved
+# to codes/prompts.py): the computer-use template of UI-TARS-1.5, verbatim (the same escapes).
+COMPUTER_USE = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.
+
+## Output Format
+```
+Thought: ...
+Action: ...
+```
+
+## Action Space
+
+click(start_box='<|box_start|>(x1,y1)<|box_end|>')
+left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')
+right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')
+drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')
+hotkey(key='')
+type(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format. If you want to submit your input, use \\n at the end of content.\x20
+scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')
+wait() #Sleep for 5s and take a screenshot to check for any changes.
+finished(content='xxx') # Use escape characters \\', \\", and \\n in content part to ensure we can parse the content in normal python string format.
+
+
+## Note
+- Use {language} in `Thought` part.
+- Write a small plan and finally summarize your next action (with its target element) in one sentence in `Thought` part.
+
+## User Instruction
+{instruction}
+"""  # noqa: E501
+
+# UI-TARS-7B-SFT (v1): README_v1.md's computer template, as OSWorld's UI-TARS agent writes it
+# (xlang-ai/OSWorld mm_agents/prompts.py UITARS_USR_PROMPT_THOUGHT with
+# UITARS_CALL_USR_ACTION_SPACE, the harness README_v1 points to): it offers call_user().
+COMPUTER_USE_V1 = """You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.\x20
+
+## Output Format
+```
+Thought: ...
+Action: ...
+```
+
+## Action Space
+
+click(start_box='<|box_start|>(x1,y1)<|box_end|>')
+left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')
+right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')
+drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')
+hotkey(key='')
+type(content='') #If you want to submit your input, use "\\n" at the end of `content`.
+scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')
+wait() #Sleep for 5s and take a screenshot to check for any changes.
+finished()
+call_user() # Submit the task and call the user when the task is unsolvable, or when you need the user's help.
+
+
+## Note
+- Use {language} in `Thought` part.
+- Write a small plan and finally summarize your next action (with its target element) in one sentence in `Thought` part.
+
+## User Instruction
+{instruction}
+"""  # noqa: E501
+# The templates leave the language of the thought open ({language}; README_v1's copy says
+# Chinese): the harness asks for English, as OSWorld's agent lets its caller choose.
+AGENT_LANGUAGE = "English"
 
 _POINT_TAG = re.compile(r"<point>\s*([-+\d.]+)[\s,]+([-+\d.]+)\s*</point>")
 _CONTENT = re.compile(r"content\s*=\s*(['\"]).*?\1", re.DOTALL)
@@ -63,6 +136,25 @@ def _upstream(base: PromptSpec) -> StyleSpec:
     return style(text, base, upstream_parsers.tars, Convention.ABS_ORIGINAL)
 
 
+def agent_prompt(template: str, req: StepRequest) -> str:
+    """The computer-use template with the task's goal (`req.instruction`)."""
+    return template.replace("{language}", AGENT_LANGUAGE).replace("{instruction}", req.instruction)
+
+
+def _agent(template: str, convention: Convention, resize: ResizeSpec | None) -> StyleSpec:
+    """UI-TARS's agent style. Its own harnesses (OSWorld's uitars_agent.py) send the template
+    alone, then each earlier answer as an assistant turn (with up to 5 earlier screenshots),
+    then the current screenshot: here the earlier answers go as assistant turns (`earlier`,
+    the live agent's memories of them) without their screenshots."""
+    base = PromptSpec(user_text="", max_new_tokens=AGENT_MAX_TOKENS, resize=resize,
+                      image_first=False)  # fmt: skip
+
+    def build(req: StepRequest) -> PromptSpec:
+        return replace(base, user_text=agent_prompt(template, req), earlier=req.history)
+
+    return agent_style(build, convention, "ui-tars")
+
+
 _UPSTREAM_BASE = PromptSpec(
     user_text="", max_new_tokens=64, retries_on_no_point=2, retry_temperature=0.3
 )
@@ -89,6 +181,7 @@ def ui_tars_15_7b() -> ModelCard:
         hf_loader="qwen2_5_vl",
         notes="Pixels of the image smart-resized with factor 28, min 100*28*28, max "
         "16384*28*28; the harness resizes and sends it. Points only.",
+        agent=_agent(COMPUTER_USE, Convention.ABS_RESIZED, UI_TARS_RESIZE),
     )
 
 
@@ -111,4 +204,5 @@ def ui_tars_7b_sft() -> ModelCard:
         hf_loader="qwen2_vl",
         aliases=("ByteDance-Seed/UI-TARS-7B-SFT",),
         notes="v1 answers on 0..1000 (README_v1); never read it as 1.5's pixels.",
+        agent=_agent(COMPUTER_USE_V1, Convention.REL1000, None),
     )

@@ -1,11 +1,17 @@
 """A model's answer to a live action in screenshot pixels (pure; docs/live.md "Action format").
 
-First match wins: the pyautogui calls of Aguvis and other pyautogui emitters, UI-TARS's native
-action syntax (the last `Action:` part), the documented text form of `medspot.live.core.actions`,
-and finally the card's own click point (`Prediction.point`, read by the static benchmark's
-parser). The numbers of the first three are mapped with the card's declared `Convention`
-through `medspot.adapters.conventions.to_normalised`, exactly as its click points are; nothing
-here guesses a convention from the numbers.
+`parse_answer` reads any answer of guided mode, replay files and the Gymnasium API. First match
+wins: the pyautogui calls of Aguvis and other pyautogui emitters, UI-TARS's native action syntax
+(the last `Action:` part), the documented text form of `medspot.live.core.actions`, and finally
+the card's own click point (`Prediction.point`, read by the static benchmark's parser). The
+numbers of the first three are mapped with the card's declared `Convention` through
+`medspot.adapters.conventions.to_normalised`, exactly as its click points are; nothing here
+guesses a convention from the numbers.
+
+`named_action` (one UI-TARS or text-form call) and `pyautogui_actions` (every action of a
+pyautogui snippet) are the pieces the agent-mode formats (`medspot.live.agents.formats`) share.
+Endings: `done()`, `finished(...)`, `terminate(status='success')` and `DONE` are `Done`;
+`infeasible("...")`, `call_user()`, `terminate(status='failure')` and `FAIL` are `Infeasible`.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from dataclasses import dataclass
 
 from medspot.adapters.base import Convention
 from medspot.adapters.conventions import to_normalised
-from medspot.adapters.parsing import clean_text, find_candidates, parse_number
+from medspot.adapters.parsing import clean_text
 from medspot.geometry import Point
+from medspot.live.agents.calls import Call, box_point, find_calls, numbers
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -30,13 +37,17 @@ from medspot.live.core.actions import (
 )
 
 __all__ = [
+    "BAD_ARGS",
     "PAGE_NOTCHES",
     "SCROLL_NOTCHES",
+    "UNSUPPORTED",
     "Frame",
     "ParsedAction",
+    "named_action",
     "parse_action",
     "parse_answer",
     "point_action",
+    "pyautogui_actions",
 ]
 
 # Notches of a scroll that names a direction but no amount (UI-TARS's own pyautogui code: 5).
@@ -82,138 +93,6 @@ def point_action(point: Point, screen: tuple[int, int]) -> Click:
     return Click(point.x * screen[0], point.y * screen[1])
 
 
-# ---- a tiny reader of call arguments --------------------------------------------------------
-
-Arg = tuple[str | None, str | float | None]  # (keyword or None, value)
-
-
-def _read_string(s: str, i: int) -> tuple[str, int]:
-    q = s[i]
-    out: list[str] = []
-    i += 1
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            nxt = s[i + 1]
-            out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
-            i += 2
-            continue
-        if c == q:
-            return "".join(out), i + 1
-        out.append(c)
-        i += 1
-    return "".join(out), i  # unterminated: take the rest
-
-
-def _call_end(s: str, i: int) -> int:
-    """Index just after the `)` closing the `(` at s[i-1], quotes respected (or len(s))."""
-    depth = 1
-    while i < len(s):
-        c = s[i]
-        if c in "'\"":
-            _, i = _read_string(s, i)
-            continue
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(s)
-
-
-def _split_args(body: str) -> list[Arg] | None:
-    """`x=0.5, y=.3`, `'(1,2)'`, `'ctrl', 'a'`, `[1, 2]`: keyword/positional values; strings
-    unescaped, numbers as floats, a bracketed group kept as its text. None when unreadable."""
-    args: list[Arg] = []
-    i, n = 0, len(body)
-    while i < n:
-        while i < n and body[i] in " \t\n,":
-            i += 1
-        if i >= n:
-            break
-        key = None
-        m = re.match(r"([A-Za-z_]\w*)\s*=(?!=)\s*", body[i:])
-        if m:
-            key = m.group(1)
-            i += m.end()
-        if i >= n:
-            return None
-        c = body[i]
-        value: str | float | None
-        if c in "'\"":
-            value, i = _read_string(body, i)
-        elif c in "([":
-            end = _call_end(body, i + 1)
-            value, i = body[i:end], end
-        else:
-            m2 = re.match(r"[^,]*", body[i:])
-            tok = m2.group(0).strip() if m2 else ""
-            i += m2.end() if m2 else 1
-            if tok in ("None", "null"):
-                value = None
-            elif tok in ("True", "False"):
-                value = tok
-            else:
-                num = parse_number(tok)
-                if num is None:
-                    return None
-                value = num
-        args.append((key, value))
-    return args
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    name: str
-    args: list[Arg]
-    start: int
-
-    def kw(self, *names: str) -> str | float | None:
-        for k, v in self.args:
-            if k in names:
-                return v
-        return None
-
-    def pos(self) -> list[str | float | None]:
-        return [v for k, v in self.args if k is None]
-
-
-def _calls(text: str, names: set[str], prefix: str = "") -> list[_Call]:
-    pat = re.compile(rf"(?<![\w.]){re.escape(prefix)}([A-Za-z_]\w*)\s*\(")
-    out = []
-    for m in pat.finditer(text):
-        name = m.group(1)
-        if name.lower() not in names:
-            continue
-        end = _call_end(text, m.end())
-        args = _split_args(text[m.end() : max(m.end(), end - 1)])
-        out.append(_Call(name.lower(), args if args is not None else [("?", None)], m.start()))
-    return out
-
-
-_POINT_TAG = re.compile(r"<point>\s*([-+\d.]+)[\s,]+([-+\d.]+)\s*</point>")
-
-
-def _box_point(value: str | float | None) -> tuple[float, float] | None:
-    """A UI-TARS box argument (`(x,y)`, `[x1,y1,x2,y2]`, `<point>x y</point>`) as a point in the
-    model's units: a box is read as its centre."""
-    if not isinstance(value, str):
-        return None
-    text = _POINT_TAG.sub(r"(\1,\2)", value)
-    cands, _ = find_candidates(text)
-    if not cands:
-        return None
-    return cands[0].x, cands[0].y
-
-
-def _nums(values: list[str | float | None]) -> list[float] | None:
-    if all(isinstance(v, float) for v in values):
-        return [float(v) for v in values if isinstance(v, float)]
-    return None
-
-
 # ---- UI-TARS and the text form --------------------------------------------------------------
 
 _CLICKS = {
@@ -222,38 +101,40 @@ _CLICKS = {
     "right_single": ("right", False), "right_click": ("right", False),
 }  # fmt: skip
 _DRAGS = {"drag", "select"}
-_DONE = {"finished", "done", "call_user"}
+_DONE = {"finished", "done"}
+_INFEASIBLE = {"infeasible", "call_user"}
 _NOOP = {"wait", "hover", "long_press"}
-_TEXT_NAMES = {
-    *_CLICKS, *_DRAGS, *_DONE, *_NOOP, "scroll", "type", "hotkey", "press", "key", "infeasible",
-}  # fmt: skip
+NAMED_CALLS = frozenset(
+    {*_CLICKS, *_DRAGS, *_DONE, *_INFEASIBLE, *_NOOP, "scroll", "type", "hotkey", "press", "key"}
+)
 _UITARS_KEYS = {"start_box", "end_box", "point", "start_point", "end_point", "content", "direction"}
 _UITARS_ONLY = {"left_single", "left_double", "right_single", "finished", "hotkey", "call_user"}
 _ACTION_ANCHOR = re.compile(r"Action\s*:", re.IGNORECASE)
 
 
-def _from_named(call: _Call, frame: Frame, source: str) -> ParsedAction:
+def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
+    """One call of UI-TARS's action space or of the text form, in pixels of `frame.screen`."""
     name, pos = call.name, call.pos()
     if name in _CLICKS:
         button, double = _CLICKS[name]
-        pt = _box_point(call.kw("start_box", "point", "start_point"))
-        if pt is None and (nums := _nums(pos)) is not None and len(nums) in (2, 4):
+        pt = box_point(call.kw("start_box", "point", "start_point"))
+        if pt is None and (nums := numbers(pos)) is not None and len(nums) in (2, 4):
             pt = (nums[0], nums[1]) if len(nums) == 2 else _centre(nums)
         if pt is None:
             return ParsedAction(None, source, (BAD_ARGS,))
         x, y = frame.px(*pt)
         return ParsedAction(Click(x, y, "right" if button == "right" else "left", double), source)
     if name in _DRAGS:
-        a = _box_point(call.kw("start_box", "start_point"))
-        b = _box_point(call.kw("end_box", "end_point"))
-        if (a is None or b is None) and (nums := _nums(pos)) is not None and len(nums) == 4:
+        a = box_point(call.kw("start_box", "start_point"))
+        b = box_point(call.kw("end_box", "end_point"))
+        if (a is None or b is None) and (nums := numbers(pos)) is not None and len(nums) == 4:
             a, b = (nums[0], nums[1]), (nums[2], nums[3])
         if a is None or b is None:
             return ParsedAction(None, source, (BAD_ARGS,))
         (x1, y1), (x2, y2) = frame.px(*a), frame.px(*b)
         return ParsedAction(Drag(x1, y1, x2, y2), source)
     if name == "scroll":
-        pt = _box_point(call.kw("start_box", "point", "start_point"))
+        pt = box_point(call.kw("start_box", "point", "start_point"))
         direction = call.kw("direction")
         if pt is not None and isinstance(direction, str):
             d = direction.strip().lower()
@@ -262,7 +143,7 @@ def _from_named(call: _Call, frame: Frame, source: str) -> ParsedAction:
             x, y = frame.px(*pt)
             return ParsedAction(Scroll(x, y, SCROLL_NOTCHES if d == "down" else -SCROLL_NOTCHES),
                                 source)  # fmt: skip
-        nums = _nums(pos)
+        nums = numbers(pos)
         if nums is not None and len(nums) == 3:
             x, y = frame.px(nums[0], nums[1])
             return ParsedAction(Scroll(x, y, round(nums[2])), source)
@@ -283,11 +164,13 @@ def _from_named(call: _Call, frame: Frame, source: str) -> ParsedAction:
         return ParsedAction(Key(normalise_key(key)), source)
     if name in _DONE:
         return ParsedAction(Done(), source)
-    if name == "infeasible":
-        reason = call.kw("reason", "content")
+    if name in _INFEASIBLE:
+        reason = call.kw("reason", "content", "text")
         if reason is None and pos and isinstance(pos[0], str):
             reason = pos[0]
-        return ParsedAction(Infeasible(reason if isinstance(reason, str) else ""), source)
+        if not isinstance(reason, str):
+            reason = "" if name == "infeasible" else f"{name}()"
+        return ParsedAction(Infeasible(reason), source)
     return ParsedAction(None, source, (UNSUPPORTED,))
 
 
@@ -298,12 +181,12 @@ def _centre(nums: list[float]) -> tuple[float, float]:
 def _named_action(text: str, frame: Frame) -> ParsedAction | None:
     anchors = list(_ACTION_ANCHOR.finditer(text))
     part = text[anchors[-1].end() :] if anchors else text
-    calls = _calls(part, _TEXT_NAMES)
+    calls = find_calls(part, set(NAMED_CALLS))
     if not calls:
         return None
     call = calls[0]
     uitars = call.name in _UITARS_ONLY or any(k in _UITARS_KEYS for k, _ in call.args)
-    return _from_named(call, frame, "ui-tars" if uitars else "text")
+    return named_action(call, frame, "ui-tars" if uitars else "text")
 
 
 # ---- pyautogui -----------------------------------------------------------------------------
@@ -312,9 +195,15 @@ _PYAUTOGUI = {
     "click", "leftclick", "doubleclick", "tripleclick", "rightclick", "middleclick", "moveto",
     "dragto", "scroll", "vscroll", "write", "typewrite", "press", "hotkey",
 }  # fmt: skip
+# An ending of a pyautogui answer: Aguvis's `terminate(status=...)` (bare, `computer.` or
+# `mobile.`), or OSWorld's special codes DONE / FAIL on a line of their own.
+_ENDING = re.compile(
+    r"(?<![\w.])(?:computer\.|mobile\.)?terminate\s*\((?P<args>[^)]*)\)|^\s*(?P<code>DONE|FAIL)\s*$",
+    re.M,
+)
 
 
-def _xy(call: _Call) -> tuple[float, float] | None:
+def _xy(call: Call) -> tuple[float, float] | None:
     x, y = call.kw("x"), call.kw("y")
     if isinstance(x, float) and isinstance(y, float):
         return x, y
@@ -322,78 +211,112 @@ def _xy(call: _Call) -> tuple[float, float] | None:
     if len(pos) >= 2 and isinstance(pos[0], float) and isinstance(pos[1], float):
         return pos[0], pos[1]
     if pos and isinstance(pos[0], str):  # a tuple written as one argument: click((x, y))
-        return _box_point(pos[0])
+        return box_point(pos[0])
     return None
 
 
-def _pyautogui_action(text: str, frame: Frame) -> ParsedAction | None:
-    calls = _calls(text, _PYAUTOGUI, prefix="pyautogui.")
-    done = re.search(r"(?<![\w.])(?:computer\.)?terminate\s*\(|^\s*DONE\s*$", text, re.M)
-    if not calls:
-        return ParsedAction(Done(), "pyautogui") if done else None
+def _ending(m: re.Match[str]) -> LiveAction:
+    if m.group("code") is not None:
+        return Done() if m.group("code") == "DONE" else Infeasible("FAIL")
+    args = m.group("args") or ""
+    if re.search(r"""['"]?(?:failure|fail|infeasible)['"]?""", args, re.I):
+        return Infeasible(f"terminate({args.strip()})")
+    return Done()
+
+
+def _one_pyautogui(
+    call: Call, frame: Frame, here: tuple[float, float] | None
+) -> tuple[ParsedAction | None, tuple[float, float] | None]:
+    """The action of one pyautogui call (None: none, e.g. `moveTo`) and the pointer after it."""
     src = "pyautogui"
-    here: tuple[float, float] | None = None  # the pointer after moveTo, in the model's units
+    name = call.name
+    if name == "moveto":
+        return None, _xy(call) or here
+    if name in ("click", "leftclick", "doubleclick", "tripleclick", "rightclick"):
+        pt = _xy(call) or here
+        if pt is None:
+            return ParsedAction(None, src, (BAD_ARGS,)), here
+        button = "right" if name == "rightclick" else call.kw("button") or "left"
+        clicks = call.kw("clicks")
+        double = name in ("doubleclick", "tripleclick") or (
+            isinstance(clicks, float) and clicks >= 2
+        )
+        x, y = frame.px(*pt)
+        return ParsedAction(Click(x, y, "right" if button == "right" else "left", double), src), pt
+    if name == "dragto":
+        end = _xy(call)
+        if end is None or here is None:
+            return ParsedAction(None, src, (BAD_ARGS,)), here
+        (x1, y1), (x2, y2) = frame.px(*here), frame.px(*end)
+        return ParsedAction(Drag(x1, y1, x2, y2), src), end
+    if name in ("scroll", "vscroll"):
+        amount = call.kw("clicks")
+        pos = call.pos()
+        if amount is None and pos and isinstance(pos[0], float):
+            amount = pos[0]
+        page = call.kw("page")
+        if amount is None and isinstance(page, float) and page != 0:
+            amount = page * PAGE_NOTCHES
+            amount = amount if abs(amount) >= 1 else (1.0 if amount > 0 else -1.0)
+        if not isinstance(amount, float):
+            return ParsedAction(None, src, (BAD_ARGS,)), here
+        sx, sy = call.kw("x"), call.kw("y")
+        if isinstance(sx, float) and isinstance(sy, float):
+            px = frame.px(sx, sy)
+        else:
+            px = frame.px(*here) if here is not None else frame.centre
+        notches = -round(amount)  # pyautogui: positive scrolls up
+        return ParsedAction(Scroll(px[0], px[1], notches), src), here
+    if name in ("write", "typewrite"):
+        msg = call.kw("message")
+        pos = call.pos()
+        if msg is None and pos:
+            msg = pos[0]
+        if isinstance(msg, str) and msg.startswith("["):  # typewrite(['a', 'enter'])
+            keys = re.findall(r"['\"]([^'\"]+)['\"]", msg)
+            return ParsedAction(Key(normalise_key(keys)) if keys else None, src), here
+        if not isinstance(msg, str):
+            return ParsedAction(None, src, (BAD_ARGS,)), here
+        return ParsedAction(TypeText(msg), src), here
+    if name in ("press", "hotkey"):
+        keys = [v for k, v in call.args if k in (None, "keys") and isinstance(v, str)]
+        if len(keys) == 1 and keys[0].startswith("["):
+            keys = re.findall(r"['\"]([^'\"]+)['\"]", keys[0])
+        if not keys:
+            return ParsedAction(None, src, (BAD_ARGS,)), here
+        return ParsedAction(Key(normalise_key(keys)), src), here
+    return ParsedAction(None, src, (UNSUPPORTED,)), here  # middleClick
+
+
+def pyautogui_actions(text: str, frame: Frame) -> list[ParsedAction] | None:
+    """Every action of the pyautogui code in `text`, in order, its ending last (a
+    `terminate(...)` or DONE / FAIL; anything after an ending is not read). A `moveTo` only
+    moves the pointer that a later `dragTo` or argument-less click starts from. None when the
+    text holds neither pyautogui calls nor an ending."""
+    calls = find_calls(text, _PYAUTOGUI, prefix="pyautogui.")
+    ending = _ENDING.search(text)
+    if not calls and ending is None:
+        return None
+    out: list[ParsedAction] = []
+    here: tuple[float, float] | None = None  # the pointer, in the model's units
     for call in calls:
-        name = call.name
-        if name == "moveto":
-            here = _xy(call) or here
-            continue
-        if name in ("click", "leftclick", "doubleclick", "tripleclick", "rightclick"):
-            pt = _xy(call) or here
-            if pt is None:
-                return ParsedAction(None, src, (BAD_ARGS,))
-            button = "right" if name == "rightclick" else call.kw("button") or "left"
-            clicks = call.kw("clicks")
-            double = name in ("doubleclick", "tripleclick") or (
-                isinstance(clicks, float) and clicks >= 2
-            )
-            x, y = frame.px(*pt)
-            return ParsedAction(Click(x, y, "right" if button == "right" else "left", double), src)
-        if name == "dragto":
-            end = _xy(call)
-            if end is None or here is None:
-                return ParsedAction(None, src, (BAD_ARGS,))
-            (x1, y1), (x2, y2) = frame.px(*here), frame.px(*end)
-            return ParsedAction(Drag(x1, y1, x2, y2), src)
-        if name in ("scroll", "vscroll"):
-            amount = call.kw("clicks")
-            pos = call.pos()
-            if amount is None and pos and isinstance(pos[0], float):
-                amount = pos[0]
-            page = call.kw("page")
-            if amount is None and isinstance(page, float) and page != 0:
-                amount = page * PAGE_NOTCHES
-                amount = amount if abs(amount) >= 1 else (1.0 if amount > 0 else -1.0)
-            if not isinstance(amount, float):
-                return ParsedAction(None, src, (BAD_ARGS,))
-            sx, sy = call.kw("x"), call.kw("y")
-            if isinstance(sx, float) and isinstance(sy, float):
-                px = frame.px(sx, sy)
-            else:
-                px = frame.px(*here) if here is not None else frame.centre
-            notches = -round(amount)  # pyautogui: positive scrolls up
-            return ParsedAction(Scroll(px[0], px[1], notches), src)
-        if name in ("write", "typewrite"):
-            msg = call.kw("message")
-            pos = call.pos()
-            if msg is None and pos:
-                msg = pos[0]
-            if isinstance(msg, str) and msg.startswith("["):  # typewrite(['a', 'enter'])
-                keys = re.findall(r"['\"]([^'\"]+)['\"]", msg)
-                return ParsedAction(Key(normalise_key(keys)) if keys else None, src)
-            if not isinstance(msg, str):
-                return ParsedAction(None, src, (BAD_ARGS,))
-            return ParsedAction(TypeText(msg), src)
-        if name in ("press", "hotkey"):
-            keys = [v for k, v in call.args if k in (None, "keys") and isinstance(v, str)]
-            if len(keys) == 1 and keys[0].startswith("["):
-                keys = re.findall(r"['\"]([^'\"]+)['\"]", keys[0])
-            if not keys:
-                return ParsedAction(None, src, (BAD_ARGS,))
-            return ParsedAction(Key(normalise_key(keys)), src)
-    if done:
-        return ParsedAction(Done(), src)
-    return ParsedAction(None, src, (UNSUPPORTED,))  # only moveTo / middleClick
+        if ending is not None and call.start > ending.start():
+            break
+        found, here = _one_pyautogui(call, frame, here)
+        if found is not None:
+            out.append(found)
+    if ending is not None:
+        out.append(ParsedAction(_ending(ending), "pyautogui"))
+    return out
+
+
+def _pyautogui_action(text: str, frame: Frame) -> ParsedAction | None:
+    found = pyautogui_actions(text, frame)
+    if found is None:
+        return None
+    if not found:
+        return ParsedAction(None, "pyautogui", (UNSUPPORTED,))  # only moveTo
+    return found[0]
 
 
 # ---- the entry point -----------------------------------------------------------------------

@@ -1,27 +1,47 @@
 """`ModelAgent`: ANY model of the static benchmark (a card, `openai:NAME`, `random`, `ocr`, ...),
 built through the adapter registry exactly as `medspot eval` builds it, asked with a
-`StepRequest` (the screenshot written into the run folder, the current step's instruction, the
-task's goal and the steps done as history lines); its answer is read by
-`answer_reader.parse_answer` with the adapter's declared convention."""
+`StepRequest` (the screenshot written into the run folder, and the current step's instruction,
+or in agent mode the task's goal).
+
+Two ways to read the answer:
+- a grounding prompt (native / upstream styles): `answer_reader.parse_answer` with the adapter's
+  declared convention, the card's click point as the fallback; the history lines are the
+  runner's (`AgentTurn.history`).
+- an agent prompt (`action_format` set: the card's agent style, live agent mode): the format's
+  own reader (`medspot.live.agents.formats`), never a point fallback. The history is the
+  model's own: each earlier answer's memory in its format (its raw answer, action line or
+  grounded operation), with its thoughts where the format keeps them. Several actions in one
+  answer are executed one per turn: the first now, the others on the following turns without
+  asking the model again (journaled as `queued` answers whose `call_state` holds what is left,
+  so a resumed run goes on where it stopped).
+"""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from medspot.adapters.base import Adapter, Prediction, StepRequest
 from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
-from medspot.live.agents.turn import AgentAnswer, AgentTurn
+from medspot.live.agents.formats import AgentFormat, get_format
+from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
+from medspot.live.core.actions import LiveAction, action_from_json, action_to_json, point_of
 
-__all__ = ["ModelAgent"]
+__all__ = ["ModelAgent", "own_memories"]
 
 
 @dataclass
 class ModelAgent:
     adapter: Adapter
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    action_format: str = ""  # an agent format's name: the card's agent style is asked
+    _format: AgentFormat | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._format = get_format(self.action_format) if self.action_format else None
 
     @property
     def name(self) -> str:
@@ -30,6 +50,12 @@ class ModelAgent:
     @property
     def max_concurrency(self) -> int:
         return max(1, int(self.adapter.max_concurrency))
+
+    def memories(self, turn: AgentTurn) -> tuple[str, ...]:
+        """The model's own history in its format: one memory per earlier model answer."""
+        if self._format is None:
+            return turn.history
+        return own_memories(turn, self._format.memory)
 
     def request(self, turn: AgentTurn) -> StepRequest:
         """The static request of this turn. In agent mode the model is told the goal only:
@@ -44,7 +70,7 @@ class ModelAgent:
             image_size=turn.size,
             instruction=turn.task.instruction if agent else turn.step.instruction,
             task_overview=None if agent else turn.task.instruction,
-            history=turn.history,
+            history=self.memories(turn),
             seed=turn.seed,
         )
 
@@ -55,27 +81,90 @@ class ModelAgent:
             functools.partial(self.adapter.predict, req), self.retry, label=req.step_uid
         )
 
+    async def ask(self, req: StepRequest) -> tuple[Prediction, int, float]:
+        """One model call with the retries (the prediction, retries used, seconds)."""
+        return await self._predict(req)
+
+    def _queued(self, turn: AgentTurn, fmt: AgentFormat) -> AgentAnswer | None:
+        """The next action left from the previous answer, if any (no model call)."""
+        if not turn.previous:
+            return None
+        state = turn.previous[-1].answer.call_state or {}
+        pending = state.get("pending")
+        if not isinstance(pending, list) or not pending:
+            return None
+        action = action_from_json(pending[0])
+        rest = pending[1:]
+        return AgentAnswer(
+            raw_text=None,
+            action=action,
+            source=f"{fmt.name}:queued",
+            flags=[QUEUED],
+            point=_normalised(action, turn.size),
+            latency_s=0.0,
+            call_state={"pending": rest, "answer_n": state.get("answer_n")} if rest else None,
+        )
+
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
+        fmt = self._format
+        if fmt is not None and (queued := self._queued(turn, fmt)) is not None:
+            return queued
         pred, retries, latency = await self._predict(self.request(turn))
         frame = Frame(self.adapter.convention, turn.size, pred.sent_size)
-        parsed = parse_answer(pred.raw_text, frame, pred.point)
         usage = pred.usage
+        call = {
+            "raw_text": pred.raw_text,
+            "sent_size": pred.sent_size,
+            "latency_s": latency,
+            "input_tokens": usage.input_tokens if usage else None,
+            "output_tokens": usage.output_tokens if usage else None,
+            "cost_usd": pred.cost_usd,
+            "retries": retries,
+        }
+        if fmt is None:
+            parsed = parse_answer(pred.raw_text, frame, pred.point)
+            return AgentAnswer(
+                **call,
+                action=parsed.action,
+                source=parsed.source,
+                flags=[*pred.flags, *parsed.flags],
+                point=(pred.point.x, pred.point.y) if pred.point is not None else None,
+            )
+        reading = fmt.read(pred.raw_text or "", frame)
+        first = reading.first
+        pending = [action_to_json(a) for a in reading.actions[1:]]
         return AgentAnswer(
-            raw_text=pred.raw_text,
-            action=parsed.action,
-            source=parsed.source,
-            flags=[*pred.flags, *parsed.flags],
-            point=(pred.point.x, pred.point.y) if pred.point is not None else None,
-            sent_size=pred.sent_size,
-            latency_s=latency,
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            cost_usd=pred.cost_usd,
-            retries=retries,
+            **call,
+            action=first,
+            source=fmt.name,
+            flags=[*pred.flags, *reading.flags],
+            point=_normalised(first, turn.size),
+            thought=reading.thought,
+            call_state={"pending": pending, "answer_n": turn.n} if pending else None,
         )
 
     def describe(self) -> dict[str, Any]:
-        return dict(self.adapter.describe())
+        d = dict(self.adapter.describe())
+        if self._format is not None:
+            d["action_format"] = self._format.name
+        return d
 
     async def aclose(self) -> None:
         await self.adapter.aclose()
+
+
+def own_memories(turn: AgentTurn, memory: Callable[[str], str]) -> tuple[str, ...]:
+    """One memory per earlier answer the model gave in this attempt (queued actions of an
+    answer and empty answers are not repeated)."""
+    out = []
+    for past in turn.previous:
+        text = past.answer.raw_text
+        if QUEUED in past.answer.flags or not text or not text.strip():
+            continue
+        out.append(memory(text))
+    return tuple(out)
+
+
+def _normalised(action: LiveAction | None, size: tuple[int, int]) -> tuple[float, float] | None:
+    p = point_of(action)
+    return (p.x / size[0], p.y / size[1]) if p is not None else None

@@ -1,5 +1,6 @@
-"""Agents that are not models: the `oracle` (the current step's target from the application)
-and `replay` (actions from a JSON-lines file: scripted agents for tests, answers made elsewhere).
+"""Agents that are not models: the `oracle` (the current step's target from the application),
+`noop` (the do-nothing baseline: `done()` at once) and `replay` (actions from a JSON-lines file:
+scripted agents for tests, answers made elsewhere).
 """
 
 from __future__ import annotations

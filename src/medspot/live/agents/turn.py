@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, SkipValidation
 
@@ -18,7 +18,19 @@ from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.runfolder.modelcall import ModelCall
 
-__all__ = ["AgentAnswer", "AgentTurn", "AnsweredCallError", "LiveAgent", "PastTurn"]
+__all__ = [
+    "QUEUED",
+    "AgentAnswer",
+    "AgentTurn",
+    "AnsweredCallError",
+    "LiveAgent",
+    "PastTurn",
+    "TurnCall",
+]
+
+# The flag of an answer that is a later action of an earlier answer (several actions in one
+# answer), executed without a new model call: not counted as a call.
+QUEUED = "queued"
 
 
 @dataclass(frozen=True)
@@ -49,12 +61,26 @@ class AgentTurn:
         return self.observation.width, self.observation.height
 
 
+class TurnCall(ModelCall):
+    """One model call of a turn of an agent made of several models (planner + grounder), as a
+    model-call record of its own: who was asked (`role`), what it said and cost; a grounder's
+    call also names the element it was asked to find and the planned step it grounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["planner", "grounder"]
+    element: str | None = None  # the grounder: the description it was given as instruction
+    step: str | None = None  # the grounder: the planned step, in the planner's words
+
+
 class AgentAnswer(ModelCall):
     """An agent's answer: the model call (the fields of `ModelCall`, shared with both
     journals) and what was read from it. `action` None is a no-action answer; `thought` is the
     agent's own reasoning where its format has one; `call_state` is what an agent needs to go on
-    with its conversation on a later turn (e.g. a response id), journaled with the answer so that
-    a resumed run never re-sends a paid turn."""
+    with its conversation on a later turn (e.g. a response id, actions left of an answer),
+    journaled with the answer so that a resumed run never re-sends a paid turn; `model_calls`
+    holds each call of a turn of an agent made of several models (planner + grounder: the
+    planner's, then the grounder's), the answer's own call fields then being their sums."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -62,6 +88,7 @@ class AgentAnswer(ModelCall):
     source: str = ""
     thought: str | None = None
     call_state: dict[str, Any] | None = None
+    model_calls: list[TurnCall] | None = None  # each model's call (planner + grounder)
 
     def record_fields(self) -> dict[str, Any]:
         """The fields a journal step record takes from this answer."""
@@ -70,6 +97,7 @@ class AgentAnswer(ModelCall):
             "source": self.source,
             "thought": self.thought,
             "call_state": self.call_state,
+            "model_calls": self.model_calls,
             "action": action_to_json(self.action) if self.action is not None else None,
         }
 

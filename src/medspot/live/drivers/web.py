@@ -410,20 +410,28 @@ class WebSession:
         self.guard(self.page.set_viewport_size, {"width": size[0], "height": size[1]})
 
     def goto(self, url: str) -> float:
-        if self.page is None:
-            raise EnvironmentFault("web session: no page is open")
-        self.guard(self.page.goto, url, wait_until="load", timeout=self.settle_timeout_s * 1000)
+        self.load(url)
         return self.settle()
 
+    def load(self, url: str, timeout_s: float | None = None) -> None:
+        """Navigate the page to `url` until its `load` event (not settled)."""
+        if self.page is None:
+            raise EnvironmentFault("web session: no page is open")
+        ms = (timeout_s or self.settle_timeout_s) * 1000
+        self.guard(self.page.goto, url, wait_until="load", timeout=ms)
+
     def settle(
-        self, timeout_s: float | None = None, baseline: tuple[int, str] | None = None
+        self,
+        timeout_s: float | None = None,
+        baseline: tuple[int, str] | None = None,
+        quiet_s: float | None = None,
     ) -> float:
-        """Wait until no request is in flight, the DOM is quiet for `quiet_s` and the app says
-        it is ready. `baseline` (mutation count, URL before an action): while nothing has
-        changed since, wait at least `change_grace_s`."""
+        """Wait until no request is in flight, the DOM is quiet for `quiet_s` (the session's
+        unless given) and the app says it is ready. `baseline` (mutation count, URL before an
+        action): while nothing has changed since, wait at least `change_grace_s`."""
         t0 = time.monotonic()
         limit = t0 + (timeout_s or self.settle_timeout_s)
-        quiet_ms = self.quiet_s * 1000
+        quiet_ms = (self.quiet_s if quiet_s is None else quiet_s) * 1000
         net_at_start = self._last_net
         while True:
             if self.page is None:
@@ -507,6 +515,23 @@ class WebSession:
 
     def eval(self, script: str, arg: Any = None) -> Any:
         return self.guard(self.page.evaluate, script, arg)
+
+    def wait_for(self, script: str, timeout_s: float) -> None:
+        """Until the JS function `script` returns a true value on the page (polled each frame)."""
+        self.guard(self.page.wait_for_function, script, timeout=timeout_s * 1000)
+
+    @property
+    def faulted(self) -> bool:
+        """Whether the session met a fault (a crash, a killed browser): only a new context
+        or browser helps."""
+        return self._fault is not None
+
+    def park_pointer(self) -> None:
+        """The pointer back at (0, 0), as on a new page, and the page's downloads forgotten
+        (a reset in the open document)."""
+        self.guard(self.page.mouse.move, 0, 0)
+        self._collect_downloads()
+        self.downloads.clear()
 
     # -- actions ------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeStat
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.envs.reset_clock import ResetClock
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
@@ -110,6 +112,8 @@ class DicomscopeEnv:
         settle_quiet_s: float = 0.5,
         settle_timeout_s: float = 15.0,
         start_timeout_s: float = 90.0,
+        reset_quiet_s: float = 0.25,
+        spare: bool = True,
     ) -> None:
         self.workdir = Path(workdir)
         self.viewport = (int(viewport[0]), int(viewport[1]))
@@ -118,6 +122,8 @@ class DicomscopeEnv:
         self.settle_quiet_s = settle_quiet_s
         self.settle_timeout_s = settle_timeout_s
         self.start_timeout_s = start_timeout_s
+        self.reset_quiet_s = reset_quiet_s
+        self.home = self.workdir  # the folder of the running DICOMscope's database and cfg
         self.x11 = X11Session(self.workdir / "x11", screen=self.viewport)
         self._app: subprocess.Popen[bytes] | None = None
         self._seed: Any = None
@@ -127,7 +133,16 @@ class DicomscopeEnv:
             skip_tabs=UNUSED_TABS,
         )  # fmt: skip
         self.restarts = 0
+        # a spare DICOMscope started in the background (`SpareSeat`), swapped in where a
+        # Browser start would need a restart; `swaps` counts the swaps
+        self.spare = spare
+        self.swaps = 0
+        self._seat: SpareSeat | None = None  # the spare
+        self._active: SpareSeat | None = None  # the seat of the running DICOMscope, if swapped in
+        self._spares = 0
         self.last_reset: dict[str, float] = {}
+        self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
+        self._clock = ResetClock()
         # the fresh Browser state, recorded at each (re)start: accessible tree and screen
         self._fresh: tuple[dict[str, NodeState], Any] | None = None
 
@@ -145,6 +160,7 @@ class DicomscopeEnv:
         self._prepare_db()
         self.x11.start()
         self._launch()
+        self._prepare_spare()
 
     def _prepare_db(self) -> None:
         from medspot.live.services.seed import seed_files
@@ -189,7 +205,7 @@ class DicomscopeEnv:
             ":".join(JARS),
             "dicomscope.DICOMscope",
         ]
-        self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.workdir)
+        self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.home)
         self.desktop.window = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
         self.x11.place_window(self.desktop.window, self.viewport)
         deadline = time.monotonic() + self.start_timeout_s
@@ -209,15 +225,53 @@ class DicomscopeEnv:
 
     def _restart(self) -> None:
         self.restarts += 1
-        if self._app is not None:
-            self.x11.stop(self._app)
-        self._restore_index()
-        self._launch()
+        with self._clock.phase("restart"):
+            if self._app is not None:
+                self.x11.stop(self._app)
+            self._restore_index()
+            self._launch()
+
+    # -- the spare DICOMscope ------------------------------------------------------------------
+    def _prepare_spare(self) -> None:
+        """Start a spare DICOMscope in the background (its own Xvfb, bus, database copy) when
+        there is none; it waits in the fresh Browser state."""
+        if not self.spare or self._seat is not None:
+            return
+        self._spares += 1
+        twin = DicomscopeEnv(
+            self.workdir / f"spare-{self._spares}", viewport=self.viewport, java=self.java,
+            seed_cache=self.seed_cache, settle_quiet_s=self.settle_quiet_s,
+            settle_timeout_s=self.settle_timeout_s, start_timeout_s=self.start_timeout_s,
+            reset_quiet_s=self.reset_quiet_s, spare=False,
+        )  # fmt: skip
+        self._seat = SpareSeat(twin)
+
+    def _swap_in_spare(self) -> bool:
+        """The spare DICOMscope (waited for while it still starts) becomes this environment's,
+        the used one is stopped in the background and a new spare started; False when there is
+        no good spare (then the caller restarts)."""
+        seat, self._seat = self._seat, None
+        if seat is None:
+            return False
+        with self._clock.phase("spare_wait"):
+            twin = seat.ready(self.start_timeout_s)
+        if twin is None:
+            seat.close()
+            self._prepare_spare()
+            return False
+        used = (self.x11, self.desktop, self._app, self._active)
+        self.x11, self.desktop, self._app = twin.x11, twin.desktop, twin._app
+        self._fresh, self.home, self._active = twin._fresh, twin.workdir, seat
+        self.desktop.alive = self._alive
+        self.swaps += 1
+        retire(*used)
+        self._prepare_spare()
+        return True
 
     def _restore_index(self) -> None:
         """The seeded database index back, only when it changed: DICOMscope polls the file and
         announces a rewrite on its status line ("New Instances Arrived!")."""
-        orig, live = self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat"
+        orig, live = self.home / "index.dat.orig", self.home / "db" / "index.dat"
         if not filecmp.cmp(orig, live, shallow=False):
             shutil.copyfile(orig, live)
 
@@ -248,12 +302,18 @@ class DicomscopeEnv:
         return self._app
 
     def close(self) -> None:
+        if self._seat is not None:
+            self._seat.close()
+            self._seat = None
         self.desktop.close()
         if self._app is not None:
             self.x11.stop(self._app)
             self._app = None
         self.x11.close()
         processes.stop_folder(self.workdir)
+        if self._active is not None:
+            self._active.release()
+            self._active = None
 
     # -- reset -------------------------------------------------------------------------------
     def reset(self, task: LiveTask) -> Observation:
@@ -269,6 +329,7 @@ class DicomscopeEnv:
                 Location(task.id, field="start.viewport"),
             )
         t0 = time.monotonic()
+        self._clock = clock = ResetClock()
         self._alive()
         self.desktop.forget()
         try:
@@ -279,7 +340,10 @@ class DicomscopeEnv:
             self._reset_ui(ref)
         self.desktop.forget()
         self.last_reset["reset_s"] = time.monotonic() - t0
-        return self.observe()
+        with clock.phase("observe"):
+            obs = self.observe()
+        self.reset_phases = clock.done()
+        return obs
 
     def _wait(self, pred: Callable[[AtspiTree], bool], what: str) -> AtspiTree:
         """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""
@@ -290,37 +354,50 @@ class DicomscopeEnv:
                 return tree
             if time.monotonic() > deadline:
                 raise EnvironmentFault(f"reset: {what} (after {self.settle_timeout_s:.0f} s)")
-            time.sleep(0.15)
+            time.sleep(0.03)  # a read of the showing tree itself takes ~0.1 s
 
     @staticmethod
     def _has(q: NodeQuery, state: str) -> Callable[[AtspiTree], bool]:
         return lambda t: any(state in n.states for n in t.find(q))
 
     def _reset_ui(self, ref: ImageRef | None) -> None:
-        tree = self.desktop.tree(full=True)
+        clock = self._clock
+        with clock.phase("read_tree"):
+            # the whole tree (hidden tabs too, ~5x slower) only to judge a Browser start
+            tree = self.desktop.tree(full=ref is None)
         if ref is None and self._viewer_used(tree):
-            log.debug("dicomscope: the viewer holds an image; restarting for a browser start")
-            self._restart()
+            log.debug("dicomscope: the viewer holds an image; a fresh one for a browser start")
+            if not self._swap_in_spare():
+                self._restart()
             return
-        if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
-            tree = self._dismiss(tree)
-        self._restore_index()
-        tree = self._to_browser(tree)
+        with clock.phase("dismiss"):
+            if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+                tree = self._dismiss(tree)
+            self._restore_index()
+        with clock.phase("browser"):
+            tree = self._to_browser(tree)
         if ref is None:
-            self._neutral_pointer()
-            self._expect_fresh()
+            with clock.phase("pointer"):
+                self._neutral_pointer()
+            with clock.phase("fresh_check"):
+                self._expect_fresh()
             return
-        self._open(tree, ref)
-        self._restore_modes()
-        # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
-        self.desktop.click_node(self.desktop.tree(), NodeQuery(role="page tab", text="Viewer"))
-        self._neutral_pointer()
+        with clock.phase("open"):
+            self._open(tree, ref)
+        with clock.phase("modes"):
+            tree = self._restore_modes()
+        with clock.phase("focus"):
+            # the keyboard focus (a visible ring) on the Viewer tab, wherever the last click was
+            self.desktop.click_node(tree, NodeQuery(role="page tab", text="Viewer"))
+        with clock.phase("pointer"):
+            self._neutral_pointer()
 
     def _to_browser(self, tree: AtspiTree) -> AtspiTree:
         """The Browser tab, refreshed: the study tree collapsed."""
         browser = NodeQuery(role="page tab", text="Browser")
-        self.desktop.click_node(tree, browser)
-        tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
+        if not self._has(browser, "selected")(tree):
+            self.desktop.click_node(tree, browser)
+            tree = self._wait(self._has(browser, "selected"), "the Browser tab did not open")
         self.desktop.click_node(tree, NodeQuery(role="push button", description="Refresh"))
         studies = NodeQuery(role="label", contains="Study ")
         return self._wait(
@@ -360,8 +437,7 @@ class DicomscopeEnv:
                 self._has(viewer, "selected")(t) and bool(t.find(NodeQuery(description="Invert")))
             ),
             "the image did not open in the Viewer",
-        )
-        self.desktop.settle()
+        )  # no settle here: the modes are waited for as states, the reset's end settles
 
     def _modes(self, tree: AtspiTree) -> dict[str, AtspiNode]:
         """The viewer's mode widgets on screen, by label."""
@@ -371,8 +447,9 @@ class DicomscopeEnv:
             if n.role in MODE_ROLES and n.label in START_MODES and tree.visible_box(n)
         }
 
-    def _restore_modes(self) -> None:
-        """Every mode widget of the viewer to its `START_MODES` value (they outlive images)."""
+    def _restore_modes(self) -> AtspiTree:
+        """Every mode widget of the viewer to its `START_MODES` value (they outlive images);
+        returns the tree read after."""
         tree = self.desktop.tree()
         clicks = [
             n
@@ -386,15 +463,22 @@ class DicomscopeEnv:
                 raise EnvironmentFault(f"reset: the mode {n.label!r} is not clickable")
             self.x11.click(int(box.center[0]), int(box.center[1]))
         if clicks:
-            self.desktop.settle()
-            tree = self.desktop.tree()
+            try:
+                tree = self._wait(lambda t: not self._wrong_modes(t), "the modes did not change")
+            except EnvironmentFault:
+                tree = self.desktop.tree()
+        wrong = self._wrong_modes(tree)
+        if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
+            raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
+        return tree
+
+    def _wrong_modes(self, tree: AtspiTree) -> list[str]:
+        """The mode widgets not at their `START_MODES` value (or not on screen)."""
         modes = self._modes(tree)
-        wrong = sorted(
+        return sorted(
             label for label, want in START_MODES.items()
             if label not in modes or ("checked" in modes[label].states) != want
         )  # fmt: skip
-        if wrong or self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
-            raise EnvironmentFault(f"reset: the viewer's modes stay changed: {wrong}")
 
     def _viewer_used(self, tree: AtspiTree) -> bool:
         """Whether anything in the Viewer tab differs from the fresh state (an image is open)."""
@@ -429,8 +513,13 @@ class DicomscopeEnv:
             self._restart()
 
     def _neutral_pointer(self) -> None:
+        """The pointer on `NEUTRAL_POINT`, then the screen settled (the reset's one settle: its
+        quiet time is `reset_quiet_s`, with DICOMscope's CPU idle meanwhile)."""
         self.x11.move_pointer(*NEUTRAL_POINT)
-        self.desktop.settle()
+        self.x11.settle(
+            self.viewport, quiet_s=min(self.reset_quiet_s, self.settle_quiet_s),
+            timeout_s=self.settle_timeout_s, alive=self._alive(),
+        )  # fmt: skip
 
     def _images(self, tree: AtspiTree, series: str) -> list[AtspiNode]:
         return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]
@@ -487,6 +576,85 @@ class DicomscopeEnv:
         if self.desktop.window is not None:
             titles.append(self.x11.window_title(self.desktop.window))
         return tuple(titles)
+
+
+class SpareSeat:
+    """A second DICOMscope (a `DicomscopeEnv` of its own in a subfolder) started on a thread
+    of its own: its database copy, Xvfb, bus, JVM and AT-SPI reader, left in the fresh Browser
+    state. The thread then waits until `release()`: a child's parent-death signal follows the
+    thread that started it (`medspot.live.core.processes`), so it lives as long as the twin's
+    processes, also after the twin was swapped in."""
+
+    def __init__(self, twin: DicomscopeEnv) -> None:
+        self.twin = twin
+        self.error: BaseException | None = None
+        self._up = threading.Event()
+        self._released = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="medspot-dicomscope-spare",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def _run(self) -> None:
+        t = self.twin
+        try:
+            t.workdir.mkdir(parents=True, exist_ok=True)
+            t._prepare_db()
+            t.x11.start()
+            t._launch()
+            t.desktop.tree()  # the AT-SPI reader started here too (it must outlive the start)
+        except BaseException as exc:  # reported by ready(); the caller restarts instead
+            self.error = exc
+        finally:
+            self._up.set()
+        self._released.wait()
+
+    def ready(self, timeout_s: float) -> DicomscopeEnv | None:
+        """The started twin, or None (it failed, or is not up within `timeout_s`)."""
+        self._up.wait(timeout_s)
+        if not self._up.is_set() or self.error is not None:
+            log.info("dicomscope: no spare (%s)", self.error or "still starting")
+            return None
+        try:
+            self.twin._alive()
+        except EnvironmentFault as exc:
+            log.info("dicomscope: the spare died (%s)", exc)
+            return None
+        return self.twin
+
+    def release(self) -> None:
+        """Its processes are stopped (or no longer needed): the thread ends."""
+        self._released.set()
+
+    def close(self) -> None:
+        """Stop the twin, also while it is starting (its processes die, its start fails)."""
+        processes.stop_folder(self.twin.workdir)
+        self._up.wait(10)
+        self.twin.close()
+        self.release()
+
+
+def retire(
+    x11: X11Session,
+    desktop: DesktopDriver,
+    app: subprocess.Popen[bytes] | None,
+    seat: SpareSeat | None,
+) -> None:
+    """Stop a used DICOMscope, its AT-SPI reader and X server on a daemon thread; a spare's
+    folder (its database copy) is removed, and its seat's thread released."""
+
+    def stop() -> None:
+        try:
+            desktop.close()
+            if app is not None:
+                x11.stop(app)
+        finally:
+            x11.close()
+            if seat is not None:
+                processes.stop_folder(seat.twin.workdir)
+                seat.release()
+                shutil.rmtree(seat.twin.workdir, ignore_errors=True)
+
+    threading.Thread(target=stop, name="medspot-dicomscope-retire", daemon=True).start()
 
 
 def task_check(task: LiveTask) -> list[tuple[str, str]]:

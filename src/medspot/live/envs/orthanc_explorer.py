@@ -25,6 +25,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
 from medspot.live.envs.orthanc_checks import ORTHANC_KINDS, orthanc_names
 from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.reset_clock import ResetClock
 from medspot.live.envs.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
 from medspot.live.services.names import TEMPLATE, NameTable, template_problems
 
@@ -76,6 +77,7 @@ class OrthancExplorerEnv(OrthancWebEnv):
         settle_timeout_s: float = 15.0,
         orthanc_binary: str | None = None,
         fresh_context: bool = False,
+        reset_quiet_s: float = 0.1,
     ) -> None:
         web = WebSession(
             Path(workdir) / "browser",
@@ -90,19 +92,32 @@ class OrthancExplorerEnv(OrthancWebEnv):
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
         )
         self.fresh_context = fresh_context  # a new browser context per task (slower)
+        self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after the start route loaded
         self._names: NameTable | None = None
 
     def reset(self, task: LiveTask) -> Observation:
-        self.last_reset_s = self._reset_database()
+        clock = ResetClock()
+        database = self._reset_database_meanwhile()  # the page is replaced meanwhile
         self.viewport = (int(task.start.viewport[0]), int(task.start.viewport[1]))
         self.web.viewport = self.viewport
+        with clock.phase("page"):
+            if self.fresh_context:
+                self.web.new_context()
+            else:
+                self.web.new_page()
+        with clock.phase("database"):
+            self.last_reset_s = database.result()
         url = self.url_for(task.start.route or "#find-patients", task.id)
-        if self.fresh_context:
-            self.web.new_context()
-            self.web.goto(url)
-        else:
-            self.web.fresh_page(url)
-        return self.observe()
+        with clock.phase("load"):
+            self.web.load(url)
+        with clock.phase("settle"):
+            # jQuery Mobile's own idleness (`_READY_JS`: no ajax, no transition, the route's
+            # page shown) is the state waited for; the DOM's quiet time is only a margin
+            self.web.settle(quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
+        with clock.phase("observe"):
+            obs = self.observe()
+        self.reset_phases = clock.done()
+        return obs
 
     # -- names -> Orthanc IDs -----------------------------------------------------------------
 

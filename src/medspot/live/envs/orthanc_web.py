@@ -10,6 +10,7 @@ The workdir is claimed for this process and the stale folders beside it are swep
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -57,6 +58,8 @@ class OrthancWebEnv:
         self.orthanc = OrthancServer(self.workdir / "orthanc", binary=orthanc_binary)
         self.web = web
         self.last_reset_s = 0.0
+        self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
+        self._rest_thread: ThreadPoolExecutor | None = None
         self._started = False
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -85,6 +88,9 @@ class OrthancWebEnv:
         """Hook: what a subclass starts after Orthanc and before the browser."""
 
     def close(self) -> None:
+        if self._rest_thread is not None:
+            self._rest_thread.shutdown(wait=True, cancel_futures=True)
+            self._rest_thread = None
         try:
             self.web.close()
         finally:
@@ -103,6 +109,14 @@ class OrthancWebEnv:
         assert self.seed is not None
         self.orthanc.health()
         return self.orthanc.reset_to(self.seed)
+
+    def _reset_database_meanwhile(self) -> Future[float]:
+        """`_reset_database` on a helper thread (REST only: the browser stays on this thread),
+        so that the page is reset at the same time; `.result()` before the page reads data."""
+        self.start()
+        if self._rest_thread is None:
+            self._rest_thread = ThreadPoolExecutor(1, thread_name_prefix="medspot-orthanc-reset")
+        return self._rest_thread.submit(self._reset_database)
 
     @property
     def ids(self) -> OrthancIds:

@@ -21,8 +21,13 @@ from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
-from medspot.live.agents.factory import create_agent
-from medspot.live.agents.turn import LiveAgent
+from medspot.live.agents.factory import (
+    check_planner_grounder,
+    create_agent,
+    create_planner_grounder,
+    live_prompt_style,
+)
+from medspot.live.agents.turn import QUEUED, LiveAgent
 from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
@@ -67,7 +72,7 @@ class LiveRequest:
     env_retries: int = 2
     history: str = "actions"
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    prompt_style: str = "native"
+    prompt_style: str | None = None  # None: the card's agent prompt in agent mode, else native
     seed: int = 0
     n_boot: int = 2000
     max_retries: int = MAX_RETRIES
@@ -81,6 +86,11 @@ class LiveRequest:
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
+    # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
+    # grounder's options are the planner's less those naming one model, then these
+    planner: str | None = None
+    grounder: str | None = None
+    grounder_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,11 @@ class LiveOutcome:
 
 
 def _run_info(
-    req: LiveRequest, agent: LiveAgent, fingerprint: str, env_options: Mapping[str, Any]
+    req: LiveRequest,
+    agent: LiveAgent,
+    fingerprint: str,
+    env_options: Mapping[str, Any],
+    style: str,
 ) -> LiveRunInfo:
     env_opts = {
         k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
@@ -104,7 +118,7 @@ def _run_info(
         model=req.model,
         adapter=agent.describe(),
         protocol=PROTOCOL,
-        prompt_style=req.prompt_style,
+        prompt_style=style,
         history=req.history,
         seed=req.seed,
         dataset=DatasetInfo(
@@ -136,10 +150,41 @@ def _check_request(req: LiveRequest) -> None:
     ):
         if value < least:
             raise ConfigError(f"{name} {value}: must be {least} or more")
+    _check_pair(req)
 
 
 # Files a fresh run folder may hold before its run.json (the lock; the log, opened lazily)
 _BEFORE_RUN_JSON = frozenset({LOCK, LIVE_LOG})
+
+
+def _check_pair(req: LiveRequest) -> None:
+    """--planner and --grounder: both, in agent mode, models that can take these parts."""
+    if not (req.planner or req.grounder):
+        return
+    if not (req.planner and req.grounder):
+        raise ConfigError("--planner and --grounder go together")
+    if req.mode != "agent":
+        raise ConfigError("--planner and --grounder plan from the goal: use --mode agent")
+    check_planner_grounder(req.planner, req.grounder, req.prompt_style or "native")
+
+
+def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
+    """The run's agent and the prompt style recorded for it."""
+    if req.planner and req.grounder:
+        agent = create_planner_grounder(
+            req.planner, req.grounder, options=req.options,
+            grounder_overrides=req.grounder_options,
+            grounder_style=req.prompt_style or "native", concurrency=req.concurrency,
+            seed=req.seed, max_retries=req.max_retries,
+        )  # fmt: skip
+        return agent, f"planner+{req.prompt_style or 'native'}"
+    if req.agent is not None:
+        return req.agent, req.prompt_style or "native"
+    style = live_prompt_style(req.model, req.mode, req.prompt_style)
+    return create_agent(
+        req.model, options=req.options, prompt_style=style,
+        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries, mode=req.mode,
+    ), style  # fmt: skip
 
 
 def run_live(
@@ -172,11 +217,8 @@ def _run_locked(
     run_json = out / RUN_JSON
     if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
         raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
-    agent = req.agent or create_agent(
-        req.model, options=req.options, prompt_style=req.prompt_style,
-        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries, mode=req.mode,
-    )  # fmt: skip
-    info = _run_info(req, agent, fingerprint, env_options)
+    agent, style = _agent(req)
+    info = _run_info(req, agent, fingerprint, env_options, style)
     if run_json.exists():
         previous = LiveRunInfo.of(RunInfo.load(run_json))
         if previous is None:
@@ -237,7 +279,7 @@ def _run_and_write(
         for t in tasks
         for steps in state.steps.get(t.id, {}).values()
         for s in steps
-        if not s.replayed
+        if not s.replayed and QUEUED not in s.flags
     ]
     info.calls = len(asked)
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))

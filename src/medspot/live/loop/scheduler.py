@@ -36,6 +36,7 @@ from typing import Any
 
 from medspot.errors import MedspotError, ModelCallError
 from medspot.live.agents.turn import (
+    QUEUED,
     AgentAnswer,
     AgentTurn,
     AnsweredCallError,
@@ -218,6 +219,7 @@ class _Run:
                 source=replay.source or "replay",
                 thought=replay.thought,
                 call_state=replay.call_state,
+                model_calls=replay.model_calls,
             )
         cap = self.opts.max_cost
         if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
@@ -229,7 +231,8 @@ class _Run:
             except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
                 self.stats.cost_usd += e.answer.cost_usd or 0.0
                 raise
-        self.stats.calls += 1
+        if QUEUED not in ans.flags:  # a later action of an earlier answer is no new call
+            self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
         return ans
 

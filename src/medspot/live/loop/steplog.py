@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
+from medspot.live.agents.turn import TurnCall
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
@@ -66,6 +67,8 @@ class StepRecord(ModelCall):
     source: str | None = None  # how the answer was read (answer_reader sources)
     thought: str | None = None  # the agent's own reasoning text, where its format has one
     call_state: dict[str, Any] | None = None  # an agent's conversation state (response ids)
+    # each model's call of an agent made of several (planner + grounder), a model-call record
+    model_calls: list[TurnCall] | None = None
     action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
     executed: bool = False
     settle_s: float | None = None

@@ -202,14 +202,16 @@ def audit_env(
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> AuditResult:
-    """The noop agent, then the oracle, through the runner into `work/noop` and `work/oracle`;
-    then every task judged. Bad input (a task file, an id) raises before anything starts."""
+    """The noop agent, then the oracle, through the runner into `work/noop` and `work/oracle`,
+    in agent mode (given the goal only; the oracle's path is the same in both modes, so the
+    audit also shows that `--mode agent --model oracle` completes every task); then every task
+    judged. Bad input (a task file, an id) raises before anything starts."""
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids)
     ids = tuple(t.id for t in tasks)
     for agent in ("noop", "oracle"):
         run_live(
-            LiveRequest(env=env, model=agent, out=work / agent, task_ids=ids,
+            LiveRequest(env=env, model=agent, out=work / agent, task_ids=ids, mode="agent",
                         tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
                         env_options=dict(env_options or {}), n_boot=0),
             on_progress,

@@ -127,7 +127,17 @@ class ProcessorRunner(Runner):
             messages.append({"role": "system", "content": [{"type": "text", "text": spec.system}]})
         img = {"type": "image"}
         txt = {"type": "text", "text": spec.user_text}
-        messages.append({"role": "user", "content": [img, txt] if spec.image_first else [txt, img]})
+        if spec.earlier:  # the text, the model's earlier answers, then the screenshot
+            messages.append({"role": "user", "content": [txt]})
+            messages.extend(
+                {"role": "assistant", "content": [{"type": "text", "text": a}]}
+                for a in spec.earlier
+            )
+            messages.append({"role": "user", "content": [img]})
+        else:
+            messages.append(
+                {"role": "user", "content": [img, txt] if spec.image_first else [txt, img]}
+            )
         text: str = self.processor.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=spec.generation_prompt is None
         )

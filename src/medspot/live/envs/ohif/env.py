@@ -52,6 +52,7 @@ from medspot.live.envs.ohif.state import (
 )
 from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
 from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.reset_clock import ResetClock
 from medspot.live.envs.web_checks import PAGE_KINDS
 from medspot.live.services.names import NameTable, instance_names, template_problems
 from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
@@ -96,6 +97,35 @@ _ACTIVE_VIEWPORT_JS = """() => {
 # its centre is the landmark's point. About the default 4 mm tolerance of `ohif.measurement`.
 LANDMARK_BOX_RADIUS = MARKER_RADIUS + 1
 _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
+# The in-document reset: a route the viewer has no page for (leaving the viewer there exits its
+# mode, as going back to the study list does), and the page's history still at its first entry
+LEAVE_ROUTE = "/medspot-reset"
+_HISTORY_JS = "() => window.services ? history.length : -1"
+_LEAVE_JS = """([route, tours]) => {
+  const s = window.services || {};
+  const call = (svc, ...names) => { for (const n of names) {
+    try { if (svc && typeof svc[n] === 'function') { svc[n](); return; } } catch (e) {} } };
+  call(s.uiModalService, 'hide');
+  call(s.uiDialogService, 'hideAll', 'dismissAll');
+  call(s.uiViewportDialogService, 'hide');
+  call(s.uiNotificationService, 'hideAll');
+  call(s.uiContextMenuService, 'closeContextMenu', 'hide');
+  try { localStorage.clear(); sessionStorage.clear();
+        localStorage.setItem('shownTours', JSON.stringify(tours)); } catch (e) {}
+  if (document.activeElement && document.activeElement.blur) document.activeElement.blur();
+  try { window.getSelection().removeAllRanges(); } catch (e) {}
+  history.replaceState(history.state, '', route);
+  window.dispatchEvent(new PopStateEvent('popstate', {state: history.state}));
+}"""
+_LEFT_JS = (
+    "() => !document.querySelector('.cornerstone-viewport-element, tbody tr td')"
+    " && !document.querySelector('.shepherd-element')"
+)
+_ENTER_JS = """(path) => {
+  history.replaceState(history.state, '', path);
+  window.dispatchEvent(new PopStateEvent('popstate', {state: history.state}));
+  window.scrollTo(0, 0);
+}"""
 
 
 class OhifEnv(OrthancWebEnv):
@@ -117,6 +147,8 @@ class OhifEnv(OrthancWebEnv):
         settle_timeout_s: float = 30.0,
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
+        reuse_document: bool = False,
+        reset_quiet_s: float = 0.15,
     ) -> None:
         web = WebSession(
             Path(workdir) / "browser",
@@ -131,8 +163,13 @@ class OhifEnv(OrthancWebEnv):
         )
         self.dist = ohif_dist
         self.load_timeout_s = load_timeout_s
+        # True: reset in the open document where it allows it (else a new page); off by default:
+        # one audit saw a scroll overshoot after it (docs/live.md, OHIF's Reset)
+        self.reuse_document = reuse_document
+        self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
         self._context_ready = False
+        self._history: int | None = None  # history.length after the last new page's load
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -179,36 +216,106 @@ class OhifEnv(OrthancWebEnv):
 
     def reset(self, task: LiveTask) -> Observation:
         t0 = time.perf_counter()
-        self._reset_database()
+        clock = ResetClock()
+        database = self._reset_database_meanwhile()  # the page is reset meanwhile
         size = (int(task.start.viewport[0]), int(task.start.viewport[1]))
-        self.web.viewport = size
-        if not self._context_ready:
-            self.web.new_context()
-            self.web.context.add_init_script(_NO_TOUR_JS)
-            self._context_ready = True
-        else:
-            self.web.new_page()
+        url = self.url_for(task.start.route or "/", task.id)
+        reused = False
+        try:
+            if self.reuse_document and self._reusable(size):
+                try:
+                    with clock.phase("leave"):
+                        self._leave_route()
+                    reused = True
+                except EnvironmentFault as exc:  # the viewer did not leave: a new page
+                    log.info("ohif: the in-document reset failed (%s); loading a new page", exc)
+            if not reused:
+                self.web.viewport = size
+                with clock.phase("page"):
+                    if not self._context_ready:
+                        self.web.new_context()
+                        self.web.context.add_init_script(_NO_TOUR_JS)
+                        self._context_ready = True
+                    else:
+                        self.web.new_page()
+        finally:
+            with clock.phase("database"):
+                database.result()
         self.viewport = size
-        self.load(self.url_for(task.start.route or "/", task.id))
-        self._predraw(task)
+        if reused:
+            self._enter_route(url, clock)
+        else:
+            self._history = None
+            self.load(url, clock)
+            self._history = self.web.eval(_HISTORY_JS)
+        clock.phases["reused" if reused else "reloaded"] = 0.0
+        with clock.phase("predraw"):
+            self._predraw(task)
         self.last_reset_s = time.perf_counter() - t0
-        return self.observe()
+        with clock.phase("observe"):
+            obs = self.observe()
+        self.reset_phases = clock.done()
+        return obs
 
-    def load(self, url: str) -> None:
+    def load(self, url: str, clock: ResetClock | None = None) -> None:
         """Open `url` and wait until the viewer shows an image (or the list shows rows)."""
+        clock = clock or ResetClock()
         page = self.web.page
         if page is None:
             raise EnvironmentFault("ohif: no page is open")
-        self.web.guard(page.goto, url, wait_until="load", timeout=self.load_timeout_s * 1000)
+        with clock.phase("load"):
+            self.web.load(url, self.load_timeout_s)
         ready = READY_JS if "/viewer" in url else _LIST_READY_JS
-        self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
-        self.web.settle(self.load_timeout_s)
+        with clock.phase("ready"):
+            self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
+        with clock.phase("settle"):
+            self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         if self.web.eval(_TOUR_VISIBLE_JS):
             log.info("ohif: the onboarding tour showed; skipping it")
             box = self.web.locate(Locator(text="Skip all"))
             if box is not None:
                 self.web.guard(page.mouse.click, *box.center)
                 self.web.settle()
+
+    # -- the in-document reset ---------------------------------------------------------------
+
+    def _reusable(self, size: tuple[int, int]) -> bool:
+        """Whether the open document can be brought back to a fresh start without a reload:
+        the viewer's own page, alone in the context, at the start viewport, with no history
+        beyond what the last new page had when its start route was loaded (no navigation
+        since: `Back` cannot reach an earlier task's page) and no fault."""
+        web = self.web
+        page = web.page
+        if not self._context_ready or page is None or web.context is None or web.faulted:
+            return False
+        if size != web.viewport or not page.url.startswith(self.url + "/"):
+            return False
+        if len([p for p in web.context.pages if not p.is_closed()]) != 1:
+            return False
+        return self._history is not None and web.eval(_HISTORY_JS) == self._history
+
+    def _leave_route(self) -> None:
+        """Close what lives above the routes (modals, dialogs, notifications), clear the
+        page's storage, and leave the viewer for a route the viewer does not have: its mode
+        exits (the application's own clean-up of every viewer service) and its components
+        unmount. Then the pointer is parked at (0, 0) and the page's downloads forgotten."""
+        self.web.eval(_LEAVE_JS, [LEAVE_ROUTE, list(TOUR_IDS)])
+        self.web.wait_for(_LEFT_JS, self.load_timeout_s)
+        self.web.park_pointer()
+
+    def _enter_route(self, url: str, clock: ResetClock) -> None:
+        """Enter the start route in the open document (the router's own navigation: the mode
+        starts as on a fresh load), wait for its image or list, settle."""
+        path = url[len(self.url) :]
+        with clock.phase("load"):
+            self.web.eval(_ENTER_JS, path)
+        ready = READY_JS if "/viewer" in url else _LIST_READY_JS
+        with clock.phase("ready"):
+            self.web.wait_for(ready, self.load_timeout_s)
+        with clock.phase("settle"):
+            self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
+        if self.web.eval(_TOUR_VISIBLE_JS):
+            raise EnvironmentFault("ohif: the onboarding tour showed after an in-document reset")
 
     def _predraw(self, task: LiveTask) -> None:
         """`start.measure: [["A", "C"], ...]`: Length measurements drawn through the UI (tool

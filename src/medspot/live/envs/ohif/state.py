@@ -108,7 +108,8 @@ READY_JS = (
     "() => { try { const s = window.services; const id ="
     " s.viewportGridService.getState().activeViewportId;"
     " const vp = s.cornerstoneViewportService.getCornerstoneViewport(id);"
-    " return !!(vp && vp.getCurrentImageId() && vp.getImageData && vp.getImageData()); }"
+    " return !!(vp && vp.element && vp.element.isConnected && vp.getCurrentImageId()"
+    " && vp.getImageData && vp.getImageData()); }"
     " catch (e) { return false; } }"
 )
 

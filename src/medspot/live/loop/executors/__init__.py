@@ -23,7 +23,7 @@ ExecutorName = Literal["threads", "ray"]  # also `runfolder.live_schema.LiveExec
 EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 # CPUs (Ray's logical CPUs) an environment actor asks for: one environment per core is the
 # safe plan for a cluster (orthanc-explorer measured at about 0.7 cores here, DICOMscope's
-# Java viewer more; benchmarks/README.md section 7).
+# Java viewer more; benchmarks/README.md sections 6 and 8).
 DEFAULT_RAY_CPUS_PER_ENV = 1.0
 
 

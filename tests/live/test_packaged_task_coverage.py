@@ -1,0 +1,90 @@
+"""What the packaged live tasks cover, over the three environments (pure: no application):
+at least 150 tasks, at least 20 long workflows of 6 to 12 oracle steps, at least 15 infeasible
+requests, the trap tags; every part file valid on its own; every task judged on the
+application's state with collateral-damage checks where it is new."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from medspot.live.core import taskfiles
+from medspot.live.core.registry import env_names
+from medspot.live.core.tasks import LiveTask
+
+# the three files the packaged tasks started from; the tasks added beside them in
+# `<stem>-<part>.json` files are held to the stricter rules below
+ORIGINAL_FILES = {"orthanc_explorer.json", "dicomscope.json", "ohif.json"}
+TRAP_TAGS = ("look-alike", "look-alike-date", "cancel-default", "below-fold")
+
+
+def _tasks() -> dict[str, list[LiveTask]]:
+    return {env: list(taskfiles.env_task_file(env)[0].tasks) for env in env_names()}
+
+
+def _part_files() -> list[tuple[str, str]]:
+    """(env, file name) of every packaged part file `<stem>-<part>.json`."""
+    out = []
+    for env in env_names():
+        for name, _ in taskfiles.packaged_task_files(env):
+            if Path(name).name not in ORIGINAL_FILES:
+                out.append((env, Path(name).name))
+    return out
+
+
+def test_at_least_150_tasks_over_the_environments() -> None:
+    counts = {env: len(ts) for env, ts in _tasks().items()}
+    assert set(counts) == {"orthanc-explorer", "ohif", "dicomscope"}
+    assert sum(counts.values()) >= 150, counts
+    assert all(n >= 25 for n in counts.values()), counts
+
+
+def test_long_workflows() -> None:
+    workflows = [t for ts in _tasks().values() for t in ts if "workflow" in t.tags]
+    assert len(workflows) >= 20
+    for t in workflows:
+        assert 6 <= len(t.steps) <= 12, (t.id, len(t.steps))
+        # a drag, scroll or typing step says when it is achieved (no box to hit-test it by)
+        for s in t.steps:
+            if s.action in ("drag", "scroll", "type"):
+                assert s.done_if is not None, (t.id, s.instruction)
+    per_env = Counter(env for env, ts in _tasks().items() for t in ts if "workflow" in t.tags)
+    assert set(per_env) == {"orthanc-explorer", "ohif", "dicomscope"}, per_env
+
+
+def test_infeasible_tasks() -> None:
+    infeasible = [t for ts in _tasks().values() for t in ts if t.infeasible]
+    assert len(infeasible) >= 15
+    for ts in _tasks().values():
+        for t in ts:
+            # the tag and the flag agree, so that `by_tag` reports them
+            assert ("infeasible" in t.tags) == t.infeasible, t.id
+    for t in infeasible:
+        assert t.steps[-1].action == "infeasible"
+        assert t.fail_if, f"{t.id}: an infeasible task names the changes that are harm"
+    per_env = Counter(env for env, ts in _tasks().items() for t in ts if t.infeasible)
+    assert set(per_env) == {"orthanc-explorer", "ohif", "dicomscope"}, per_env
+
+
+def test_trap_tags() -> None:
+    tags = Counter(tag for ts in _tasks().values() for t in ts for tag in t.tags)
+    for tag in TRAP_TAGS:
+        assert tags[tag] >= 3, (tag, tags[tag])
+    assert tags["look-alike"] >= 40
+
+
+@pytest.mark.parametrize(("env", "name"), _part_files())
+def test_each_part_file_is_valid_on_its_own(env: str, name: str) -> None:
+    path = resources.files("medspot.live") / "tasklists" / name
+    tf = taskfiles.parse_task_file(json.loads(path.read_bytes()), name)
+    assert tf.env == env
+    for t in tf.tasks:
+        assert t.success and t.fail_if, f"{name}: {t.id} needs success and fail_if checks"
+
+
+def test_there_are_part_files_for_every_environment() -> None:
+    assert {env for env, _ in _part_files()} == set(env_names())
