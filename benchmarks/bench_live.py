@@ -8,7 +8,11 @@ step minus everything inside the environment; the oracle answers instantly, its 
 environment time). Tasks per minute count the whole run, environment start-up included.
 
     .venv/bin/python benchmarks/bench_live.py [--env orthanc-explorer] [--tasks 16]
-        [--envs 1 4 8] [--out benchmarks/results]
+        [--envs 1 4 8] [--executor threads|ray] [--out benchmarks/results]
+
+With `--executor ray` the environments are Ray actors of a local cluster (started per run);
+the time of a step's environment calls is then measured in the runner's process, the actor
+round trips included (`bench_ray_overhead.py` separates Ray's part).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.live.core.taskfiles import env_task_file
+from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
 
@@ -39,17 +44,24 @@ def _q(values: list[float]) -> dict[str, float | None]:
 
 
 def one(
-    env: str, ids: list[str], n_envs: int, folder: Path, opts: dict[str, Any]
+    env: str,
+    ids: list[str],
+    n_envs: int,
+    folder: Path,
+    opts: dict[str, Any],
+    executor: ExecutorName = "threads",
 ) -> dict[str, Any]:
-    out = folder / f"envs-{n_envs}"
+    out = folder / f"{executor}-envs-{n_envs}"
     t0 = time.perf_counter()
     res = run_live(LiveRequest(env=env, model="oracle", out=out, task_ids=tuple(ids),
-                               concurrency=n_envs, n_boot=0, env_options=opts))  # fmt: skip
+                               concurrency=n_envs, n_boot=0, env_options=opts,
+                               executor=executor))  # fmt: skip
     wall = time.perf_counter() - t0
     recs = list(read_live_journal(out / JOURNAL_NAME))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     tasks = [r for r in recs if isinstance(r, TaskRecord)]
     return {
+        "executor": executor,
         "envs": n_envs,
         "tasks": len(ids),
         "success": sum(1 for t in tasks if t.outcome == "success"),
@@ -70,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", type=int, default=16, help="tasks, spread over the task file")
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--executor", choices=EXECUTORS, default="threads")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args(argv)
     tf, _ = env_task_file(args.env)
@@ -79,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         for n in args.envs:
-            row = one(args.env, ids, n, Path(tmp), opts)
+            row = one(args.env, ids, n, Path(tmp), opts, args.executor)
             rows.append(row)
             print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"live_{args.env}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    suffix = "" if args.executor == "threads" else f"_{args.executor}"
+    (args.out / f"live_{args.env}{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("\n| envs | tasks | success | wall s | tasks/min | reset s (median) | settle s (median) "
           "| env other s (median) | harness overhead ms (median / p90) |")  # fmt: skip
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

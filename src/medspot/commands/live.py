@@ -99,6 +99,26 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
+
+    p.add_argument(
+        "--executor", choices=list(EXECUTORS), default="threads",
+        help="where environments run: threads of this process (default) or Ray actors, "
+        "on this machine or a cluster (pip install 'medspot[ray]')",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray-address", default=None, metavar="ADDRESS",
+        help="ray: join this cluster (`auto`, or HOST:PORT of its head); default: start a "
+        "local cluster for this run",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
+        help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
+        "a fraction packs more per node)",
+    )  # fmt: skip
+
+
 def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
     bar = progress_bar(args.no_progress, desc=desc)
     return bar, (bar.update if bar else None)
@@ -146,6 +166,8 @@ def _run(args: argparse.Namespace) -> int:
         env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
+        executor=args.executor, ray_address=args.ray_address,
+        ray_cpus_per_env=args.ray_cpus_per_env,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -346,10 +368,32 @@ def _setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ray_resources(names: list[str]) -> int:
+    """The `ray start --resources` JSON of this node: the environments it has everything for
+    (stdout, one line); what keeps the others out goes to stderr."""
+    import json
+
+    from medspot.live.core.registry import env_entry
+    from medspot.live.loop.executors.placement import node_resources
+    from medspot.live.services.host import missing_for
+
+    ready = []
+    for n in names:
+        problems = missing_for(env_entry(n))
+        if problems:
+            print(f"{n}: not declared (missing: {'; '.join(problems)})", file=sys.stderr)
+        else:
+            ready.append(n)
+    print(json.dumps(node_resources(ready)))
+    return 0
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from medspot.live.core.registry import env_entry
     from medspot.live.services.host import missing_for
 
+    if args.ray_resources:
+        return _ray_resources(_envs(args.env))
     missing_any = False
     for n in _envs(args.env):
         problems = missing_for(env_entry(n))
@@ -429,6 +473,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="openai-computer-use: acknowledge the API's pending safety checks and go on "
         "(default: such a turn is an error and nothing is executed)",
     )  # fmt: skip
+    _executor_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
                    help="bootstrap resamples for the 95%% intervals")  # fmt: skip
@@ -467,4 +512,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     d = lsub.add_parser("doctor", help="what an environment is missing (exit 1 if anything)")
     _env_args(d, required=False)
+    d.add_argument(
+        "--ray-resources", action="store_true",
+        help="print this node's `ray start --resources` JSON: one resource per environment "
+        "it has everything for",
+    )  # fmt: skip
     d.set_defaults(func=_doctor)

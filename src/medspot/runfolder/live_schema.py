@@ -2,7 +2,7 @@
 (`medspot.live.loop.request` and `.results`) and the readers (`medspot.report`):
 
 - `LiveRunInfo`: `run.json` of a live run, the static `RunInfo` plus the live fields (`kind`,
-  `env`, `env_options`, `mode`; another field is added here, with a default);
+  `env`, `env_options`, `mode`, `executor`; another field is added here, with a default);
 - `LiveTaskRow`, `LiveStepRow`: the rows of `<env>/task_results.json`, the static rows plus
   the live fields;
 - `LIVE_KEYS`: the names of the live metrics in `overall_dataset_metrics.json`;
@@ -42,6 +42,7 @@ __all__ = [
     "SUCCESS",
     "EnvOptionValue",
     "LiveEnding",
+    "LiveExecutor",
     "LiveMode",
     "LiveOutcome",
     "LiveRun",
@@ -59,6 +60,7 @@ LiveOutcome = Literal["success", "harmful", "failure", "error", "env_error", "mi
 # the checks ended it after an action (success, or a fail_if: harm), or it was not scored
 LiveEnding = Literal["done", "infeasible", "budget", "checks", "error", "env_error", "missing"]
 EnvOptionValue = str | int | float | bool | None
+LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
 
 # The live metrics (docs/live.md "Metrics"), beside the static keys.
 SUCCESS = "task_success_rate"
@@ -95,6 +97,9 @@ class LiveRunInfo(RunInfo):
     env_options: dict[str, EnvOptionValue] = Field(default_factory=dict)  # --env-option
     mode: LiveMode = "guided"  # guided: told the current step; agent: the goal only
     repeats: int = Field(1, ge=1)  # runs of each task (--repeats), each on a fresh reset
+    # where the environments ran (`medspot.live.loop.executors.EXECUTORS`); not a prediction
+    # setting: a run may resume on the other executor
+    executor: LiveExecutor = "threads"
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,8 @@ from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.executors import ExecutorName, check_executor_options
+from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import LIVE_LOG, PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
@@ -81,6 +83,10 @@ class LiveRequest:
     max_cost: float | None = None  # USD: stop starting model calls once spent (resumable)
     retry_env_errors: bool = False  # run again tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment (pass@k, pass^k)
+    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
+    ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
+    ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
     # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
     # grounder's options are the planner's less those naming one model, then these
     planner: str | None = None
@@ -129,6 +135,7 @@ def _run_info(
         env_options=env_opts,
         mode=req.mode,
         repeats=req.repeats,
+        executor=req.executor,
     )
 
 
@@ -187,6 +194,7 @@ def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
     _check_request(req)
+    check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
@@ -232,6 +240,8 @@ def _run_locked(
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
         mode=req.mode, max_cost=req.max_cost, retry_env_errors=req.retry_env_errors,
         repeats=req.repeats,
+        executor=req.executor, ray_address=req.ray_address,
+        ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
     )  # fmt: skip
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)

@@ -9,9 +9,11 @@ hit its target's box) -> ask the agent -> act -> settle -> checks. The task ends
 when every `success` check holds, a harmful failure when a `fail_if` check fires (checked
 first), a failure when the agent says `done` without success or the budget is spent.
 
-Each environment lives in a worker thread of its own (`_Slot`: environments use synchronous
-Playwright / subprocess / pyatspi); the loop and the model calls are asyncio, so a served
-model's latency overlaps the other environments' work. Every step is journaled as it happens.
+Each environment lives in a slot (`executors`: a worker thread of this process, or a Ray actor
+anywhere in a cluster; environments use synchronous Playwright / subprocess / pyatspi); the
+loop and the model calls are asyncio, so a served model's latency overlaps the other
+environments' work; the agent, the journal and the run folder stay in this process. Every step
+is journaled as it happens.
 An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
 throws the environment away and retries the task on a fresh one, replaying the answers already
 journaled; it is never the model's failure. A fault that recurs at the same place on every fresh
@@ -27,19 +29,15 @@ is left unfinished (resumed later, its answers replayed) and no new task starts.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import logging
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from medspot.errors import ConfigError, MedspotError, ModelCallError
+from medspot.errors import MedspotError, ModelCallError
 from medspot.live.agents.turn import (
     QUEUED,
     AgentAnswer,
@@ -54,17 +52,11 @@ from medspot.live.core.actions import (
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import (
-    ElementInfo,
-    Environment,
-    EnvironmentFault,
-    Observation,
-    PixelBox,
-)
-from medspot.live.core.episode import Episode, Mode
-from medspot.live.core.processes import WORKDIR_PREFIX
-from medspot.live.core.registry import create_environment
+from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
+from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.loop.executors import ExecutorName, create_executor
+from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
@@ -81,7 +73,6 @@ log = logging.getLogger(__name__)
 
 HISTORY_MODES = ("none", "text", "actions")
 SCREENS = "screens"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -93,8 +84,11 @@ class LiveOptions:
     history: str = "actions"
     seed: int = 0
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    call_timeout_s: float = 180.0  # an environment call that never returns is a fault
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
+    ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
+    ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
     max_cost: float | None = None  # USD: no new model call once the run has spent this much
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
@@ -129,90 +123,6 @@ def _element(e: ElementInfo | None) -> dict[str, Any] | None:
     if e is None:
         return None
     return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
-
-
-class _Slot:
-    """One environment and the one thread that may touch it."""
-
-    def __init__(self, index: int, opts: LiveOptions, stats: LiveStats) -> None:
-        self.index = index
-        self.opts = opts
-        self.stats = stats
-        self.env: Environment | None = None
-        self.workdir: Path | None = None
-        self._pool = self._new_pool()
-        self._stuck = False
-        self.busy_s = 0.0  # time spent inside environment calls
-
-    def _new_pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"live-env-{self.index}")
-
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._pool, functools.partial(fn, *args))
-        t0 = time.perf_counter()
-        try:
-            return await asyncio.wait_for(fut, self.opts.call_timeout_s)
-        except TimeoutError:
-            self._stuck = True
-            name = getattr(fn, "__name__", "call")
-            raise EnvironmentFault(
-                f"{self.opts.env}: {name} did not return in {self.opts.call_timeout_s:.0f} s"
-            ) from None
-        except (EnvironmentFault, asyncio.CancelledError):
-            raise
-        except MedspotError:
-            raise
-        except Exception as e:  # a crashed browser / dead process surfaces as anything
-            raise EnvironmentFault(f"{self.opts.env}: {type(e).__name__}: {e}") from e
-        finally:
-            self.busy_s += time.perf_counter() - t0
-
-    async def ensure(self) -> Environment:
-        if self.env is None:
-            root = self.opts.workroot
-            if root is not None:
-                root.mkdir(parents=True, exist_ok=True)
-            self.workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.index}-", dir=root))
-            try:
-                env = await self.call(
-                    functools.partial(
-                        create_environment,
-                        self.opts.env,
-                        workdir=self.workdir,
-                        **dict(self.opts.env_options),
-                    )
-                )
-            except EnvironmentFault as e:
-                if isinstance(e.__cause__, TypeError):  # an option the factory does not take
-                    raise ConfigError(f"{self.opts.env}: {e.__cause__} (--env-option)") from None
-                raise
-            self.env = env
-            self.stats.envs_started += 1
-            await self.call(env.start)
-        return self.env
-
-    async def discard(self) -> None:
-        env, self.env = self.env, None
-        if env is not None:
-            if self._stuck:  # its thread is blocked: leave it, close from a fresh thread
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new_pool()
-                self._stuck = False
-            try:
-                await self.call(env.close)
-            except Exception as e:  # closing a broken environment may fail too
-                log.warning("%s: closing a failed environment: %s", self.opts.env, e)
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-
-    async def shutdown(self) -> None:
-        await self.discard()
-        # the thread ends with the environment closed, so what it held (a browser driver's
-        # event loop and its futures) is released now, while the command still logs, not
-        # at interpreter exit; a thread stuck in a call that never returned is left behind
-        await asyncio.to_thread(self._pool.shutdown, not self._stuck)
 
 
 @dataclass
@@ -331,11 +241,10 @@ class _Run:
         return ans
 
     async def _episode(
-        self, slot: _Slot, task: LiveTask, repeat: int, attempt: int, place: _Place
+        self, slot: EnvSlot, task: LiveTask, repeat: int, attempt: int, place: _Place
     ) -> TaskRecord:
-        env = await slot.ensure()
+        ep = await slot.episode(task, self.opts.mode)
         t0 = time.perf_counter()
-        ep = Episode(env, task, mode=self.opts.mode)
         place.n = 0
         obs = await slot.call(ep.reset)
         history: list[str] = []
@@ -416,7 +325,7 @@ class _Run:
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
-    async def _task(self, slot: _Slot, task: LiveTask, repeat: int) -> None:
+    async def _task(self, slot: EnvSlot, task: LiveTask, repeat: int) -> None:
         state = self.state.of(repeat)
         attempt = state.attempts.get(task.id, 0)
         last_fault = ""
@@ -488,9 +397,18 @@ class _Run:
         for t in todo:
             queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
-        slots = [_Slot(i, self.opts, self.stats) for i in range(n_slots)]
+        executor = create_executor(
+            self.opts.executor,
+            SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
+                       self.opts.workroot),
+            ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
+        )  # fmt: skip
+        slots: list[EnvSlot] = []
 
-        async def worker(slot: _Slot) -> None:
+        def started() -> None:
+            self.stats.envs_started += 1
+
+        async def worker(slot: EnvSlot) -> None:
             while not self.stats.budget_reached:
                 try:
                     task, repeat = queue.get_nowait()
@@ -502,10 +420,13 @@ class _Run:
 
         try:
             if todo:
+                n_slots = executor.open(n_slots)
+                slots = [executor.slot(i, started) for i in range(n_slots)]
                 self._progress()
                 await asyncio.gather(*(worker(s) for s in slots))
         finally:
             await asyncio.gather(*(s.shutdown() for s in slots), return_exceptions=True)
+            executor.close()
         return self.stats
 
 

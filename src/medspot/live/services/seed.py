@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -343,7 +344,8 @@ def seed_files(cache: Path | None = None, seed: int = 0) -> SeedSet:
     done = folder / "catalogue.json"
     if done.exists():
         return SeedSet(folder, cat, files)
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
+    # private to this thread: environments of one process (threads executor) seed at once
+    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}-{threading.get_ident()}")
     rng = np.random.default_rng(seed)
     for p in cat.patients:
         for s in p.studies:

@@ -1,0 +1,182 @@
+"""The body of one environment actor (`--executor ray`): ONE environment and the `Episode` of
+its current task, in the actor's process on whichever node Ray placed it.
+
+It creates, starts, resets, steps and closes the environment through the same `Episode` and
+environment contract as the thread executor; it returns plain data (the `Observation` with its
+screen as PNG bytes, `StepResult`, boxes, actions) and the episode's counters (`EpisodeState`)
+with every answer, so that the runner's stand-in (`ray_actors.RemoteEpisode`) reads them
+without a second round trip. It uses no shared file system: its private folder is on its node.
+Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from medspot._version import __version__
+from medspot.errors import MedspotError
+from medspot.live.core.actions import LiveAction
+from medspot.live.core.contract import Environment, Observation, PixelBox
+from medspot.live.core.episode import Episode, Mode, StepResult
+from medspot.live.core.processes import WORKDIR_PREFIX
+from medspot.live.core.tasks import LiveTask
+from medspot.live.loop.executors.base import (
+    SlotConfig,
+    create_for_slot,
+    fault_from,
+    private_workdir,
+)
+
+__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState"]
+
+T = TypeVar("T")
+
+
+Boxes = tuple[PixelBox | None, PixelBox | None]
+
+
+@dataclass(frozen=True)
+class EpisodeState:
+    """The counters of the actor's episode after a call, the time the call took inside the
+    actor (the rest of a round trip is Ray's), and after `reset` / `step` the current step's
+    target boxes on the new screen (`Episode.intended()`, located at once: the next turn
+    needs them; None when the episode ended or locating failed: then asked for again)."""
+
+    n: int
+    current: int
+    achieved: tuple[bool, ...]
+    reset_s: float
+    inside_s: float
+    intended: Boxes | None = None
+
+
+@dataclass(frozen=True)
+class ActorPlace:
+    """Where an environment actor runs."""
+
+    pid: int
+    node_id: str
+    hostname: str
+    medspot_version: str
+
+
+class _ReapedChildNoise(logging.Filter):
+    """Drop asyncio's "Unknown child process pid N" warning: with Ray's subreaper (a killed
+    actor's processes are killed too) the worker ignores SIGCHLD, so the kernel reaps the
+    environment's children before Playwright's watcher can; their exit is expected."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unknown child process pid")
+
+
+class EnvironmentHost:
+    """One environment and its current `Episode`, inside an actor. Every method but `place`
+    and `close` answers with the episode's state; anything the environment raises that is not
+    a medspot error comes back as an `EnvironmentFault` (a plain, picklable exception)."""
+
+    def __init__(self, cfg: SlotConfig, index: int) -> None:
+        self.cfg = cfg
+        self.index = index
+        self.env: Environment | None = None
+        self.workdir: Path | None = None
+        self.ep: Episode | None = None
+        logging.getLogger("asyncio").addFilter(_ReapedChildNoise())
+
+    def _guard(self, fn: Callable[[], T], *, prefetch: bool = False) -> tuple[T, EpisodeState]:
+        t0 = time.perf_counter()
+        try:
+            out = fn()
+        except MedspotError:
+            raise
+        except Exception as e:
+            raise fault_from(self.cfg.env, e) from None
+        boxes = self._prefetch() if prefetch else None
+        return out, self._state(time.perf_counter() - t0, boxes)
+
+    def _prefetch(self) -> Boxes | None:
+        ep = self.ep
+        if ep is None or ep.ended:
+            return None
+        try:
+            return ep.intended()
+        except Exception:  # asked for again by the runner, where a fault is handled
+            return None
+
+    def _state(self, inside_s: float, boxes: Boxes | None = None) -> EpisodeState:
+        ep = self.ep
+        if ep is None:
+            return EpisodeState(0, 0, (), 0.0, inside_s)
+        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes)
+
+    def _episode(self) -> Episode:
+        if self.ep is None:
+            raise RuntimeError("no episode: reset() first")
+        return self.ep
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def place(self) -> ActorPlace:
+        import ray
+
+        node = ray.get_runtime_context().get_node_id()
+        return ActorPlace(os.getpid(), node, socket.gethostname(), __version__)
+
+    def start(self) -> ActorPlace:
+        """Create and start the environment; where it runs."""
+
+        def go() -> None:
+            # the environment claims the folder for this process and, starting, sweeps what
+            # dead actors (and runs) on this node left beside it (`core.processes`)
+            self.workdir = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
+            # this process is the environment's alone: what its programs put in the temp
+            # folder (the browser's profile) goes into its private folder, removed with it
+            os.environ["TMPDIR"] = str(self.workdir)
+            tempfile.tempdir = None
+            self.env = create_for_slot(self.cfg, self.workdir)
+            self.env.start()
+
+        self._guard(go)
+        return self.place()
+
+    def close(self) -> None:
+        env, self.env, self.ep = self.env, None, None
+        try:
+            if env is not None:
+                env.close()
+        finally:
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                self.workdir = None
+
+    # -- the episode (the same `Episode` as in the runner's own process) ---------------------
+
+    def reset(self, task: LiveTask, mode: Mode) -> tuple[Observation, EpisodeState]:
+        def go() -> Observation:
+            if self.env is None:
+                raise RuntimeError("the environment is not started")
+            self.ep = Episode(self.env, task, mode=mode)
+            return self.ep.reset()
+
+        return self._guard(go, prefetch=True)
+
+    def intended(self) -> tuple[Boxes, EpisodeState]:
+        return self._guard(lambda: self._episode().intended())
+
+    def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
+        return self._guard(lambda: self._episode().oracle_action())
+
+    def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
+        return self._guard(lambda: self._episode().step(action), prefetch=True)
+
+    def echo(self, payload: Any) -> Any:
+        """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""
+        return payload
