@@ -55,7 +55,7 @@ def test_the_oracle_exports_tasks_and_the_export_evaluates(
     run = data / RUN_SUBDIR
     metrics = json.loads((run / "overall_dataset_metrics.json").read_text())
     tasks = json.loads((run / env / "task_results.json").read_text())
-    assert sorted(t["task_id"] for t in tasks) == sorted(EXPORTED[env])
+    assert sorted(t["task_id"] for t in tasks) == sorted(f"{env}/{t}" for t in EXPORTED[env])
     failed = [t["task_id"] for t in tasks if t["live_outcome"] != "success"]
     assert not failed, f"the oracle did not complete: {failed}"
     assert metrics["task_success_rate"] == 1.0 and metrics["harmful_failure_rate"] == 0.0

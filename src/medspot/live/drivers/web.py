@@ -380,7 +380,9 @@ class WebSession:
         except EnvironmentFault:
             raise
         except Exception as exc:
-            why = self._fault or f"{type(exc).__name__}: {exc}"
+            why = f"{type(exc).__name__}: {exc}"  # Playwright's text (a browser's log)
+            if self._fault:  # the cause first, Playwright's details after it
+                why = f"{self._fault}\n{why}"
             raise EnvironmentFault(f"web session: {why}") from None
 
     def close(self) -> None:
