@@ -109,6 +109,12 @@ def test_oracle_through_two_actors_gives_the_thread_executors_results(
     assert info["executor"] == "ray" and info["status"] == "complete"
     assert json.loads((tmp_path / "threads" / "run.json").read_text())["executor"] == "threads"
     assert not processes_mentioning(str(local_ray_tmp))  # the local cluster is stopped
+    # the driver (this process) does not ignore SIGCHLD after Ray (the subreaper option sets
+    # it): its later children keep their exit statuses
+    ignored = int(Path("/proc/self/status").read_text().split("SigIgn:")[1].split()[0], 16)
+    assert not ignored & (1 << (signal.SIGCHLD - 1))
+    done = subprocess.run(["sh", "-c", "exit 7"], check=False)
+    assert done.returncode == 7
 
 
 class _ActorSignaller(OracleAgent):

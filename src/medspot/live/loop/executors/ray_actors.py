@@ -248,6 +248,10 @@ class RayExecutor:
             try:
                 if signal.getsignal(signal.SIGTERM) is not sigterm and sigterm is not None:
                     signal.signal(signal.SIGTERM, sigterm)
+                # with the subreaper option the driver's SIGCHLD becomes SIG_IGN: children are
+                # then reaped by the kernel, every later `subprocess` sees exit status 0 and
+                # the children inherit the ignored SIGCHLD (Xvfb then fails to start)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             except ValueError:  # not the main thread: ray.init did not install one either
                 pass
 
