@@ -5,7 +5,8 @@ Three nets, each for what the one before cannot reach:
 1. **A parent-death signal on every child** (`popen`, `run`): the child is started through
    util-linux's `setpriv --pdeathsig KILL` (a `prctl(PR_SET_PDEATHSIG)` in the child where
    setpriv is missing), so the kernel SIGKILLs it when the thread that started it ends, the
-   run's death included. The signal is not inherited: grandchildren die through what they
+   run's death included. `popen` returns once the child is past setpriv (the signal is set
+   by then). The signal is not inherited: grandchildren die through what they
    depend on (X clients and the AT-SPI bus with Xvfb and the session D-Bus; chromium and its
    helpers with Playwright's driver, which ends when its pipe to the run closes).
 2. **A marker in every child's environment** (`MEDSPOT_LIVE_DIR=<its folder>`), inherited by
@@ -32,6 +33,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,8 +140,25 @@ def popen(
     """Start a long-lived child that dies with this process, marked and recorded in `folder`."""
     full = _dying_with_parent(argv, kw)
     proc: subprocess.Popen[bytes] = subprocess.Popen(full, env=child_env(env, folder), **kw)
+    if full[0] != argv[0]:
+        _await_exec(proc, full[0])
     record(folder, proc.pid)
     return proc
+
+
+def _await_exec(proc: subprocess.Popen[bytes], setpriv: str, seconds: float = 5.0) -> None:
+    """Until the child is past setpriv (its `exe` is the program itself): setpriv sets the
+    parent-death signal after Popen returns, and a parent killed in between would leave the
+    child running. Bounded; a child that ends first is left to its caller."""
+    wrapper = os.path.realpath(setpriv)
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{proc.pid}/exe") != wrapper:
+                return
+        except OSError:
+            return
+        time.sleep(0.001)
 
 
 def run(
