@@ -98,11 +98,20 @@ def test_oracle_through_two_actors_gives_the_thread_executors_results(
     tmp_path: Path, seed_cache: Path, local_ray_tmp: Path
 ) -> None:
     work = local_ray_tmp / "envs"
-    threads = _run(tmp_path / "threads", seed_cache, TASKS, concurrency=2, workroot=work)
+    threads = _run(tmp_path / "threads", seed_cache, TASKS, concurrency=2, workroot=work,
+                   start_checks=True)  # fmt: skip
     actors = _run(tmp_path / "ray", seed_cache, TASKS, concurrency=2, workroot=work,
-                  executor="ray")  # fmt: skip
+                  executor="ray", start_checks=True)  # fmt: skip
     assert threads.metrics["task_success_rate"] == 1.0
     assert _results(tmp_path / "ray") == _results(tmp_path / "threads")
+    # the checks read at each task's start (the audit's reading) come back from the actors
+    at_start = {
+        run: {r.task: r.start_checks for r in read(tmp_path / run / JOURNAL_NAME)
+              if isinstance(r, TaskRecord)}
+        for run in ("threads", "ray")
+    }  # fmt: skip
+    assert at_start["ray"] == at_start["threads"] and len(at_start["ray"]) == len(TASKS)
+    assert all(c is not None and c["success_each"] for c in at_start["ray"].values())
     assert actors.metrics["num_tasks"] == len(TASKS) and actors.stats.faults == 0
     assert actors.stats.envs_started == 2  # two actors, each kept for several tasks
     info = json.loads((tmp_path / "ray" / "run.json").read_text())
@@ -180,9 +189,9 @@ def test_actor_that_stops_answering_is_bounded_by_the_call_timeout(
     is killed (its processes with it) and the task retried on a fresh one."""
     agent = _ActorSignaller(signal.SIGSTOP)
     out = _run(tmp_path / "run", seed_cache, ["delete-patient-doe-joan"], agent=agent,
-               workroot=local_ray_tmp / "envs", executor="ray", call_timeout_s=90)  # fmt: skip
+               workroot=local_ray_tmp / "envs", executor="ray", call_timeout_s=45)  # fmt: skip
     fault = _fault_then_success(out, tmp_path / "run")
-    assert "did not return in 90 s" in fault.message
+    assert "did not return in 45 s" in fault.message
     assert agent.pid is not None and not wait_gone([agent.pid, *agent.below])
 
 

@@ -101,7 +101,8 @@ def test_audit_finds_nothing_in_the_packaged_tasks(
 ) -> None:
     """The oracle, in agent mode, completes every packaged task through the runner, with every
     click landing on an element and changing something, no `fail_if` firing, no task solved at
-    its start and no vacuous check (a finding of any kind fails)."""
+    its start (read on each task's start state, before the oracle's first action) and no
+    vacuous check (a finding of any kind fails)."""
     opts = _options(env, capsys)
     out = tmp_path / "audit"
     code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress", *opts])
@@ -113,7 +114,4 @@ def test_audit_finds_nothing_in_the_packaged_tasks(
     metrics = json.loads((out / "oracle" / "overall_dataset_metrics.json").read_text())
     assert metrics["task_success_rate"] == 1.0 and metrics["harmful_failure_rate"] == 0.0
     assert metrics["intended_hit_rate"] == 1.0
-    noop = json.loads((out / "noop" / "overall_dataset_metrics.json").read_text())
-    assert noop["task_success_rate"] == 0.0
-    for agent in ("oracle", "noop"):  # both given the goal only
-        assert json.loads((out / agent / "run.json").read_text())["mode"] == "agent"
+    assert json.loads((out / "oracle" / "run.json").read_text())["mode"] == "agent"  # the goal only

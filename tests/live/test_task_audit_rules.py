@@ -34,67 +34,82 @@ def _step(
     return StepRecord.model_validate(base)
 
 
-def _end(outcome: str, final: str = "s3") -> TaskRecord:
-    return TaskRecord(task="t", env=ENV, attempt=1, outcome=outcome, final_screen=final)  # type: ignore[arg-type]
+Start = tuple[list[bool], tuple[bool, ...]]
+FRESH: Start = ([False, True], (False,))  # the start reading of a sound task
 
 
-def _noop(
-    success: list[bool], fail: tuple[bool, ...] = (False,), outcome: str = "failure"
+def _end(outcome: str, final: str = "s3", start: Start | None = FRESH) -> TaskRecord:
+    at_start = None if start is None else {"success_each": start[0], "fail_if_each": [*start[1]]}
+    return TaskRecord(task="t", env=ENV, attempt=1, outcome=outcome, final_screen=final,  # type: ignore[arg-type]
+                      start_checks=at_start)  # fmt: skip
+
+
+def _oracle(
+    *steps: StepRecord, outcome: str = "success", final: str = "s3", start: Start | None = FRESH
 ) -> ResumeState:
-    start = _step(1, "s1", success, fail, action={"kind": "done"}, executed=False, element=None)
-    return ResumeState.from_records([start, _end(outcome, "s1")])
+    return ResumeState.from_records([*steps, _end(outcome, final, start)])
 
 
-def _oracle(*steps: StepRecord, outcome: str = "success", final: str = "s3") -> ResumeState:
-    return ResumeState.from_records([*steps, _end(outcome, final)])
+def _sound(start: Start = FRESH) -> ResumeState:
+    return _oracle(_step(1, "s1", [False, True]), _step(2, "s2", [True, True]), start=start)
 
 
-SOUND = _oracle(_step(1, "s1", [False, True]), _step(2, "s2", [True, True]))
+SOUND = _sound()
 
 
-def kinds(oracle: ResumeState, noop: ResumeState, task: LiveTask = TASK) -> set[str]:
-    return {f.kind for f in judge_task(task, oracle, noop)}
+def kinds(oracle: ResumeState, task: LiveTask = TASK) -> set[str]:
+    return {f.kind for f in judge_task(task, oracle)}
 
 
 def test_a_sound_task_has_no_finding() -> None:
-    assert kinds(SOUND, _noop([False, True])) == set()
-    assert audit_tasks(ENV, [TASK], SOUND, _noop([False, True])) == []
+    assert kinds(SOUND) == set()
+    assert audit_tasks(ENV, [TASK], SOUND) == []
 
 
 def test_start_findings() -> None:
-    assert "solved_at_start" in kinds(SOUND, _noop([True, True], outcome="success"))
-    assert kinds(SOUND, _noop([False, True], (True,))) == {"fail_if_at_start"}
-    assert kinds(SOUND, _noop([False, False])) == {"keep_not_at_start"}
+    assert "solved_at_start" in kinds(_sound(([True, True], (False,))))
+    assert kinds(_sound(([False, True], (True,)))) == {"fail_if_at_start"}
+    assert kinds(_sound(([False, False], (False,)))) == {"keep_not_at_start"}
     # a success check not marked keep that holds at the start and at the end
     unmarked = TASK.model_copy(update={"success": (TASK.success[0], TASK.success[1].model_copy(
         update={"keep": False}))})  # fmt: skip
-    assert kinds(SOUND, _noop([False, True]), unmarked) == {"vacuous_check"}
+    assert kinds(SOUND, unmarked) == {"vacuous_check"}
+    # done() at once fails where a named step is required, and on an infeasible task
+    solved = _sound(([True, True], (False,)))
+    required = TASK.model_copy(update={"requires": ("a",), "steps": (TASK.steps[0].model_copy(
+        update={"name": "a"}), TASK.steps[1])})  # fmt: skip
+    assert "solved_at_start" not in kinds(solved, required)
+    infeasible = TASK.model_copy(update={"infeasible": True})
+    assert "solved_at_start" not in kinds(solved, infeasible)
+    # a journal without the start reading (an earlier audit's folder) is said, not passed
+    unread = _sound()
+    unread.last["t"] = _end("success", start=None)
+    assert kinds(unread) == {"env_error"}
 
 
 def test_oracle_findings() -> None:
-    noop = _noop([False, True])
     failed = _oracle(_step(1, "s1", [False, True]), outcome="failure", final="s2")
-    assert kinds(failed, noop) == {"oracle_failed"}
+    assert kinds(failed) == {"oracle_failed"}
     missing = _oracle(_step(1, "s1", [False, True]),
                       _step(2, "s2", [False, True], action=None, executed=False, element=None),
                       outcome="failure", final="s2")  # fmt: skip
-    assert kinds(missing, noop) == {"oracle_failed", "target_missing"}
+    assert kinds(missing) == {"oracle_failed", "target_missing"}
     nowhere = _oracle(_step(1, "s1", [False, True], element=None), _step(2, "s2", [True, True]))
-    assert kinds(nowhere, noop) == {"lands_elsewhere"}
+    assert kinds(nowhere) == {"lands_elsewhere"}
     # the first action left the screen, the URL and the checks as they were
     idle = _oracle(_step(1, "s1", [False, True]), _step(2, "s1", [True, True]))
-    assert kinds(idle, noop) == {"no_change"}
+    assert kinds(idle) == {"no_change"}
     # ... a changed check alone is a change (a download shows nothing on the screen)
     quiet = _oracle(_step(1, "s1", [False, True]), _step(2, "s2", [True, True]), final="s2")
-    assert kinds(quiet, noop) == set()
-    env_err = ResumeState.from_records([_end("env_error")])
-    assert kinds(env_err, noop) == {"env_error"}
+    assert kinds(quiet) == set()
+    env_err = ResumeState.from_records([_end("env_error", start=None)])
+    assert kinds(env_err) == {"env_error"}
 
 
 def test_static_vacuity_is_reported_with_its_place() -> None:
     task = LiveTask.model_validate({**TASK.model_dump(exclude_defaults=True), "fail_if": [
         {"kind": "orthanc.instance_count", "min": 0}]})  # fmt: skip
-    found = audit_tasks(ENV, [task], SOUND, _noop([False, True]))
+    found = audit_tasks(ENV, [task], SOUND)
     assert [(f.kind, f.message.split(":")[0]) for f in found] == [
         ("vacuous_check", "fail_if.0 (orthanc.instance_count)")
     ]

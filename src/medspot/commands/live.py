@@ -491,15 +491,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     x.set_defaults(func=_export)
 
     a = lsub.add_parser(
-        "audit", help="the oracle and a do-nothing agent through the tasks: what is unsound",
-        description="Runs the oracle and the noop agent through the runner and reports per task: "
+        "audit", help="the oracle through the tasks, checks read at each start: what is unsound",
+        description="Runs the oracle through the runner, reading every check at each task's "
+        "start (what done() at once is judged on), and reports per task: "
         "oracle failures, tasks solved at their start, oracle actions that change nothing, "
         "vacuous checks. Exit 0: nothing found; 1: findings; 2: bad input.",
     )  # fmt: skip
     _env_args(a)
     a.add_argument(
         "--out", default=None, metavar="DIR",
-        help="keep the two runs and audit.json here (default: a temporary folder)",
+        help="keep the oracle's run and audit.json here (default: a temporary folder)",
     )  # fmt: skip
     _selection_args(a)
     a.set_defaults(func=_audit)

@@ -279,6 +279,14 @@ class Episode:
             )
         return self.env.observe()
 
+    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+        """Each success and each `fail_if` check on the start state, after `reset()` and before
+        the first action: what an agent that ends at once (`done()`) is judged on (the audit's
+        reading of the start)."""
+        if self.observation is None or self.n:
+            raise RuntimeError("Episode.start_checks: after reset(), before the first step")
+        return tuple(self._check_all(self.task.success)), tuple(self._check_all(self.task.fail_if))
+
     # -- the oracle -----------------------------------------------------------------------------
 
     def intended(self) -> tuple[PixelBox | None, PixelBox | None]:

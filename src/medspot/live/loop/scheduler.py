@@ -92,6 +92,7 @@ class LiveOptions:
     max_cost: float | None = None  # USD: no new model call once the run has spent this much
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
+    start_checks: bool = False  # read every check at each task's start (`TaskRecord`; audit)
 
     @property
     def recurrence(self) -> int:
@@ -247,6 +248,10 @@ class _Run:
         t0 = time.perf_counter()
         place.n = 0
         obs = await slot.call(ep.reset)
+        at_start: dict[str, list[bool]] | None = None
+        if self.opts.start_checks:
+            success_each, fail_each = await slot.call(ep.start_checks)
+            at_start = {"success_each": list(success_each), "fail_if_each": list(fail_each)}
         history: list[str] = []
         previous: list[PastTurn] = []
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
@@ -260,7 +265,7 @@ class _Run:
                 task=task.id, env=self.opts.env, attempt=attempt, outcome=outcome,  # type: ignore[arg-type]
                 repeat=repeat, reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
-                final_url=obs.url, reset_s=round(ep.reset_s, 4),
+                final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
             )  # fmt: skip
 

@@ -133,6 +133,8 @@ class TaskRecord(BaseModel):
     final_screen: str = ""
     final_url: str | None = None
     reset_s: float | None = None
+    # each success / fail_if check on the start state, when the run read them (`start_checks`)
+    start_checks: dict[str, list[bool]] | None = None
     duration_s: float | None = None
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)

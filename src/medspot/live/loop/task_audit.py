@@ -1,7 +1,8 @@
-"""`medspot live audit`: are an environment's tasks sound? The oracle and the do-nothing agent
-(`noop`, `done()` at once) run through the runner (`run_live`, so this is also "the oracle
-completes every task through the runner"), and each task is judged from their journals and
-from its checks' declared parameters.
+"""`medspot live audit`: are an environment's tasks sound? The oracle runs through the runner
+(`run_live`, so this is also "the oracle completes every task through the runner"), reading
+every success and `fail_if` check on each task's start state before its first action (what an
+agent that ends at once, `noop`'s `done()`, is judged on), and each task is judged from its
+journal and from its checks' declared parameters.
 
 Findings, per task (`Finding.kind`):
 
@@ -12,7 +13,8 @@ Findings, per task (`Finding.kind`):
   the point (the click would not land on its own target);
 - `no_change`: an oracle action changed nothing in the application: the screen, the URL and
   every success and `fail_if` check read the same before and after it;
-- `solved_at_start`: the noop agent succeeded (the success checks hold at the start);
+- `solved_at_start`: a `done()` at once would succeed (the task is feasible, requires no named
+  step and its success checks hold at the start);
 - `fail_if_at_start`: a `fail_if` check holds at the start (it fires on any first action);
 - `vacuous_check`: a check's parameters hold for any state (static: `CheckParams.vacuous`, a
   count range any database satisfies, a regex matching anything), or a success check not
@@ -20,8 +22,8 @@ Findings, per task (`Finding.kind`):
   did; dynamic); `keep_not_at_start`: a success check marked `keep` does not hold at the start.
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
-them. The runs' folders are kept under `work` (`oracle/`, `noop/`) for inspection; a second
-audit into the same folder resumes them (the runner's resume).
+them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
+into the same folder resumes it (the runner's resume).
 """
 
 from __future__ import annotations
@@ -35,7 +37,13 @@ from medspot.live.core.registry import env_entry
 from medspot.live.core.taskfiles import env_task_file, select_tasks, task_checks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, StepRecord, read_live_journal
+from medspot.live.loop.steplog import (
+    JOURNAL_NAME,
+    ResumeState,
+    StepRecord,
+    TaskRecord,
+    read_live_journal,
+)
 from medspot.progress import ProgressEvent
 
 __all__ = ["FINDING_KINDS", "AuditResult", "Finding", "audit_env", "audit_tasks"]
@@ -90,10 +98,11 @@ def static_findings(env: str, task: LiveTask) -> list[Finding]:
     return out
 
 
-def _each(rec: StepRecord | None, key: str) -> list[bool] | None:
+def _each(rec: StepRecord | TaskRecord | None, key: str) -> list[bool] | None:
     if rec is None:
         return None
-    got = rec.checks.get(key)
+    checks = rec.checks if isinstance(rec, StepRecord) else rec.start_checks or {}
+    got = checks.get(key)
     return [bool(x) for x in got] if isinstance(got, list) else None
 
 
@@ -107,32 +116,32 @@ def _point_in(element: Mapping[str, Any] | None, action: Mapping[str, Any] | Non
     return bool(box[0] <= x < box[2] and box[1] <= y < box[3])
 
 
-def judge_task(task: LiveTask, oracle: ResumeState, noop: ResumeState) -> list[Finding]:
-    """The dynamic findings of one task from the two runs' journals."""
+def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
+    """The dynamic findings of one task from the oracle's journal (its start reading and its
+    trajectory)."""
     out: list[Finding] = []
     tid = task.id
 
     def add(kind: FindingKind, message: str) -> None:
         out.append(Finding(tid, kind, message))
 
-    # the start state, as the noop's ending read it
-    noop_rec = noop.last.get(tid)
-    noop_steps = noop.trajectory(tid)
-    start = noop_steps[0] if noop_steps else None
-    start_success, start_fail = _each(start, "success_each"), _each(start, "fail_if_each")
-    if noop_rec is not None and noop_rec.outcome == "success":
-        add("solved_at_start", "the do-nothing agent succeeded: the task is solved at its start")
-    for j, holds in enumerate(start_fail or []):
-        if holds:
-            add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
-                "it fires on any first action")  # fmt: skip
-
-    # the oracle's run
     rec = oracle.last.get(tid)
     steps = oracle.trajectory(tid)
     if rec is None:
         add("env_error", "the oracle's run has no result for this task")
         return out
+    # the start state, as the oracle's run read it before its first action
+    start_success, start_fail = _each(rec, "success_each"), _each(rec, "fail_if_each")
+    if rec.outcome != "env_error" and (start_success is None or start_fail is None):
+        add("env_error", "the oracle's journal has no reading of the start state (a folder of "
+            "an earlier audit? audit into a new folder)")  # fmt: skip
+    at_start_done = not task.infeasible and not task.requires and start_success is not None
+    if at_start_done and all(start_success or []):
+        add("solved_at_start", "a done() at once succeeds: the task is solved at its start")
+    for j, holds in enumerate(start_fail or []):
+        if holds:
+            add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
+                "it fires on any first action")  # fmt: skip
     if rec.outcome == "env_error":
         add("env_error", f"the environment kept failing ({rec.reason})")
     elif rec.outcome != "success":
@@ -174,13 +183,11 @@ def judge_task(task: LiveTask, oracle: ResumeState, noop: ResumeState) -> list[F
     return out
 
 
-def audit_tasks(
-    env: str, tasks: Sequence[LiveTask], oracle: ResumeState, noop: ResumeState
-) -> list[Finding]:
+def audit_tasks(env: str, tasks: Sequence[LiveTask], oracle: ResumeState) -> list[Finding]:
     out: list[Finding] = []
     for t in tasks:
         out += static_findings(env, t)
-        out += judge_task(t, oracle, noop)
+        out += judge_task(t, oracle)
     return out
 
 
@@ -202,20 +209,19 @@ def audit_env(
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> AuditResult:
-    """The noop agent, then the oracle, through the runner into `work/noop` and `work/oracle`,
-    in agent mode (given the goal only; the oracle's path is the same in both modes, so the
-    audit also shows that `--mode agent --model oracle` completes every task); then every task
-    judged. Bad input (a task file, an id) raises before anything starts."""
+    """The oracle through the runner into `work/oracle`, in agent mode (given the goal only;
+    the oracle's path is the same in both modes, so the audit also shows that `--mode agent
+    --model oracle` completes every task), reading every check at each task's start; then
+    every task judged. Bad input (a task file, an id) raises before anything starts."""
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids)
     ids = tuple(t.id for t in tasks)
-    for agent in ("noop", "oracle"):
-        run_live(
-            LiveRequest(env=env, model=agent, out=work / agent, task_ids=ids, mode="agent",
-                        tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
-                        env_options=dict(env_options or {}), n_boot=0),
-            on_progress,
-        )  # fmt: skip
-    oracle, noop = _journal(work / "oracle"), _journal(work / "noop")
+    run_live(
+        LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",
+                    tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
+                    env_options=dict(env_options or {}), n_boot=0, start_checks=True),
+        on_progress,
+    )  # fmt: skip
+    oracle = _journal(work / "oracle")
     outcomes = {t: r.outcome for t, r in oracle.last.items()}
-    return AuditResult(env, ids, tuple(audit_tasks(env, tasks, oracle, noop)), work, outcomes)
+    return AuditResult(env, ids, tuple(audit_tasks(env, tasks, oracle)), work, outcomes)

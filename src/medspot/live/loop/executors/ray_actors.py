@@ -97,6 +97,10 @@ class RemoteEpisode:
         obs: Observation = self._answer(self._actor.reset, self.task, self._mode)
         return obs
 
+    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+        out: tuple[tuple[bool, ...], tuple[bool, ...]] = self._answer(self._actor.start_checks)
+        return out
+
     def intended(self) -> Boxes:
         if self._intended is None:
             self._intended = self._answer(self._actor.intended)
