@@ -6,6 +6,7 @@ resource. Every Ray process a test starts is stopped (by process id), nothing is
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -124,6 +125,11 @@ def test_oracle_through_two_actors_gives_the_thread_executors_results(
     assert not ignored & (1 << (signal.SIGCHLD - 1))
     done = subprocess.run(["sh", "-c", "exit 7"], check=False)
     assert done.returncode == 7
+    # ... nor is it left a child subreaper (Ray makes it one): orphans of later environments
+    # go to init, not to this process's zombies
+    flag = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    assert flag.value == 0
 
 
 class _ActorSignaller(OracleAgent):

@@ -101,6 +101,19 @@ _TEMPLATE = re.compile(r"\{(study|series):([^{}]+)\}")
 # mode, as going back to the study list does), and the page's history still at its first entry
 LEAVE_ROUTE = "/medspot-reset"
 _HISTORY_JS = "() => window.services ? history.length : -1"
+# The active viewport's stack fully loaded: every image in cornerstone's cache, and the
+# slice-loading overlay OHIF draws over the viewport's scrollbar while slices load (a tall
+# gradient-filled rect) gone; until then the start screen depends on how far preloading got
+_STACK_LOADED_JS = """() => { try {
+  const s = window.services; const vp = s.cornerstoneViewportService.getCornerstoneViewport(
+    s.viewportGridService.getState().activeViewportId);
+  const cache = window.cornerstone && window.cornerstone.cache;
+  const ids = vp && vp.getImageIds ? vp.getImageIds() : [];
+  if (cache && cache.isLoaded && !ids.every(id => cache.isLoaded(id))) return false;
+  return ![...document.querySelectorAll('rect[fill^="url("]')].some(
+    r => r.getBoundingClientRect().height > 200);
+} catch (e) { return false; } }"""
+STACK_LOADED_TIMEOUT_S = 10.0
 _LEAVE_JS = """([route, tours]) => {
   const s = window.services || {};
   const call = (svc, ...names) => { for (const n of names) {
@@ -268,6 +281,8 @@ class OhifEnv(OrthancWebEnv):
         ready = READY_JS if "/viewer" in url else _LIST_READY_JS
         with clock.phase("ready"):
             self.web.guard(page.wait_for_function, ready, timeout=self.load_timeout_s * 1000)
+            if "/viewer" in url:
+                self._wait_stack_loaded()
         with clock.phase("settle"):
             self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         if self.web.eval(_TOUR_VISIBLE_JS):
@@ -276,6 +291,18 @@ class OhifEnv(OrthancWebEnv):
             if box is not None:
                 self.web.guard(page.mouse.click, *box.center)
                 self.web.settle()
+
+    def _wait_stack_loaded(self) -> None:
+        """Until the start image's stack is loaded and its loading overlay gone, so that the
+        start screen does not depend on timing (bounded: past STACK_LOADED_TIMEOUT_S the start
+        is observed as it is)."""
+        try:
+            self.web.wait_for(_STACK_LOADED_JS, STACK_LOADED_TIMEOUT_S)
+        except EnvironmentFault as exc:
+            if self.web.faulted:
+                raise
+            log.info("ohif: the stack did not finish loading in %.0f s (%s)",
+                     STACK_LOADED_TIMEOUT_S, exc)  # fmt: skip
 
     # -- the in-document reset ---------------------------------------------------------------
 
@@ -312,6 +339,8 @@ class OhifEnv(OrthancWebEnv):
         ready = READY_JS if "/viewer" in url else _LIST_READY_JS
         with clock.phase("ready"):
             self.web.wait_for(ready, self.load_timeout_s)
+            if "/viewer" in url:
+                self._wait_stack_loaded()
         with clock.phase("settle"):
             self.web.settle(self.load_timeout_s, quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         if self.web.eval(_TOUR_VISIBLE_JS):
