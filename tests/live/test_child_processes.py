@@ -144,3 +144,21 @@ def test_claim_refuses_a_folder_a_running_process_owns(tmp_path: Path) -> None:
     processes.claim(folder)  # its owner is dead now: taken over
     owner = json.loads((folder / processes.OWNER_FILE).read_text())
     assert owner["pid"] == os.getpid()
+
+
+def test_a_child_that_ends_at_once_is_returned_promptly(tmp_path: Path) -> None:
+    """`popen` waits for the child to be past setpriv, but not for a child that is gone."""
+    t0 = time.monotonic()
+    proc = processes.popen(["true"], tmp_path)
+    assert proc.wait(10) == 0 and time.monotonic() - t0 < 4.0  # under the 5 s bound
+
+
+def test_the_subreaper_flag_reads_back_what_was_set() -> None:
+    before = processes.child_subreaper()
+    try:
+        processes.set_child_subreaper(1)
+        assert processes.child_subreaper() == 1
+        processes.set_child_subreaper(0)
+        assert processes.child_subreaper() == 0
+    finally:
+        processes.set_child_subreaper(before)

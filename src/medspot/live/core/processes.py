@@ -48,12 +48,14 @@ __all__ = [
     "WORKDIR_PREFIX",
     "ProcStamp",
     "child_env",
+    "child_subreaper",
     "claim",
     "marked",
     "popen",
     "record",
     "run",
     "running",
+    "set_child_subreaper",
     "stamp",
     "stop_folder",
     "sweep",
@@ -66,6 +68,7 @@ OWNER_FILE = ".medspot-owner.json"
 RECORD_FILE = ".medspot-processes.jsonl"
 WORKDIR_PREFIX = "medspot-live-"  # the runner's private folders: removed when found stale
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
 _RECORD_DEPTH = 3  # records are looked for this deep below a folder (env/component/...)
 
 
@@ -115,6 +118,23 @@ def _pdeathsig_prefix() -> list[str]:
 def _set_pdeathsig() -> None:  # runs in the child between fork and exec (setpriv missing)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def child_subreaper() -> int:
+    """This process's child-subreaper flag (Linux `prctl`; 0 where it cannot be read): a
+    subreaper inherits its descendants' orphans and must reap them."""
+    value = ctypes.c_int(0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)
+    except (OSError, AttributeError):
+        return 0
+    return value.value
+
+
+def set_child_subreaper(value: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, value, 0, 0, 0)
 
 
 def _dying_with_parent(argv: Sequence[str], kw: dict[str, Any]) -> list[str]:

@@ -135,8 +135,8 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
     if rec.outcome != "env_error" and (start_success is None or start_fail is None):
         add("env_error", "the oracle's journal has no reading of the start state (a folder of "
             "an earlier audit? audit into a new folder)")  # fmt: skip
-    at_start_done = not task.infeasible and not task.requires and start_success is not None
-    if at_start_done and all(start_success or []):
+    done_at_once = not task.infeasible and not task.requires  # what done() at once can win
+    if done_at_once and start_success is not None and all(start_success):
         add("solved_at_start", "a done() at once succeeds: the task is solved at its start")
     for j, holds in enumerate(start_fail or []):
         if holds:

@@ -11,8 +11,6 @@ started on this machine (and stopped at the end); `--ray-address auto` or `HOST:
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import math
 import os
@@ -204,26 +202,6 @@ class RaySlot(CallSlot):
             raise EnvironmentFault(f"{self.cfg.env}: close: {type(e).__name__}") from None
 
 
-_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
-
-
-def _child_subreaper() -> int:
-    """This process's child-subreaper flag (Linux; 0 where it cannot be read)."""
-    value = ctypes.c_int(0)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(
-            _PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0
-        )
-    except (OSError, AttributeError):
-        return 0
-    return value.value
-
-
-def _set_child_subreaper(value: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, value, 0, 0, 0)
-
-
 class RayExecutor:
     """Connects to (or starts) the Ray cluster and makes actor slots."""
 
@@ -266,7 +244,7 @@ class RayExecutor:
         else:
             kw["address"] = self.address
         sigterm = signal.getsignal(signal.SIGTERM)
-        subreaper = _child_subreaper()
+        subreaper = processes.child_subreaper()
         try:
             ray.init(**kw)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -284,7 +262,7 @@ class RayExecutor:
             # ... and it makes the driver a child subreaper, for good (ray.shutdown leaves
             # it): the orphaned grandchildren of every later environment of this process
             # (chromium after its driver, the AT-SPI bus) would stay its zombies, never reaped
-            _set_child_subreaper(subreaper)
+            processes.set_child_subreaper(subreaper)
 
     def _fit(self, slots: int) -> int:
         """How many of `slots` actors the cluster's nodes with the resource can hold."""
