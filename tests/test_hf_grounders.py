@@ -138,7 +138,7 @@ def test_holo2_asks_without_thinking(tiny: dict[str, Path], tmp_path: Path) -> N
 def test_gta1_names_the_size_the_processor_got(tiny: dict[str, Path], tmp_path: Path) -> None:
     """GTA1's system message states the image size; the hf backend resizes within the
     checkpoint's own pixel bounds, and the message names the size actually sent."""
-    card, adapter, req, pred, text, cap = _run("gta1", tiny["qwen2_5_vl"], tmp_path)
+    _, adapter, _, pred, text, cap = _run("gta1", tiny["qwen2_5_vl"], tmp_path)
     (sent,) = cap.sizes
     assert pred.sent_size == sent
     w, h = sent

@@ -186,3 +186,37 @@ def test_leaderboard_and_compare_keep_multi_pass_runs_apart(
     assert (
         head.startswith("A = openai:coarse-vlm") and "[zoom x2, crop 0.5]" in head.split("B =")[1]
     )
+
+
+def test_steps_asking_the_same_window_at_once(tmp_path: Path) -> None:
+    """Steps that share a screenshot and a first answer cut the same window concurrently."""
+    import threading
+
+    from PIL import Image
+
+    from medspot.adapters.base import StepRequest
+    from medspot.adapters.zoom import _crop_file
+
+    shot = tmp_path / "s.png"
+    Image.new("RGB", SIZE, (40, 40, 40)).save(shot)
+    req = StepRequest("A/0/1", "A/0", "s.png", shot, SIZE, "Click")
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    errors: list[BaseException] = []
+    paths: list[Path] = []
+
+    def cut() -> None:
+        try:
+            paths.append(_crop_file(req, CROP, crops))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=cut) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(set(paths)) == 1
+    with Image.open(paths[0]) as im:
+        assert im.size == (1000, 500)
+    assert sorted(p.name for p in crops.iterdir()) == [paths[0].name]  # no leftover part files

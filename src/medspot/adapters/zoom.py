@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -155,9 +156,12 @@ def _crop_file(req: StepRequest, box: PixelBox, folder: Path) -> Path:
             part = im.convert("RGB").crop(box)
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise DataError(f"cannot crop image {req.image_path}: {e}") from None
-    tmp = out.with_suffix(".part")
-    part.save(tmp, format="PNG")
-    tmp.replace(out)
+    # steps sharing a screenshot and a first answer ask the same window at once: each writes
+    # a file of its own and renames it over the same name (the same bytes either way)
+    fd, name = tempfile.mkstemp(dir=folder, suffix=".part")
+    with os.fdopen(fd, "wb") as f:
+        part.save(f, format="PNG")
+    os.replace(name, out)
     return out
 
 
