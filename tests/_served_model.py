@@ -4,7 +4,8 @@ answer syntax and coordinate convention.
 
 A request about one of `medspot check-model`'s screens (its instruction names the button) is
 answered with the button's centre, as a model that reads its screen right would; any other
-request with a fixed point, so that runs are complete and scored (as misses, mostly). Models
+request with a fixed point, so that runs are complete and scored (as misses, mostly). The
+grounding models added after the paper answer in their own syntax (`grounder_answer`); models
 not listed answer in the text form `(x, y)` on 0..1000.
 
 A request made with the harness planner prompt (`live run --planner MODEL`, whatever the model)
