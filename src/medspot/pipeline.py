@@ -18,6 +18,7 @@ from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
 from medspot.adapters.retry import MAX_RETRIES
+from medspot.adapters.zoom import ZoomAdapter, ZoomSpec, read_passes
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -30,6 +31,7 @@ from medspot.runfolder.runinfo import (
     FORMAT_VERSION,
     DatasetInfo,
     RunInfo,
+    ZoomInfo,
     git_revision,
     now_iso,
     package_versions,
@@ -61,6 +63,7 @@ class EvalRequest:
     n_boot: int = 2000
     options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
+    zoom: ZoomSpec | None = None  # --zoom K: K model calls per step, later ones on crops
 
     @property
     def protocol_name(self) -> str:
@@ -103,10 +106,16 @@ def _evaluate_locked(
     )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
+    folder = RunFolder(out)
+    zoom: ZoomInfo | None = None
+    if req.zoom is not None and req.zoom.multi_pass:
+        adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)
+        zoom = ZoomInfo(passes=req.zoom.passes, crop=req.zoom.crop)
 
     info = RunInfo(
         model=req.model,
         adapter=adapter.describe(),
+        zoom=zoom,
         protocol=req.protocol_name,
         tolerance_px=req.tolerance_px,
         prompt_style=req.prompt_style,
@@ -118,7 +127,6 @@ def _evaluate_locked(
         git_revision=git_revision(),
         started=now_iso(),
     )
-    folder = RunFolder(out)
     run_json = folder.run_json
     journal_path = folder.journal
     previous = folder.resume_guard(info)
@@ -186,6 +194,8 @@ def _run_and_score(
     info.retries = sum(r.retries for r in records)
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
+    if info.zoom is not None:  # every pass is a model call; the journal has one per step
+        info.zoom.model_calls = len(read_passes(folder.zoom_passes))
     info.finished = now_iso()
     if interrupted is not None:
         info.status = "interrupted"
@@ -275,4 +285,6 @@ def _rescore_locked(
     atomic_write_json(dest.run_json, new_info.model_dump())
     if target != run_dir:
         dest.journal.write_bytes(journal_path.read_bytes())
+        if source.zoom_passes.exists():  # a zoom-in run's passes go with its journal
+            dest.zoom_passes.write_bytes(source.zoom_passes.read_bytes())
     return new_info, score

@@ -25,6 +25,21 @@ from medspot.interrupts import exit_status
 __all__ = ["register"]
 
 
+def _crop_fraction(text: str) -> float:
+    """A `--zoom-crop` value, checked by `ZoomSpec` (the owner of its bounds)."""
+    from medspot.adapters.zoom import ZoomSpec
+    from medspot.errors import ConfigError
+
+    try:
+        v = float(text)
+        ZoomSpec(2, v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return v
+
+
 def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -> None:
     g = p.add_argument_group("model and backend")
     g.add_argument(
@@ -111,6 +126,7 @@ def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.adapters import registry
+    from medspot.adapters.zoom import ZoomSpec
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
     from medspot.runfolder.writer import metrics_table
@@ -119,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     # The protocol, resolved once: bad options are reported before the data is read.
     protocol = get_protocol(args.protocol or "medspot-v1", tolerance_px=args.tolerance)
     registry.entry(args.model)
+    zoom = ZoomSpec.of(args.zoom, args.zoom_crop) if args.zoom > 1 else None
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
     style = args.prompt or protocol.prompt_style
     req = EvalRequest(
@@ -136,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         n_boot=args.bootstrap,
         options=adapter_options(args),
         limit=args.limit,
+        zoom=zoom,
     )
     if args.dry_run:
         from medspot.dryrun import dry_run
@@ -171,6 +189,13 @@ def _run(args: argparse.Namespace) -> int:
         print(
             "note: `oracle` reads the target boxes; these numbers are the protocol's ceiling "
             "and a pipeline check, not a model's score."
+        )
+    if info.zoom is not None and info.zoom.model_calls is not None:
+        steps = info.calls - info.errors
+        per = info.zoom.model_calls / steps if steps else 0.0
+        print(
+            f"zoom-in: {info.zoom.passes} passes, crop {info.zoom.crop:g}: "
+            f"{info.zoom.model_calls} model calls for {steps} steps ({per:.2f} per step)"
         )
     if info.cost_usd:
         print(f"cost so far: ${info.cost_usd:.4f}")
@@ -233,6 +258,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--dry-run",
         action="store_true",
         help="print the calls and the estimated cost without making them",
+    )
+    p.add_argument(
+        "--zoom",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="K passes per step: after the answer, ask again on a crop of the screenshot "
+        "around it, K-1 times (default 1: single pass); the run is marked multi-pass",
+    )
+    p.add_argument(
+        "--zoom-crop",
+        type=_crop_fraction,
+        default=None,
+        metavar="F",
+        help="each zoom pass looks at F (0 < F < 1) of the width and height of the pass "
+        "before (default: half)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -1,6 +1,7 @@
 """Which runs may be ranked or compared together: the same data (annotation fingerprint, apps,
-`--limit`, number of tasks), each run once. Protocols are checked by the callers; this module
-owns the data side and the label of a run's data for `--mixed` tables."""
+`--limit`, number of tasks), each run once, live runs of one mode and one K, and single-pass
+runs apart from multi-pass (zoom-in) ones, as the grounding leaderboards keep them. Protocols
+are checked by the callers; this module owns the rest and the labels of `--mixed` tables."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ __all__ = [
     "data_key",
     "data_mismatch",
     "mode_mismatch",
+    "passes_label",
+    "passes_mismatch",
     "refuse_repeated_runs",
     "repeats_mismatch",
     "run_mode",
+    "run_passes",
     "run_repeats",
     "same_task",
 ]
@@ -100,6 +104,32 @@ def repeats_mismatch(runs: Sequence[Run]) -> str | None:
     if len({k for k in ks if k is not None}) > 1:
         detail = ", ".join(f"{r.name}: {k}" for r, k in zip(runs, ks, strict=True) if k)
         return f"the live runs were made with different --repeats ({detail})"
+    return None
+
+
+def run_passes(run: Run) -> int:
+    """The model calls a run made per step: 1, or a zoom-in run's passes (`--zoom K`)."""
+    zoom = run.info.zoom
+    return zoom.passes if zoom is not None else 1
+
+
+def passes_label(run: Run) -> str:
+    """How a row names a multi-pass run ("zoom x2, crop 0.5"); "" for a single-pass run."""
+    zoom = run.info.zoom
+    if zoom is None or zoom.passes <= 1:
+        return ""
+    return f"zoom x{zoom.passes}, crop {zoom.crop:g}"
+
+
+def passes_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why single-pass and multi-pass runs (or runs of different zoom settings) may not be
+    ranked or compared together, or None: a zoom-in run asks the model again on a crop around
+    its first answer, K calls per step, and ranks apart (the ScreenSpot-Pro leaderboard keeps
+    zoom-in and agentic variants in a section of their own)."""
+    labels = [passes_label(r) or "single-pass" for r in runs]
+    if len(set(labels)) > 1:
+        detail = ", ".join(f"{r.name}: {lab}" for r, lab in zip(runs, labels, strict=True))
+        return f"the runs mix single-pass and multi-pass (zoom-in) runs ({detail})"
     return None
 
 

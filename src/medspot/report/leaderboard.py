@@ -1,6 +1,7 @@
 """The leaderboard: one row per run, every metric with its 95% interval, sorted, as Markdown,
-CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols
-are refused unless `mixed`. Live runs with repeats (`--repeats K`, all of one K) add the
+CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols,
+and single-pass runs beside multi-pass (zoom-in) ones, are refused unless `mixed` (a zoom-in
+row is marked `[zoom xK, crop F]`). Live runs with repeats (`--repeats K`, all of one K) add the
 pass@k and pass^k columns (`medspot.report.repeats`)."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from medspot.report.comparable import (
     data_key,
     data_mismatch,
     mode_mismatch,
+    passes_label,
+    passes_mismatch,
     refuse_repeated_runs,
     repeats_mismatch,
     run_repeats,
@@ -60,6 +63,7 @@ class Row:
     values: dict[str, float | None]
     intervals: dict[str, tuple[float, float] | None]
     data: str = ""  # the run's data, named in the rows of a table over mixed data
+    passes: str = ""  # a multi-pass (zoom-in) run's passes ("zoom x2, crop 0.5"), else ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Leaderboard:
     mixed_data: bool = False
     left_out: tuple[str, ...] = ()  # incomplete runs not ranked
     repeats: tuple[int, ...] = ()  # the live runs' K (one value unless mixed)
+    mixed_passes: bool = False  # single-pass and multi-pass runs in one table (--mixed)
 
     @property
     def caption(self) -> str:
@@ -95,6 +100,13 @@ class Leaderboard:
                 f"live runs with K = {ks} repeats per task: pass@k (some run of a task "
                 "succeeded) and pass^k (all K did) over tasks, the other metrics pool the runs"
             )
+        if self.mixed_passes:
+            notes.append(
+                "MIXED single-pass and multi-pass (zoom-in) runs: a zoom-in row asked the "
+                "model again on a crop, several calls per step; rows are not comparable"
+            )
+        elif any(r.passes for r in self.rows):
+            notes.append(f"multi-pass (zoom-in) runs: {self.rows[0].passes}")
         if any(not r.complete for r in self.rows):
             notes.append("* incomplete run: metrics over the tasks that were scored")
         if self.left_out:
@@ -133,6 +145,11 @@ def build_leaderboard(
     mode_problem = mode_mismatch(runs)
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
+    passes_problem = passes_mismatch(runs)
+    if passes_problem is not None and not mixed:
+        raise ConfigError(
+            f"{passes_problem}; rank single-pass and zoom-in runs apart, or pass --mixed"
+        )
     protocols = tuple(dict.fromkeys(r.protocol for r in runs))
     if len(protocols) > 1 and not mixed:
         detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
@@ -154,6 +171,7 @@ def build_leaderboard(
             values={k: r.metric(k) for k in keys},
             intervals={k: r.interval(k) for k in keys},
             data=data_key(r).label,
+            passes=passes_label(r),
         )
         for r in runs
     ]
@@ -166,6 +184,7 @@ def build_leaderboard(
         mixed_data=data_problem is not None,
         left_out=left_out,
         repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
+        mixed_passes=passes_problem is not None,
     )
 
 
@@ -191,7 +210,8 @@ def _cell(key: str, row: Row) -> str:
 
 def _row_label(row: Row) -> str:
     extra = {"oracle": " (oracle)", "baseline": " (baseline)", "imported": " (imported)"}
-    return row.label + extra.get(row.kind, "") + ("" if row.complete else " *")
+    passes = f" [{row.passes}]" if row.passes else ""
+    return row.label + extra.get(row.kind, "") + passes + ("" if row.complete else " *")
 
 
 def _md(lb: Leaderboard, mixed: bool) -> str:
@@ -219,12 +239,13 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
 def _csv(lb: Leaderboard) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data"]
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes"]
     for k in lb.keys:
         head += [k, f"{k}_lo", f"{k}_hi"]
     w.writerow(head)
     for i, r in enumerate(lb.rows, 1):
-        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data]
+        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data,
+                              r.passes]  # fmt: skip
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)
             line += [
