@@ -34,8 +34,9 @@ def params_of(kind: str, **params: Any) -> Any:
     return VIEWER_KINDS.parse(CheckSpec(kind=kind, **params))
 
 
-def _node(i: int, parent: int, role: str, name: str = "", *, states: tuple[str, ...] = ("showing",),
-          box: tuple[int, int, int, int] = (0, 0, 10, 10), text: str | None = None) -> AtspiNode:  # fmt: skip
+def _node(i: int, parent: int, role: str, name: str = "", *,
+          states: tuple[str, ...] = ("showing",), box: tuple[int, int, int, int] = (0, 0, 10, 10),
+          text: str | None = None) -> AtspiNode:  # fmt: skip
     path = (0, i) if parent == -1 else (0, 0, i)
     return AtspiNode(i, path, parent, role, name, "", frozenset(states), box, text, None, "x")
 

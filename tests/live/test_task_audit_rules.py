@@ -138,7 +138,8 @@ def test_checks_that_do_not_read_the_right_end_state() -> None:
     same checks elsewhere (a typing step's done_if, a fail_if) are not."""
     typed = {"kind": "atspi.text", "after_label": "c:", "number": 120}
     task = LiveTask.model_validate({
-        "id": "typed", "instruction": "Set the window centre to 120", "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
+        "id": "typed", "instruction": "Set the window centre to 120",
+        "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
         "steps": [{"instruction": "Type 120", "action": "type", "text": "120", "done_if": typed},
                   {"name": "enter", "instruction": "Press Enter", "action": "key", "key": "Enter",
                    "done_if": typed}],

@@ -46,11 +46,11 @@ __all__ = [
     "VIEWER_KINDS",
     "ImageRef",
     "ViewerState",
+    "canvas_size",
     "image_file_name",
+    "image_files",
     "image_problem",
     "parse_file_ref",
-    "canvas_size",
-    "image_files",
     "read_viewer_state",
 ]
 
