@@ -161,3 +161,17 @@ def test_checks_that_do_not_read_the_right_end_state() -> None:
                 if f.kind == "unanchored_annotation"]  # fmt: skip
     assert [m.split(" ")[0] for m in anchored] == ["success.0", "success.1"]
     assert "no 'position' or 'instance'" in anchored[0] and "no 'series'" in anchored[1]
+
+
+def test_every_finding_and_check_kind_is_documented() -> None:
+    from pathlib import Path
+
+    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.loop.task_audit import FINDING_KINDS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()
+    audit = doc[doc.index("## Audit") : doc.index("## Setup and doctor")]
+    assert [k for k in FINDING_KINDS if f"| `{k}` |" not in audit] == []
+    table = doc[doc.index("### Check kinds") : doc.index("### Process tasks")]
+    kinds = {k for e in env_names() for k in env_entry(e).check_kinds}
+    assert sorted(k for k in kinds if f"`{k}`" not in table) == []
