@@ -19,6 +19,7 @@ pytestmark = pytest.mark.live
 PATIENT = {"css": "#all-patients li", "contains": "MS0001"}
 ON_PATIENT = {"kind": "web.url_matches", "pattern": "#patient\\?uuid={patient:DOE^JOHN}$"}
 NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64}
+ON_LOOKUP = {"kind": "web.url_matches", "pattern": "#lookup$"}
 
 
 def _task(tid: str, **fields: Any) -> dict[str, Any]:
@@ -55,6 +56,13 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"no_change", "lands_elsewhere"}),
     "keep-not-at-start": (_task("keep-not-at-start", success=[{**ON_PATIENT, "keep": True}]),
                           {"keep_not_at_start"}),
+    # the required step holds at the start route: it never becomes true, the oracle's clicks
+    # on the field change nothing and its budget runs out
+    "required-at-start": (_task("required-at-start", start={"route": "#lookup"},
+        requires=["lookup"], steps=[{"name": "lookup", "instruction": "Open the lookup page",
+        "target": {"css": "#lookup-patient-name"}, "done_if": ON_LOOKUP}],
+        success=[{**ON_LOOKUP, "keep": True}]),
+        {"required_at_start", "oracle_failed", "no_change"}),
 }  # fmt: skip
 
 
@@ -79,7 +87,7 @@ def test_audit_reports_each_kind_of_broken_task(
     static = [x["message"] for x in report["findings"] if x["task"] == "vacuous"]
     assert any(m.startswith("fail_if.0 (orthanc.instance_count)") for m in static)
     assert any(m.startswith("success.1 (web.title_matches): the pattern") for m in static)
-    assert "6 with findings" in printed.err
+    assert "7 with findings" in printed.err
     # bad input is exit 2, before anything starts
     assert main(["live", "audit", "--env", "orthanc-explorer", "--tasks-file", str(f),
                  "--tasks", "nope", "--no-progress"]) == 2  # fmt: skip

@@ -20,15 +20,23 @@ the Gymnasium environment and the tests all go through it. Per step:
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
   target; following steps whose `done_if` already holds are achieved too;
-- the `done_if` of every step named in `requires` is checked after every action: a required
-  step has happened once its `done_if` held at some point;
+- the `done_if` of every step named in `requires` is read at the start (after the reset and
+  `start.prepare`) and after every action: a required step has happened once its `done_if`
+  BECAME true, i.e. held after an action having been false at the start or at an earlier
+  reading (a step already done at the start counts only after it was undone and done again:
+  any action would pass it otherwise);
 - then `fail_if` (any fires: a *harmful* failure, checked first) and `success` (all hold, and
   every required step happened, and the task is not one whose right ending is `infeasible`):
   either ends the episode (`terminated`); the budget spent without an ending is `truncated`.
 
 Environment faults (`EnvironmentFault`, anything the environment raises) propagate: the
-caller decides (the runner retries the task on a fresh environment). The Episode is synchronous
-and must be used from the environment's own thread.
+caller decides (the runner retries the task on a fresh environment). A `start.prepare` step
+whose target (or drag release) is not on the screen is the task's data, not a fault: the
+environment's reset returns only once the application settled on the task's start, and its
+`act` only once the application settled after an action (or they raise `EnvironmentFault`), so
+a target missing from that screen does not exist there: a `DataError` located at
+`start.prepare.K.target` (0-based, as the task file's validation names it), at once. The
+Episode is synchronous and must be used from the environment's own thread.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from medspot.errors import DataError, Location
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -217,7 +226,16 @@ class Episode:
         self.reason = ""
         self.reset_s = 0.0
         self._intended: tuple[PixelBox | None, PixelBox | None] | None = None
-        self._required = {s.name: s for s in task.steps if s.name in set(task.requires)}
+        # the required steps' done_if checks by name (validated: each has one)
+        self._required: dict[str, CheckSpec] = {
+            s.name: s.done_if
+            for s in task.steps
+            if s.name is not None and s.name in task.requires and s.done_if is not None
+        }
+        # required steps whose done_if was read false (at the start or later): only these can
+        # happen (become true); and each required step's done_if at the start
+        self._seen_false: set[str] = set()
+        self.required_at_start: dict[str, bool] = {}
 
     # -- what the agent is told ---------------------------------------------------------------
 
@@ -253,10 +271,14 @@ class Episode:
         """The task's start state: the environment's reset, then the task's `start.prepare`."""
         t0 = time.perf_counter()
         obs = self.env.reset(self.task)
-        for k, step in enumerate(self.task.start.prepare, 1):
+        for k, step in enumerate(self.task.start.prepare):
             obs = self._prepare(k, step)
         self.achieved = [False] * len(self.task.steps)
         self.happened = set()
+        self.required_at_start = {
+            name: bool(self.env.check(done_if)) for name, done_if in self._required.items()
+        }
+        self._seen_false = {name for name, held in self.required_at_start.items() if not held}
         self.n = 0
         self.outcome, self.reason = None, ""
         self._intended = None
@@ -265,27 +287,41 @@ class Episode:
         return obs
 
     def _prepare(self, k: int, step: StepSpec) -> Observation:
+        """Perform `start.prepare` step `k` (0-based) as the oracle would."""
         box = self.env.locate(step.target) if step.target is not None else None
         to = self.env.locate(step.to) if step.to is not None else None
+        for name, loc, found in (("target", step.target, box), ("to", step.to, to)):
+            if loc is not None and found is None:
+                raise DataError(
+                    f"no element matches the start.prepare step's {name} on the settled start "
+                    f"screen of {self.env.name}: {loc.model_dump(exclude_defaults=True)}",
+                    Location(f"task {self.task.id}", field=f"start.prepare.{k}.{name}"),
+                )
         action = oracle_step_action(step, box, to)
         if action is None or isinstance(action, Infeasible):
-            raise EnvironmentFault(
-                f"task {self.task.id}: start.prepare step {k}: its target is not on screen"
+            raise DataError(
+                "a start.prepare step must act (an 'infeasible' step ends a task)",
+                Location(f"task {self.task.id}", field=f"start.prepare.{k}.action"),
             )
         self.env.act(action)
         if step.done_if is not None and not self.env.check(step.done_if):
             raise EnvironmentFault(
-                f"task {self.task.id}: start.prepare step {k}: its done_if does not hold"
+                f"task {self.task.id}: start.prepare step {k + 1}: its done_if does not hold"
             )
         return self.env.observe()
 
-    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+    def start_checks(self) -> dict[str, list[bool]]:
         """Each success and each `fail_if` check on the start state, after `reset()` and before
-        the first action: what an agent that ends at once (`done()`) is judged on (the audit's
-        reading of the start)."""
+        the first action: what an agent that ends at once (`done()`) is judged on; and each
+        required step's `done_if` there (in `requires` order): the audit's reading of the
+        start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`)."""
         if self.observation is None or self.n:
             raise RuntimeError("Episode.start_checks: after reset(), before the first step")
-        return tuple(self._check_all(self.task.success)), tuple(self._check_all(self.task.fail_if))
+        return {
+            "success_each": self._check_all(self.task.success),
+            "fail_if_each": self._check_all(self.task.fail_if),
+            "requires_each": [self.required_at_start[r] for r in self.task.requires],
+        }
 
     # -- the oracle -----------------------------------------------------------------------------
 
@@ -368,7 +404,9 @@ class Episode:
             if s.done_if is not None:
                 ok = bool(self.env.check(s.done_if))
                 done_if = ok if j == k else done_if
-                if ok and s.name is not None:
+                if s.name is not None and s.name in self._required:
+                    self._read_required(s.name, ok)
+                elif ok and s.name is not None:
                     self.happened.add(s.name)
             elif j == k:
                 ok = bool(hit)
@@ -381,14 +419,21 @@ class Episode:
             j += 1
         return newly, done_if
 
+    def _read_required(self, name: str, holds: bool) -> None:
+        """A reading of required step `name`'s `done_if` after an action: it has happened
+        when it holds having been read false before (it became true)."""
+        if not holds:
+            self._seen_false.add(name)
+        elif name in self._seen_false:
+            self.happened.add(name)
+
     def _check_required(self) -> tuple[str, ...]:
-        """Required steps whose `done_if` holds now (and so have happened)."""
+        """The required steps that have happened (their `done_if` became true) by now."""
         now: list[str] = []
-        for name, s in self._required.items():
-            assert name is not None and s.done_if is not None
-            if name in self.happened or self.env.check(s.done_if):
-                if name not in self.happened:
-                    self.happened.add(name)
+        for name, done_if in self._required.items():
+            if name not in self.happened:
+                self._read_required(name, bool(self.env.check(done_if)))
+            if name in self.happened:
                 now.append(name)
         return tuple(now)
 

@@ -65,9 +65,10 @@ def _where(file: str, i: int, place: str) -> Location:
 
 
 def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
-    """Check kinds, their parameters (seeded names, locators inside them), locator keys of
-    every step (the path and `start.prepare`) and the environment's own task rules: the first
-    problem is a located `DataError`."""
+    """Check kinds, their parameters (seeded names, locators inside them), an infeasible task's
+    success checks that need a change (`CheckParams.needs_change`), locator keys of every step
+    (the path and `start.prepare`) and the environment's own task rules: the first problem is a
+    located `DataError`."""
     entry = env_entry(parsed.env)  # ConfigError for an unknown env
     keys = set(entry.locator_keys)
     lint = entry.hook("task_check")
@@ -90,13 +91,17 @@ def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
                     raise DataError(
                         f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
                     )
-        steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
-        steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
-        for place, step in steps:
-            for name, where in (("target", step.target), ("to", step.to)):
-                why = bad_keys(where) if where is not None else None
-                if why is not None:
-                    raise DataError(why, _where(file, i, f"{place}.{name}"))
+            change = params.needs_change(task.start) if task.infeasible else None
+            if change is not None and place.startswith("success."):
+                raise DataError(
+                    f"check {check.kind!r} needs a change ({change}), but an infeasible "
+                    "task's success checks say that nothing changed: no agent can succeed",
+                    _where(file, i, place),
+                )
+        for place, name, loc in task.step_locators():
+            why = bad_keys(loc)
+            if why is not None:
+                raise DataError(why, _where(file, i, f"{place}.{name}"))
         for place, message in lint(task) if lint is not None else ():
             raise DataError(message, _where(file, i, place))
 

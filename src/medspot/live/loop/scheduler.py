@@ -250,8 +250,7 @@ class _Run:
         obs = await slot.call(ep.reset)
         at_start: dict[str, list[bool]] | None = None
         if self.opts.start_checks:
-            success_each, fail_each = await slot.call(ep.start_checks)
-            at_start = {"success_each": list(success_each), "fail_if_each": list(fail_each)}
+            at_start = dict(await slot.call(ep.start_checks))
         history: list[str] = []
         previous: list[PastTurn] = []
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))

@@ -133,7 +133,8 @@ class TaskRecord(BaseModel):
     final_screen: str = ""
     final_url: str | None = None
     reset_s: float | None = None
-    # each success / fail_if check on the start state, when the run read them (`start_checks`)
+    # each success / fail_if check and required step on the start state, when the run read
+    # them (`start_checks`: success_each, fail_if_each, requires_each)
     start_checks: dict[str, list[bool]] | None = None
     duration_s: float | None = None
     # env_error only: the fault recurred at the same place on every fresh environment; the

@@ -168,7 +168,7 @@ class EnvironmentHost:
 
         return self._guard(go, prefetch=True)
 
-    def start_checks(self) -> tuple[tuple[tuple[bool, ...], tuple[bool, ...]], EpisodeState]:
+    def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:
         return self._guard(lambda: self._episode().start_checks())
 
     def intended(self) -> tuple[Boxes, EpisodeState]:

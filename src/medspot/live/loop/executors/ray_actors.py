@@ -97,8 +97,8 @@ class RemoteEpisode:
         obs: Observation = self._answer(self._actor.reset, self.task, self._mode)
         return obs
 
-    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
-        out: tuple[tuple[bool, ...], tuple[bool, ...]] = self._answer(self._actor.start_checks)
+    def start_checks(self) -> dict[str, list[bool]]:
+        out: dict[str, list[bool]] = self._answer(self._actor.start_checks)
         return out
 
     def intended(self) -> Boxes:
