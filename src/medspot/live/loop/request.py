@@ -88,6 +88,9 @@ class LiveRequest:
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
     start_checks: bool = False  # read every check at each task's start (the audit)
+    # a spare instance per environment slot, prepared for the next task while the current one
+    # runs: None the environment's default (its `SparePlan`), False `--no-spare`
+    spare: bool | None = None
     # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
     # grounder's options are the planner's less those naming one model, then these
     planner: str | None = None
@@ -243,7 +246,7 @@ def _run_locked(
         repeats=req.repeats,
         executor=req.executor, ray_address=req.ray_address,
         ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
-        start_checks=req.start_checks,
+        start_checks=req.start_checks, spare=req.spare,
     )  # fmt: skip
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)

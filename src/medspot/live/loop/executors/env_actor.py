@@ -1,11 +1,14 @@
-"""The body of one environment actor (`--executor ray`): ONE environment and the `Episode` of
-its current task, in the actor's process on whichever node Ray placed it.
+"""The body of one environment actor (`--executor ray`): ONE environment slot (its instance
+and, where the environment keeps one, its spare: `seats.SeatPair`, each instance on a thread of
+its own) and the `Episode` of its current task, in the actor's process on whichever node Ray
+placed it.
 
 It creates, starts, resets, steps and closes the environment through the same `Episode` and
 environment contract as the thread executor; it returns plain data (the `Observation` with its
 screen as PNG bytes, `StepResult`, boxes, actions) and the episode's counters (`EpisodeState`)
 with every answer, so that the runner's stand-in (`ray_actors.RemoteEpisode`) reads them
-without a second round trip. It uses no shared file system: its private folder is on its node.
+without a second round trip. It uses no shared file system: its private folder is on its node
+(the instances' folders inside it).
 Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
 """
 
@@ -18,12 +21,13 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot._version import __version__
 from medspot.errors import MedspotError
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, Observation, PixelBox
 from medspot.live.core.episode import Episode, Mode, StepResult
@@ -31,10 +35,12 @@ from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
     SlotConfig,
+    SpareCounts,
     create_for_slot,
     fault_from,
     private_workdir,
 )
+from medspot.live.loop.executors.seats import Key, SeatPair
 
 __all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState"]
 
@@ -49,7 +55,8 @@ class EpisodeState:
     """The counters of the actor's episode after a call, the time the call took inside the
     actor (the rest of a round trip is Ray's), and after `reset` / `step` the current step's
     target boxes on the new screen (`Episode.intended()`, located at once: the next turn
-    needs them; None when the episode ended or locating failed: then asked for again)."""
+    needs them; None when the episode ended or locating failed: then asked for again); and
+    what the slot's spare does (`swapped`: the last reset was the spare swapped in)."""
 
     n: int
     current: int
@@ -57,6 +64,9 @@ class EpisodeState:
     reset_s: float
     inside_s: float
     intended: Boxes | None = None
+    swapped: bool = False
+    keeps_spare: bool = False
+    spares: SpareCounts = field(default_factory=SpareCounts)
 
 
 @dataclass(frozen=True)
@@ -86,10 +96,22 @@ class EnvironmentHost:
     def __init__(self, cfg: SlotConfig, index: int) -> None:
         self.cfg = cfg
         self.index = index
-        self.env: Environment | None = None
-        self.workdir: Path | None = None
+        self.pair: SeatPair | None = None
+        self.workdir: Path | None = None  # the actor's folder (its instances' folders in it)
         self.ep: Episode | None = None
+        self.swapped = False
         logging.getLogger("asyncio").addFilter(_ReapedChildNoise())
+
+    @property
+    def env(self) -> Environment | None:
+        """The active instance."""
+        return self.pair.active.env if self.pair is not None else None
+
+    def _on_env(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the active instance's thread."""
+        if self.pair is None:
+            raise RuntimeError("the environment is not started")
+        return self.pair.run(self.pair.active, fn, *args)
 
     def _guard(self, fn: Callable[[], T], *, prefetch: bool = False) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
@@ -107,15 +129,23 @@ class EnvironmentHost:
         if ep is None or ep.ended:
             return None
         try:
-            return ep.intended()
+            return self._on_env(ep.intended)
         except Exception:  # asked for again by the runner, where a fault is handled
             return None
 
     def _state(self, inside_s: float, boxes: Boxes | None = None) -> EpisodeState:
-        ep = self.ep
+        ep, pair = self.ep, self.pair
+        spare: dict[str, Any] = {}
+        if pair is not None:
+            spare = {
+                "swapped": self.swapped, "keeps_spare": pair.keeps_spare,
+                "spares": SpareCounts(pair.spares_started, pair.swaps, pair.spare_faults),
+            }  # fmt: skip
         if ep is None:
-            return EpisodeState(0, 0, (), 0.0, inside_s)
-        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes)
+            return EpisodeState(0, 0, (), 0.0, inside_s, **spare)
+        return EpisodeState(
+            ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes, **spare
+        )
 
     def _episode(self) -> Episode:
         if self.ep is None:
@@ -134,51 +164,75 @@ class EnvironmentHost:
         """Create and start the environment; where it runs."""
 
         def go() -> None:
-            # the environment claims the folder for this process and, starting, sweeps what
-            # dead actors (and runs) on this node left beside it (`core.processes`)
-            self.workdir = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
+            # the actor claims its folder and sweeps what dead actors (and runs) on this node
+            # left beside it (`core.processes`); each instance claims its own folder in it
+            home = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
+            self.workdir = home
+            processes.claim(home)
+            processes.sweep(home.parent, keep=home)
             # this process is the environment's alone: what its programs put in the temp
             # folder (the browser's profile) goes into its private folder, removed with it
-            os.environ["TMPDIR"] = str(self.workdir)
+            os.environ["TMPDIR"] = str(home)
             tempfile.tempdir = None
-            self.env = create_for_slot(self.cfg, self.workdir)
-            self.env.start()
+            self.pair = SeatPair(
+                f"medspot-env-{self.index}", lambda wd: create_for_slot(self.cfg, wd),
+                lambda: private_workdir(home, WORKDIR_PREFIX), env_name=self.cfg.env,
+                spare=self.cfg.spare, timeout_s=self.cfg.call_timeout_s,
+            )  # fmt: skip
+            self.pair.ensure()
 
         self._guard(go)
         return self.place()
 
     def close(self) -> None:
-        env, self.env, self.ep = self.env, None, None
+        pair, self.pair, self.ep = self.pair, None, None
         try:
-            if env is not None:
-                env.close()
+            if pair is not None:
+                pair.close()
         finally:
             if self.workdir is not None:
+                processes.stop_folder(self.workdir)
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.workdir = None
 
     # -- the episode (the same `Episode` as in the runner's own process) ---------------------
 
-    def reset(self, task: LiveTask, mode: Mode) -> tuple[Observation, EpisodeState]:
+    def reset(
+        self, task: LiveTask, mode: Mode, key: Key | None = None
+    ) -> tuple[Observation, EpisodeState]:
+        """The task's start: the spare prepared for `key` swapped in, or a reset of the
+        active instance (a new one after a fault)."""
+
         def go() -> Observation:
-            if self.env is None:
+            if self.pair is None:
                 raise RuntimeError("the environment is not started")
-            self.ep = Episode(self.env, task, mode=mode)
-            return self.ep.reset()
+            self.ep, self.swapped = None, False
+            begun = self.pair.take(task, key) if key is not None else None
+            if begun is None:
+                self.ep = Episode(self.pair.ensure(), task, mode=mode)
+                return self._on_env(self.ep.reset)
+            self.ep, self.swapped = begun.episode, True
+            return begun.observation
 
         return self._guard(go, prefetch=True)
 
+    def prepare(self, task: LiveTask, mode: Mode, key: Key) -> EpisodeState:
+        """Bring the spare to `task`'s start in the background (returns at once)."""
+        if self.pair is not None:
+            self.pair.prepare(task, mode, key)
+        return self._state(0.0)
+
     def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:
-        return self._guard(lambda: self._episode().start_checks())
+        return self._guard(lambda: self._on_env(self._episode().start_checks))
 
     def intended(self) -> tuple[Boxes, EpisodeState]:
-        return self._guard(lambda: self._episode().intended())
+        return self._guard(lambda: self._on_env(self._episode().intended))
 
     def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
-        return self._guard(lambda: self._episode().oracle_action())
+        return self._guard(lambda: self._on_env(self._episode().oracle_action))
 
     def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._episode().step(action), prefetch=True)
+        return self._guard(lambda: self._on_env(self._episode().step, action), prefetch=True)
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""
