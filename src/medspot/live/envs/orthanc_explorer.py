@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.contract import (
-    Observation,
-)
+from medspot.live.core.contract import Observation, SparePlan
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
@@ -64,11 +62,18 @@ _READY_JS = """() => {
 }"""
 
 
+# A runner slot's spare (`SpareCapable`): a second Orthanc and chromium, reset for the next task
+# while the current one runs; measured to pay on two cores (benchmarks/README.md section 9);
+# memory measured over all its processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=350)
+
+
 class OrthancExplorerEnv(OrthancWebEnv):
     """One Orthanc + one chromium, driven through Orthanc Explorer's pages."""
 
     name = NAME
     check_kinds = CHECK_KINDS
+    spare = SPARE
 
     def __init__(
         self,

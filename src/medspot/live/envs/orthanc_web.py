@@ -3,7 +3,8 @@ seeded with `medspot.live.services.seed`, one chromium (`WebSession`), and the c
 `observe`, `act` (with Orthanc's liveness checked before and after), `locate`, `element_at`
 on the page, and `check`: a dispatcher over the subclass's `check_kinds` and the readers of
 their states (the Orthanc database and the page here; a subclass adds its own). A subclass adds
-its own server or page logic, `reset`, and `names` (the IDs its URLs use).
+its own server or page logic, `reset`, `names` (the IDs its URLs use) and its `spare` (the
+`SparePlan` of a runner slot's spare: `swap_in` is here).
 
 The workdir is claimed for this process and the stale folders beside it are swept at start
 (`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
@@ -24,7 +25,7 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.tasks import CheckSpec, Locator
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.drivers.web import WebSession
 from medspot.live.envs.orthanc_checks import read_orthanc_state
 from medspot.live.envs.web_checks import web_readers
@@ -128,6 +129,13 @@ class OrthancWebEnv:
 
     def observe(self) -> Observation:
         return self.web.observe()
+
+    def swap_in(self, task: LiveTask) -> Observation:
+        """Reset for `task` as a runner slot's spare (the subclass's `spare`): Orthanc still
+        running, the start screen now."""
+        if not self.orthanc.alive():
+            raise EnvironmentFault("Orthanc is not running (the process died)")
+        return self.observe()
 
     def act(self, action: LiveAction) -> ActResult:
         if not self.orthanc.alive():

@@ -37,6 +37,7 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    SparePlan,
 )
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask, Locator
@@ -146,11 +147,18 @@ _ENTER_JS = """(path) => {
 }"""
 
 
+# A runner slot's spare (`SpareCapable`): a second Orthanc, viewer server and chromium, reset for
+# the next task while the current one runs; measured to pay on two cores (benchmarks/README.md
+# section 9); memory measured over all its processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=500)
+
+
 class OhifEnv(OrthancWebEnv):
     """One Orthanc + one same-origin viewer server + one chromium."""
 
     name = NAME
     check_kinds = CHECK_KINDS
+    spare = SPARE
 
     def __init__(
         self,
