@@ -155,7 +155,7 @@ def test_dicomscope_swapped_in_spares_are_fresh(tmp_path: Path, seed_cache: Path
     tasks = {t.id: t for t in dicomscope_tasks()}
     on_image, in_browser = tasks["invert-and-zoom-1to1"], tasks["open-ct-doe-john-slice3"]
     with _seats("dicomscope", tmp_path, seed_cache=seed_cache) as (pair, on):
-        a = pair.begin(on_image, "guided", (on_image.id, 0)).episode.env
+        a: Any = pair.begin(on_image, "guided", (on_image.id, 0)).episode.env
         fresh_image = on(a.observable_state)
         on(_dicomscope_changes, a)
         b = _swap(pair, in_browser, 1)  # a second DICOMscope, started meanwhile
@@ -249,7 +249,7 @@ def test_ohif_swapped_in_spare_is_fresh(tmp_path: Path, seed_cache: Path) -> Non
     tasks = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}
     task, other = tasks["measure-ab-ct-doe-john"], tasks["open-ct-doe-john"]
     with _seats("ohif", tmp_path, chromium=CHROMIUM, seed_cache=seed_cache) as (pair, on):
-        a = pair.begin(task, "guided", (task.id, 0)).episode.env
+        a: Any = pair.begin(task, "guided", (task.id, 0)).episode.env
         fresh_state, fresh_png, fresh_history = on(_ohif_observed, a)
         on(_ohif_changes, a)
         assert on(a.state)["measurements"]
@@ -338,7 +338,7 @@ def test_orthanc_explorer_swapped_in_spare_is_fresh(tmp_path: Path, seed_cache: 
         pair,
         on,
     ):
-        a = pair.begin(task, "guided", (task.id, 0)).episode.env
+        a: Any = pair.begin(task, "guided", (task.id, 0)).episode.env
         fresh = on(_explorer_observed, a)
         on(_explorer_mess, a)
         assert _swap(pair, other, 1) is not a

@@ -24,6 +24,8 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SeatPair
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
 from medspot.live.loop.steplog import JOURNAL_NAME, FaultRecord, TaskRecord, read_live_journal
+from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET, live_view
+from medspot.runfolder.reader import load_run
 
 pytestmark = pytest.mark.live
 
@@ -72,6 +74,15 @@ def test_every_task_after_the_first_starts_on_a_swapped_in_spare(tmp_path: Path)
     st = res.stats
     assert (st.envs_started, st.spares_started, st.swaps, st.spare_faults) == (1, 1, 3, 0)
     assert not processes_mentioning(str(tmp_path / "w"))  # both instances closed
+    # the timings in the metrics and the task rows (`LIVE_TIMING_KEYS`)
+    wait, reset = res.metrics[BETWEEN_TASKS], res.metrics[RESET]
+    assert wait["n"] == 3 and wait["median"] < RESET_S <= reset["median"] and reset["n"] == 4
+    lr = live_view(load_run(tmp_path / "run"))
+    assert lr is not None
+    assert [(t.swapped, t.between_tasks_s) for t in lr.tasks] == [
+        (r.swapped, r.between_tasks_s) for r in ends
+    ]
+    assert all(t.reset_s is not None for t in lr.tasks)
 
 
 def test_no_spare_resets_between_tasks(tmp_path: Path) -> None:

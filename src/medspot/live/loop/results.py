@@ -191,6 +191,9 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         task_successes=wins,
         task_runs_scored=runs,
         success_fraction=wins / runs if runs else None,
+        between_tasks_s=r.record.between_tasks_s if r.record else None,
+        reset_s=r.record.reset_s if r.record else None,
+        swapped=bool(r.record and r.record.swapped),
     )
 
 

@@ -26,6 +26,7 @@ from medspot.runfolder.layout import (
     TASK_RESULTS,
 )
 from medspot.runfolder.live_schema import (
+    BETWEEN_TASKS,
     FALSE_INFEASIBLE,
     HARMFUL,
     HIT_RATE,
@@ -34,6 +35,7 @@ from medspot.runfolder.live_schema import (
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
+    RESET,
     STEPS_RATIO,
     SUCCESS,
     LiveEnding,
@@ -41,6 +43,7 @@ from medspot.runfolder.live_schema import (
     LiveRunInfo,
     LiveStepRow,
     LiveTaskRow,
+    LiveTiming,
     repeat_task_id,
 )
 from medspot.runfolder.lock import RunFolderBusy, run_folder_lock
@@ -63,6 +66,7 @@ from medspot.scoring.metrics import (
 __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
+    "BETWEEN_TASKS",
     "FALSE_INFEASIBLE",
     "HARMFUL",
     "HIT_RATE",
@@ -75,6 +79,7 @@ __all__ = [
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
+    "RESET",
     "RUN_JSON",
     "SHORT_NAMES",
     "STEPS_RATIO",
@@ -88,6 +93,7 @@ __all__ = [
     "LiveRunInfo",
     "LiveStepRow",
     "LiveTaskRow",
+    "LiveTiming",
     "RunFolderBusy",
     "RunInfo",
     "StaticRow",
