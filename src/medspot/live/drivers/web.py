@@ -55,6 +55,9 @@ from medspot.live.core.tasks import Locator
 __all__ = ["DEFAULT_ARGS", "DownloadRecord", "WebSession", "playwright_key"]
 
 log = logging.getLogger(__name__)
+# the longest wait between two wheel notches for the app to be ready (`WebSession._until_ready`);
+# past it the next notch is sent anyway (the settle after the action has the last word)
+NOTCH_READY_S = 5.0
 DEFAULT_ARGS = (
     "--no-sandbox",
     "--disable-gpu",
@@ -562,7 +565,9 @@ class WebSession:
                 self.guard(m.up)
             case Scroll(x, y, dy):
                 self.guard(m.move, x, y)
-                for _ in range(abs(dy)):
+                for k in range(abs(dy)):
+                    if k:
+                        self._until_ready(NOTCH_READY_S)
                     self.guard(m.wheel, 0, WHEEL_NOTCH_PX if dy > 0 else -WHEEL_NOTCH_PX)
                     self.guard(self.page.wait_for_timeout, 30)
             case TypeText(text):
@@ -571,6 +576,14 @@ class WebSession:
                 self.guard(kb.press, playwright_key(key))
         settle = self.settle(baseline=(before[0], before[1]))
         return ActResult(settle_s=settle, changed=self._signature() != before)
+
+    def _until_ready(self, timeout_s: float) -> None:
+        """Until the app says it is ready (`ready_js`), at most `timeout_s`: between two wheel
+        notches, so that each lands on the state the one before left (a viewer still moving to
+        the previous notch's image can lose the next one: OHIF's stack viewport did)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._probe()[1] and time.monotonic() < deadline:
+            self.guard(self.page.wait_for_timeout, 15)
 
     def _signature(self) -> tuple[Any, ...]:
         """DOM mutation count, URL, page count, downloads: what `changed` compares."""

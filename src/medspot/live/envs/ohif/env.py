@@ -120,6 +120,25 @@ _STACK_LOADED_JS = """() => { try {
     r => r.getBoundingClientRect().height > 200);
 } catch (e) { return false; } }"""
 STACK_LOADED_TIMEOUT_S = 10.0
+# The viewer is settled only when every stack viewport shows the image it was scrolled to
+# (cornerstone's `StackViewport.scroll` moves its target index at once but shows an image that
+# is not cached only once it loaded). Also what the web session waits for between two wheel
+# notches (`WebSession._until_ready`): a notch sent while the viewport still moves to the
+# previous one can be lost. cornerstone debounces the move to an image not yet cached and does
+# not cancel that pending move when the next notch finds its image cached and moves at once, so
+# the late move takes the viewport back (3 notches from image 1 ended on image 3, 1 time in 5
+# while the stack was still loading). The oracle then scrolled again, past its target: the
+# overshoot once seen after an in-document reset (docs/live.md, OHIF's Reset).
+SETTLED_JS = """() => { try {
+  const cs = window.cornerstone; if (!cs || !cs.getRenderingEngines) return true;
+  for (const re of cs.getRenderingEngines() || []) {
+    for (const vp of re.getViewports()) {
+      if (typeof vp.targetImageIdIndex === 'number' && vp.getCurrentImageIdIndex
+          && vp.targetImageIdIndex !== vp.getCurrentImageIdIndex()) return false;
+    }
+  }
+  return true;
+} catch (e) { return true; } }"""
 _LEAVE_JS = """([route, tours]) => {
   const s = window.services || {};
   const call = (svc, ...names) => { for (const n of names) {
@@ -183,6 +202,7 @@ class OhifEnv(OrthancWebEnv):
             extra_args=(*SOFTWARE_GL_ARGS, *extra_args),
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
+            ready_js=SETTLED_JS,
         )
         super().__init__(
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
