@@ -52,7 +52,7 @@ from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
-from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
 from medspot.live.envs.reset_clock import ResetClock
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def parse_file_ref(ref: str, where: Location | None = None) -> ImageRef:
 
 class DicomscopeEnv:
     name = "dicomscope"
+    key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
     def __init__(
         self,
