@@ -70,13 +70,13 @@ def test_unexecutable_actions_are_scored_no_action_steps(panel: LampPanel) -> No
     ep = Episode(panel, _task("red", "green"))  # a budget of 6 actions
     ep.reset()
     results = [ep.step(a) for a in (Click(math.nan, math.nan), Click(-3, 9000),
-                                    Key("NoSuchKeyXYZ"))]  # fmt: skip
+                                    Key("NoSuchKeyXYZ"), Click("10", "20"))]  # type: ignore[arg-type]  # fmt: skip
     flags = [r.flags for r in results]
     assert flags == [("not_executable:not_a_number",), ("not_executable:off_screen",),
-                     ("not_executable:unknown_key",)]  # fmt: skip
+                     ("not_executable:unknown_key",), ("not_executable:not_a_number",)]  # fmt: skip
     assert all(not r.executed and r.not_executed and r.hit_intended is None for r in results)
     assert "NoSuchKeyXYZ" in (results[2].not_executed or "")
-    assert [r.n for r in results] == [1, 2, 3] and panel.on["red"] is False
+    assert [r.n for r in results] == [1, 2, 3, 4] and panel.on["red"] is False
     ep.step(Click(*button_box("red").center))
     ep.step(Click(*button_box("green").center))
     assert ep.outcome == "success"  # the task went on and was scored

@@ -20,6 +20,7 @@ Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_rea
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
@@ -175,6 +176,12 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
     raise ActionFormatError(f"live action {d!r}: unknown kind {kind!r}")
 
 
+def _px(v: object) -> str:
+    """A coordinate in the text form: whole pixels (what an action object holds may be no
+    number at all: it is then shown as it is, never an error while describing it)."""
+    return f"{v:.0f}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else repr(v)
+
+
 def describe_action(action: LiveAction | None) -> str:
     """The text form of an action (docs/live.md), for history lines and reports."""
     match action:
@@ -182,11 +189,11 @@ def describe_action(action: LiveAction | None) -> str:
             return "no action"
         case Click(x, y, button, double):
             name = "double_click" if double else ("right_click" if button == "right" else "click")
-            return f"{name}({x:.0f}, {y:.0f})"
+            return f"{name}({_px(x)}, {_px(y)})"
         case Drag(x1, y1, x2, y2):
-            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
+            return f"drag({_px(x1)}, {_px(y1)}, {_px(x2)}, {_px(y2)})"
         case Scroll(x, y, dy):
-            return f"scroll({x:.0f}, {y:.0f}, {dy})"
+            return f"scroll({_px(x)}, {_px(y)}, {dy})"
         case TypeText(text):
             return f"type({text!r})"
         case Key(key):

@@ -324,7 +324,9 @@ class _Run:
                 retries = getattr(e, "retries", 0)  # CallFailed says how many were made
                 update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
                 self._append(_with(rec, **update))
-                return end("error", f"model call failed: {e}", sha)
+                log.warning("task %s, turn %d: the model call failed (asked again when the run "
+                            "is resumed): %s", task.id, n, e)  # fmt: skip
+                return end("error", f"model call failed at turn {n}: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
             place.action, place.replayed = upd["action"], place.replayed and n in replay
