@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         Infeasible,
         Key,
         LiveAction,
+        NotAnAction,
         Scroll,
         TypeText,
         action_from_json,
@@ -57,7 +58,14 @@ if TYPE_CHECKING:
         Observation,
         PixelBox,
     )
-    from medspot.live.core.episode import MODES, Episode, Mode, StepResult, hit_intended
+    from medspot.live.core.episode import (
+        MODES,
+        Episode,
+        EpisodeError,
+        Mode,
+        StepResult,
+        hit_intended,
+    )
     from medspot.live.core.registry import (
         EnvEntry,
         create_environment,
@@ -90,6 +98,7 @@ __all__ = [
     "Environment",
     "EnvironmentFault",
     "Episode",
+    "EpisodeError",
     "Infeasible",
     "Key",
     "LiveAction",
@@ -103,6 +112,7 @@ __all__ = [
     "Mode",
     "ModelAgent",
     "ModelCallError",
+    "NotAnAction",
     "Observation",
     "OracleAgent",
     "ParsedAction",
@@ -140,11 +150,11 @@ _PARTS = {
     "medspot.live.agents.model": "ModelAgent",
     "medspot.live.agents.scripted": "OracleAgent ReplayAgent",
     "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
-    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction Scroll TypeText "
-    "action_from_json action_to_json describe_action",
+    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction NotAnAction Scroll "
+    "TypeText action_from_json action_to_json describe_action",
     "medspot.live.core.contract": "ActResult ElementInfo Environment EnvironmentFault "
     "Observation PixelBox",
-    "medspot.live.core.episode": "MODES Episode Mode StepResult hit_intended",
+    "medspot.live.core.episode": "MODES Episode EpisodeError Mode StepResult hit_intended",
     "medspot.live.core.registry": "EnvEntry create_environment env_entry env_names register_env",
     "medspot.live.core.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",

@@ -20,6 +20,13 @@ swapped in (`swap_in`: the prepared start screen, now) and the used instance is 
 background for the task after. The spare is an instance like any other (same options, its own
 private folder and processes, reset completely), so nothing else of the contract changes
 (`medspot.live.loop.executors.seats`).
+
+An action reaches `act` only once `medspot.live.core.executable` found it executable (its
+points finite and on the screen, its scroll and text within bounds, its key in the
+environment's key table), so an action the model got wrong is never a fault. An environment
+declares the keys its driver presses as `key_table` (a `medspot.live.core.keys.KeyTable`:
+`drivers.web.KEY_TABLE`, `drivers.x11.KEY_TABLE`); without one, the action format's
+(Playwright's) names are the table.
 """
 
 from __future__ import annotations

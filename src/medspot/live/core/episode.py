@@ -16,6 +16,10 @@ the Gymnasium environment and the tests all go through it. Per step:
 - an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
   the right ending and the success checks hold (and every `requires`d step happened), else as a
   failure; no answer (`None`) uses one action of the budget and changes nothing;
+- an action the environment cannot execute (`medspot.live.core.executable`: a key its driver
+  does not have, a point that is not finite or off the screen, a scroll of no or too many
+  notches, text no keyboard types) is not executed either: one action of the budget, the flag
+  `not_executable:<why>` and `StepResult.not_executed` (the model's mistake, never a fault);
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
@@ -35,8 +39,11 @@ whose target (or drag release) is not on the screen is the task's data, not a fa
 environment's reset returns only once the application settled on the task's start, and its
 `act` only once the application settled after an action (or they raise `EnvironmentFault`), so
 a target missing from that screen does not exist there: a `DataError` located at
-`start.prepare.K.target` (0-based, as the task file's validation names it), at once. The
-Episode is synchronous and must be used from the environment's own thread.
+`start.prepare.K.target` (0-based, as the task file's validation names it), at once. After a fault
+the episode refuses every step until it is reset (`EpisodeError`, as before the first `reset()`).
+What is not an action is refused (`NotAnAction`) before anything is spent, and a task of
+another environment when the episode is made (a `DataError`). The Episode is synchronous and
+must be used from the environment's own thread.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from medspot.errors import DataError, Location
+from medspot.errors import DataError, Location, MedspotError
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -54,8 +61,10 @@ from medspot.live.core.actions import (
     Infeasible,
     Key,
     LiveAction,
+    NotAnAction,
     Scroll,
     TypeText,
+    is_action,
     normalise_key,
     point_of,
 )
@@ -66,12 +75,15 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
+from medspot.live.core.executable import capabilities_of, unexecutable
+from medspot.live.core.taskfiles import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 
 __all__ = [
     "MODES",
     "POINT_TOLERANCE_PX",
     "Episode",
+    "EpisodeError",
     "Mode",
     "Outcome",
     "StepResult",
@@ -82,6 +94,13 @@ __all__ = [
 Mode = Literal["guided", "agent"]
 MODES: tuple[Mode, ...] = ("guided", "agent")
 Outcome = Literal["success", "harmful", "failure"]
+
+
+class EpisodeError(MedspotError, RuntimeError):
+    """An `Episode` used out of order: a step or the oracle before `reset()`, a step after the
+    episode ended or after the environment failed in it (reset again, on a fresh environment
+    after a fault). Also a `RuntimeError`."""
+
 
 # A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
 # pixels of it counts as hitting it.
@@ -193,6 +212,8 @@ class StepResult:
     # an ending evaluates them on the screen it ends on (the start, for `done()` at once)
     success_each: tuple[bool, ...] = ()
     fail_each: tuple[bool, ...] = ()
+    # an action the environment cannot execute (`core.executable`): why; it was not executed
+    not_executed: str | None = None
 
     @property
     def checks(self) -> dict[str, Any]:
@@ -215,6 +236,9 @@ class Episode:
     def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        if not isinstance(task, LiveTask):
+            raise TypeError(f"Episode takes a LiveTask, not {type(task).__name__}")
+        check_task_for_env(task, env.name)  # a task of another environment: a DataError
         self.env = env
         self.task = task
         self.mode: Mode = mode
@@ -236,6 +260,7 @@ class Episode:
         # happen (become true); and each required step's done_if at the start
         self._seen_false: set[str] = set()
         self.required_at_start: dict[str, bool] = {}
+        self._fault: str | None = None  # what failed in the environment during this episode
 
     # -- what the agent is told ---------------------------------------------------------------
 
@@ -270,9 +295,14 @@ class Episode:
     def reset(self) -> Observation:
         """The task's start state: the environment's reset, then the task's `start.prepare`."""
         t0 = time.perf_counter()
-        obs = self.env.reset(self.task)
-        for k, step in enumerate(self.task.start.prepare):
-            obs = self._prepare(k, step)
+        self.observation, self._fault = None, None  # not reset until the reset is done
+        try:
+            obs = self.env.reset(self.task)
+            for k, step in enumerate(self.task.start.prepare):
+                obs = self._prepare(k, step)
+        except BaseException as e:
+            self._fault = f"the reset failed: {type(e).__name__}: {_first_line(e)}"
+            raise
         self.achieved = [False] * len(self.task.steps)
         self.happened = set()
         self.required_at_start = {
@@ -316,7 +346,7 @@ class Episode:
         required step's `done_if` there (in `requires` order): the audit's reading of the
         start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`)."""
         if self.observation is None or self.n:
-            raise RuntimeError("Episode.start_checks: after reset(), before the first step")
+            raise EpisodeError("Episode.start_checks: after reset(), before the first step")
         return {
             "success_each": self._check_all(self.task.success),
             "fail_if_each": self._check_all(self.task.fail_if),
@@ -328,6 +358,7 @@ class Episode:
     def intended(self) -> tuple[PixelBox | None, PixelBox | None]:
         """The current step's target box (and a drag's release box) on the current screen;
         located once per screen."""
+        self._usable("intended")
         if self._intended is None:
             step = self.current_step
             box = self.env.locate(step.target) if step.target is not None else None
@@ -337,6 +368,7 @@ class Episode:
 
     def oracle_action(self) -> LiveAction | None:
         """The action of the task's own path for the current step, on the current screen."""
+        self._usable("oracle_action")
         return oracle_step_action(self.current_step, *self.intended())
 
     # -- one step -------------------------------------------------------------------------------
@@ -348,12 +380,36 @@ class Episode:
         """Every success check holds (`each`) and every required step happened."""
         return all(each) and all(name in self.happened for name in self._required)
 
-    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
-        """Take one action (None: the agent gave no readable action; it costs one action)."""
+    def _usable(self, what: str) -> None:
+        """`EpisodeError` when `what` cannot be done now: before `reset()`, after a fault."""
+        if self._fault is not None:
+            raise EpisodeError(
+                f"Episode.{what}: the environment failed in this episode ({self._fault}); "
+                "reset() it (a fresh environment, when the fault was the environment's)"
+            )
         if self.observation is None:
-            raise RuntimeError("Episode.step before reset()")
+            raise EpisodeError(f"Episode.{what} before reset()")
+
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        """Take one action (None: the agent gave no readable action; it costs one action).
+        An action the environment cannot execute (`core.executable`) is not executed: a
+        no-action step with the flag `not_executable:<why>`. Anything that is not an action is
+        refused (`NotAnAction`) and costs nothing."""
+        if action is not None and not is_action(action):
+            raise NotAnAction(
+                f"Episode.step takes a live action (medspot.live.core.actions: Click, Drag, "
+                f"Scroll, TypeText, Key, Done, Infeasible) or None, not {action!r}"
+            )
+        self._usable("step")
         if self.ended:
-            raise RuntimeError(f"Episode.step after the episode ended ({self.outcome})")
+            raise EpisodeError(f"Episode.step after the episode ended ({self.outcome})")
+        try:
+            return self._step(action, tuple(flags))
+        except BaseException as e:
+            self._fault = f"action {self.n}: {type(e).__name__}: {_first_line(e)}"
+            raise
+
+    def _step(self, action: LiveAction | None, flags: tuple[str, ...]) -> StepResult:
         env_t = time.perf_counter()
         self.n += 1
         k = self.current
@@ -361,6 +417,12 @@ class Episode:
         box, to_box = self.intended()
         if action is None or isinstance(action, Done | Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
+        assert self.observation is not None
+        refused = unexecutable(action, capabilities_of(self.env, self.observation))
+        if refused is not None:
+            return self._ending(
+                action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
+            )
         p = point_of(action)
         element = self.env.element_at(p.x, p.y) if p is not None else None
         hit = hit_intended(step, action, box, to_box)
@@ -445,7 +507,10 @@ class Episode:
         to_box: PixelBox | None,
         flags: tuple[str, ...],
         env_t: float,
+        not_executed: str | None = None,
     ) -> StepResult:
+        """A step that executes nothing: an ending, no answer, or an action the environment
+        cannot execute (`not_executed` says why)."""
         assert self.observation is not None
         success, terminated = False, False
         hit: bool | None = None
@@ -487,4 +552,9 @@ class Episode:
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
             env_s=time.perf_counter() - env_t, success_each=tuple(each), fail_each=tuple(fail),
+            not_executed=not_executed,
         )  # fmt: skip
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]

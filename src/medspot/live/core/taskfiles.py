@@ -13,10 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
-from medspot.live.core.registry import env_entry
+from medspot.live.core.registry import env_entry, env_names
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
 
 __all__ = [
+    "check_task_for_env",
     "env_task_file",
     "load_task_file",
     "packaged_task_files",
@@ -204,3 +205,21 @@ def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
             f"(`medspot live tasks --env {tf.env}` lists them)"
         )
     return [known[i] for i in dict.fromkeys(ids)]
+
+
+def check_task_for_env(task: LiveTask, env: str) -> None:
+    """A task object (from any file, or built in a program) checked against the environment
+    it is to run in, as a task file is: a task of another environment, whose check kinds,
+    locator keys or start keys this one does not have, is a `DataError` naming both. Nothing
+    is checked for an environment that is not registered."""
+    if env not in env_names():
+        return
+    try:
+        _check_against_env(LiveTaskFile(env=env, tasks=(task,)), f"task {task.id}")
+    except DataError as exc:
+        where = exc.location
+        field = f" (field '{where.field}')" if where is not None and where.field else ""
+        raise DataError(
+            f"task {task.id} cannot run in {env}{field}: {exc.message}; is it a task of "
+            "another environment?"
+        ) from None

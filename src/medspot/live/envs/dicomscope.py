@@ -54,7 +54,7 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeStat
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.file_reads import FileReads
-from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
 from medspot.live.envs.dicomscope_checks import (
     VIEWER_KINDS,
     ImageRef,
@@ -109,6 +109,7 @@ SPARE = SparePlan(default=True, memory_mb=200)
 class DicomscopeEnv:
     name = "dicomscope"
     spare = SPARE
+    key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
     def __init__(
         self,

@@ -12,6 +12,7 @@ leaves it with status "failed" and the error (an interruption: "interrupted").
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from medspot.live.agents.factory import (
     create_planner_grounder,
     live_prompt_style,
 )
-from medspot.live.agents.turn import QUEUED, LiveAgent
+from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
@@ -59,6 +60,8 @@ __all__ = [
     "LiveRequest",
     "run_live",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -251,8 +254,29 @@ def _run_locked(
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
     except Exception as e:  # run.json says why the run stopped, not "running"
+        try:  # and the calls paid until then
+            journaled = list(read_live_journal(journal_path))
+            _count_calls(info, tasks, JournalState.from_records(journaled))
+        except Exception as again:  # the journal itself may be what failed
+            log.warning("%s: cannot count the calls: %s", journal_path, again)
         record_failed_run(run_json, info, e)
         raise
+
+
+def _count_calls(info: LiveRunInfo, tasks: list[LiveTask], state: JournalState) -> None:
+    """run.json's `calls` (every paid model call journaled, a computer-use turn's API calls
+    each) and `cost_usd`."""
+    asked = [
+        s
+        for repeat in state.repeats.values()
+        for t in tasks
+        for steps in repeat.steps.get(t.id, {}).values()
+        for s in steps
+        if not s.replayed
+    ]
+    info.calls = sum(s.calls_made for s in asked)
+    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
+    info.cost_usd = round(sum(costs), 6) if costs else None
 
 
 def _run_and_write(
@@ -283,18 +307,8 @@ def _run_and_write(
     state = JournalState.from_records(list(read_live_journal(journal_path)))
     results = task_results(tasks, state, req.env, repeats=req.repeats)
     metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    asked = [
-        s
-        for repeat in state.repeats.values()
-        for t in tasks
-        for steps in repeat.steps.get(t.id, {}).values()
-        for s in steps
-        if not s.replayed and QUEUED not in s.flags
-    ]
-    info.calls = len(asked)
+    _count_calls(info, tasks, state)
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
-    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
-    info.cost_usd = round(sum(costs), 6) if costs else None
     info.finished = now_iso()
     if interrupted is not None:
         info.status = "interrupted"
