@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
@@ -116,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--executor", choices=EXECUTORS, default="threads")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the run folders (and the log) in DIR (default: a temp folder)",
+    )
     args = ap.parse_args(argv)
     tf, _ = env_task_file(args.env)
     every = max(1, len(tf.tasks) // args.tasks)
@@ -127,10 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     opts = check_env_options(args.env, opts)
     spares = [False, True] if args.spares == "both" else [SPARES[args.spares]]
     rows = []
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(args.keep / "bench.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        logging.getLogger("medspot.live").addHandler(handler)
+        logging.getLogger("medspot.live").setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         for n in args.envs:
             for spare in spares:
-                row = one(args.env, ids, n, Path(tmp), opts, args.executor, spare, args.repeats)
+                row = one(args.env, ids, n, args.keep or Path(tmp), opts, args.executor, spare,
+                          args.repeats)  # fmt: skip
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -90,12 +90,17 @@ def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SeatPair, Cal
 
 
 def _swap(pair: SeatPair, task: LiveTask, n: int) -> Any:
-    """Prepare the spare for `task` in the background, then swap it in; its instance."""
+    """Prepare the spare for `task` in the background, then swap it in; its instance. The
+    first observation it gives is what the screen shows."""
     pair.prepare(task, "guided", (task.id, n))
     assert pair.wait_prepared(300), "the spare did not get ready"
     begun = pair.begin(task, "guided", (task.id, n))
     assert begun.swapped
-    return begun.episode.env
+    env = begun.episode.env
+    now = _pixels(pair.run(pair.active, env.observe).png)
+    first = _pixels(begun.observation.png)
+    assert _differing(first, now) <= CARET_PIXELS, _where(first, now)
+    return env
 
 
 # -- DICOMscope ------------------------------------------------------------------------------

@@ -534,7 +534,7 @@ class WebSession:
         m, kb = self.page.mouse, self.page.keyboard
         if isinstance(action, Click | Scroll):  # hover effects are not the action's effects
             self.guard(m.move, action.x, action.y)
-        before = self._signature()
+        before = self.signature()
         match action:
             case Click(x, y, button, double):
                 if double:
@@ -561,7 +561,7 @@ class WebSession:
             case Key(key):
                 self.guard(kb.press, playwright_key(key))
         settle = self.settle(baseline=(before[0], before[1]))
-        return ActResult(settle_s=settle, changed=self._signature() != before)
+        return ActResult(settle_s=settle, changed=self.signature() != before)
 
     def _until_ready(self, timeout_s: float) -> None:
         """Until the app says it is ready (`ready_js`), at most `timeout_s`: between two wheel
@@ -571,8 +571,9 @@ class WebSession:
         while not self._probe()[1] and time.monotonic() < deadline:
             self.guard(self.page.wait_for_timeout, 15)
 
-    def _signature(self) -> tuple[Any, ...]:
-        """DOM mutation count, URL, page count, downloads: what `changed` compares."""
+    def signature(self) -> tuple[Any, ...]:
+        """DOM mutation count, URL, page count, downloads: what `changed` compares (equal
+        signatures: the page shows what it showed)."""
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         n, url = self.guard(

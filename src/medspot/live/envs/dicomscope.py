@@ -333,9 +333,10 @@ class DicomscopeEnv:
         return obs
 
     def swap_in(self, task: LiveTask) -> Observation:
-        """Reset for `task` as a spare (`SPARE`): still alive, the start screen now."""
+        """Reset for `task` as a spare (`SPARE`): still alive, the start screen now (the
+        reset's own observation while the screen still shows exactly it: a digest, no PNG)."""
         self._alive()
-        return self.observe()
+        return self.desktop.still_shown() or self.observe()
 
     def _wait(self, pred: Callable[[AtspiTree], bool], what: str) -> AtspiTree:
         """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""

@@ -125,7 +125,7 @@ class OrthancExplorerEnv(OrthancWebEnv):
             # page shown) is the state waited for; the DOM's quiet time is only a margin
             self.web.settle(quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         with clock.phase("observe"):
-            obs = self.observe()
+            obs = self.observe_start()
         self.reset_phases = clock.done()
         return obs
 

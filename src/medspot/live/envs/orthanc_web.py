@@ -61,6 +61,7 @@ class OrthancWebEnv:
         self.web = web
         self.last_reset_s = 0.0
         self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
+        self._start_shown: tuple[Any, Observation] | None = None  # (`observe_start`)
         self._rest_thread: ThreadPoolExecutor | None = None
         self._started = False
 
@@ -131,11 +132,24 @@ class OrthancWebEnv:
     def observe(self) -> Observation:
         return self.web.observe()
 
+    def observe_start(self) -> Observation:
+        """The start screen, at the end of a subclass's reset: observed, and remembered with
+        the page's signature (`swap_in` gives it again while the page still shows it)."""
+        signature = self.web.signature()
+        obs = self.observe()
+        self._start_shown = (signature, obs)
+        return obs
+
     def swap_in(self, task: LiveTask) -> Observation:
         """Reset for `task` as a runner slot's spare (the subclass's `spare`): Orthanc still
-        running, the start screen now."""
+        running, the start screen now: the reset's own observation while the page's signature
+        (DOM mutations, URL, pages, downloads; the viewers' canvases change with their overlay
+        text) is the same, else a new one."""
         if not self.orthanc.alive():
             raise EnvironmentFault("Orthanc is not running (the process died)")
+        shown, self._start_shown = self._start_shown, None
+        if shown is not None and self.web.signature() == shown[0]:
+            return shown[1]
         return self.observe()
 
     def act(self, action: LiveAction) -> ActResult:

@@ -299,7 +299,7 @@ class OhifEnv(OrthancWebEnv):
             self._predraw(task)
         self.last_reset_s = time.perf_counter() - t0
         with clock.phase("observe"):
-            obs = self.observe()
+            obs = self.observe_start()
         self.reset_phases = clock.done()
         return obs
 

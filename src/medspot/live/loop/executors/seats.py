@@ -262,13 +262,17 @@ class SeatPair:
         self._spare_start = None  # the spare now is the instance the active one was
 
     def _swap_in(self, prep: _Preparation, task: LiveTask) -> Begun | None:
+        t0 = time.perf_counter()
         try:
             ep, _ = self._result(self.spare, prep.reset, "the spare's reset")
+            t1 = time.perf_counter()
             swap_in = getattr(ep.env, "swap_in")  # noqa: B009  (`SpareCapable`)
             ep.observation = self.run(self.spare, swap_in, task)
         except Exception as e:
             self._spare_failed(e)
             return None
+        log.debug("%s: %s swapped in (waited %.3f s for the spare's reset, swap_in %.3f s)",
+                  self.env_name, task.id, t1 - t0, time.perf_counter() - t1)  # fmt: skip
         self._exchange()
         with self._lock:
             self.swaps += 1
