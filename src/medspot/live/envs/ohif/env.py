@@ -7,9 +7,11 @@ with software WebGL (SwiftShader). The onboarding tour is disabled before any pa
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
 
-`reset(task)` brings the database back to the seed through REST, clears the page's storage,
-replaces the page by a new one (no history, the pointer at (0, 0)) and loads the start route:
-a new document, so VOI, zoom, layout, measurements, the active tool and the panels are the
+`reset(task)` brings the database back to the seed through REST and the viewer to the start
+route: in the open document where it can (`reuse_document`: the router leaves the viewer, so
+its mode exits and cleans up, and enters the start route again), else with the page's storage
+cleared and the page replaced by a new one (no history, the pointer at (0, 0)) loading the
+start route; either way VOI, zoom, layout, measurements, the active tool and the panels are the
 viewer's defaults (the browser context, and so its HTTP cache, is kept: the viewer's 20 MB of
 scripts load once). Routes name seeded things by catalogue names:
 `/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
@@ -192,7 +194,7 @@ class OhifEnv(OrthancWebEnv):
         settle_timeout_s: float = 30.0,
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
-        reuse_document: bool = False,
+        reuse_document: bool = True,
         reset_quiet_s: float = 0.15,
     ) -> None:
         web = WebSession(
@@ -209,8 +211,8 @@ class OhifEnv(OrthancWebEnv):
         )
         self.dist = ohif_dist
         self.load_timeout_s = load_timeout_s
-        # True: reset in the open document where it allows it (else a new page); off by default:
-        # one audit saw a scroll overshoot after it (docs/live.md, OHIF's Reset)
+        # True: reset in the open document where it allows it (else a new page); the overshoot
+        # one audit saw after it was a lost wheel notch (`SETTLED_JS`), not the reset's
         self.reuse_document = reuse_document
         self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
