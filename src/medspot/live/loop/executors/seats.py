@@ -239,7 +239,7 @@ class SeatPair:
         starting: a reset of the active instance is the quicker way; the spare keeps starting,
         for a later task), or it failed (`spare_faults`). When a fault threw the active
         instance away and the spare is started, the spare becomes the active instance, to be
-        reset for `task` by the caller (a warm instance no task has used, instead of a start)."""
+        reset for `task` by the caller (a warm instance reset instead of a new one started)."""
         prep = self._prep
         if prep is not None and prep.key == key:
             self._prep = None
@@ -255,7 +255,7 @@ class SeatPair:
 
     def _spare_started(self) -> bool:
         start = self._spare_start
-        return start is None or (start.done() and not start.cancelled() and not start.exception())
+        return start is None or (start.done() and _start_error(start) is None)
 
     def _exchange(self) -> None:
         self.active, self.spare = self.spare, self.active
@@ -327,7 +327,7 @@ class SeatPair:
             self._prep = None
         start = self._spare_start
         if start is not None and start.done() and not self._spare_started():
-            self._spare_failed(start.exception() or EnvironmentFault("the spare's start failed"))
+            self._spare_failed(_start_error(start) or EnvironmentFault("the spare did not start"))
             if not self.keeps_spare:
                 return
             start = None
@@ -361,7 +361,7 @@ class SeatPair:
         self, seat: Seat, task: LiveTask, mode: Mode, start: Future[None] | None
     ) -> tuple[Episode, Observation]:
         if seat.env is None:
-            why = start.exception() if start is not None and start.done() else None
+            why = _start_error(start) if start is not None and start.done() else None
             raise EnvironmentFault(f"{self.env_name}: the spare did not start: {why}")
         t0 = time.perf_counter()
         ep = Episode(seat.env, task, mode=mode)
@@ -395,6 +395,13 @@ class SeatPair:
                     processes.stop_folder(spare.workdir)
             self.active.pool.shutdown(wait=not stuck)
             spare.pool.shutdown(wait=closed)
+
+
+def _start_error(start: Future[None]) -> BaseException | None:
+    """What a finished start of a spare raised (a cancelled one: it never ran)."""
+    if start.cancelled():
+        return EnvironmentFault("the spare's start was cancelled")
+    return start.exception()
 
 
 def _close_quietly(env_name: str, env: Environment | None, workdir: Path | None) -> None:
