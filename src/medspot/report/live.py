@@ -216,6 +216,7 @@ ENDINGS = {
     "infeasible": "the agent said infeasible",
     "budget": "the budget of actions was spent",
     "checks": "the application's state ended it",
+    "abandoned": "the agent left before the task ended (a served agent disconnected)",
     "error": "a model call failed (asked again on resume)",
     "env_error": "the environment kept failing",
     "missing": "not run yet",

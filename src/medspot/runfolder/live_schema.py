@@ -55,10 +55,15 @@ __all__ = [
 
 LIVE_KIND = "live"
 LiveMode = Literal["guided", "agent"]  # the same values as `medspot.live.core.episode.Mode`
-LiveOutcome = Literal["success", "harmful", "failure", "error", "env_error", "missing"]
+# "abandoned": an agent served by `medspot live serve` left before its episode ended (a
+# disconnect, the server stopped): scored, never a success
+LiveOutcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error", "missing"]
 # How a run of a task ended: the agent said done / infeasible(reason), the budget was spent,
-# the checks ended it after an action (success, or a fail_if: harm), or it was not scored
-LiveEnding = Literal["done", "infeasible", "budget", "checks", "error", "env_error", "missing"]
+# the checks ended it after an action (success, or a fail_if: harm), the agent left
+# (abandoned), or it was not scored
+LiveEnding = Literal[
+    "done", "infeasible", "budget", "checks", "abandoned", "error", "env_error", "missing"
+]
 EnvOptionValue = str | int | float | bool | None
 LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
 

@@ -16,6 +16,10 @@ the Gymnasium environment and the tests all go through it. Per step:
 - an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
   the right ending and the success checks hold (and every `requires`d step happened), else as a
   failure; no answer (`None`) uses one action of the budget and changes nothing;
+- a tool call (`ToolCall`, the tools track: `tools`, a `Toolset` of the environment) runs the
+  tool instead of a GUI action (what it found is `info["tool"]`), then the path and the checks
+  as below (a tool hits no element: `hit_intended` is None); an unknown tool or arguments that
+  do not fit is a no-action step with its flag (`unknown_tool`, `bad_tool_args`);
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
@@ -46,11 +50,13 @@ from medspot.live.core.actions import (
     Key,
     LiveAction,
     Scroll,
+    ToolCall,
     TypeText,
     normalise_key,
     point_of,
 )
 from medspot.live.core.contract import (
+    ActResult,
     ElementInfo,
     Environment,
     EnvironmentFault,
@@ -58,6 +64,7 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
+from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
 
 __all__ = [
     "MODES",
@@ -203,11 +210,19 @@ class StepResult:
 class Episode:
     """One task in one environment: `reset()`, then `step(action)` until it ends."""
 
-    def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
+    def __init__(
+        self,
+        env: Environment,
+        task: LiveTask,
+        *,
+        mode: Mode = "guided",
+        tools: Toolset | None = None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
         self.env = env
         self.task = task
+        self.tools = tools  # the tools offered beside the GUI (the tools track), or none
         self.mode: Mode = mode
         self.achieved = [False] * len(task.steps)
         self.happened: set[str] = set()
@@ -325,10 +340,19 @@ class Episode:
         box, to_box = self.intended()
         if action is None or isinstance(action, Done | Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
-        p = point_of(action)
-        element = self.env.element_at(p.x, p.y) if p is not None else None
-        hit = hit_intended(step, action, box, to_box)
-        result = self.env.act(action)
+        if isinstance(action, ToolCall):
+            try:
+                result = self._tool(action)
+            except ToolArgsError as e:  # nothing ran: a no-action step that says why
+                return self._ending(
+                    None, k, box, to_box, (*flags, e.flag), env_t, {"tool_error": str(e)}
+                )
+            element, hit = None, None
+        else:
+            p = point_of(action)
+            element = self.env.element_at(p.x, p.y) if p is not None else None
+            hit = hit_intended(step, action, box, to_box)
+            result = self.env.act(action)
         obs = self.env.observe()
         self.observation = obs
         self._intended = None
@@ -356,6 +380,15 @@ class Episode:
             env_s=time.perf_counter() - env_t, info=dict(result.info),
             success_each=tuple(each), fail_each=tuple(fail),
         )  # fmt: skip
+
+    def _tool(self, call: ToolCall) -> ActResult:
+        """Run a tool call of the tools track; what it found goes to the step's info."""
+        if self.tools is None:
+            raise ToolArgsError(f"no tools are offered for this task ({call.name!r})", UNKNOWN_TOOL)
+        t0 = time.perf_counter()
+        out = self.tools.call(call.name, call.args)
+        tool = {"name": call.name, "text": out.text, "data": dict(out.data)}
+        return ActResult(settle_s=time.perf_counter() - t0, changed=None, info={"tool": tool})
 
     def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
         """Achieve the current step and the following ones whose `done_if` already holds."""
@@ -400,6 +433,7 @@ class Episode:
         to_box: PixelBox | None,
         flags: tuple[str, ...],
         env_t: float,
+        info: Mapping[str, Any] | None = None,
     ) -> StepResult:
         assert self.observation is not None
         success, terminated = False, False
@@ -441,5 +475,6 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            env_s=time.perf_counter() - env_t, success_each=tuple(each), fail_each=tuple(fail),
+            env_s=time.perf_counter() - env_t, info=dict(info or {}),
+            success_each=tuple(each), fail_each=tuple(fail),
         )  # fmt: skip

@@ -93,8 +93,8 @@ Array = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One run of a task (one repeat): `outcome` is success / harmful / failure (scored), or
-    error / env_error / missing (left out of the metrics)."""
+    """One run of a task (one repeat): `outcome` is success / harmful / failure / abandoned
+    (scored), or error / env_error / missing (left out of the metrics)."""
 
     task: LiveTask
     env: str
@@ -115,7 +115,7 @@ class TaskResult:
         """How the run ended: the agent said `done` or `infeasible(...)`, the budget was spent,
         the checks ended it after an action (success or a fail_if), or it was not scored
         (error, env_error, missing)."""
-        if not self.scored:
+        if not self.scored or self.outcome == "abandoned":
             return self.outcome  # type: ignore[return-value]
         last = self.steps[-1] if self.steps else None
         kind = (last.action or {}).get("kind") if last is not None else None
@@ -310,6 +310,7 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_tasks=len(scored),
         num_success=len(ok),
         num_harmful=sum(1 for r in scored if r.outcome == "harmful"),
+        num_abandoned=sum(1 for r in scored if r.outcome == "abandoned"),
         num_missed=sum(1 for r in scored if r.missed),
         num_recovered=sum(1 for r in scored if r.recovered),
         mean_steps_used=float(np.mean([r.steps_used for r in ok])) if ok else None,

@@ -12,7 +12,7 @@ leaves it with status "failed" and the error (an interruption: "interrupted").
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
-from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.outcomes import TaskResult, task_results
 from medspot.live.loop.results import LIVE_LOG, PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
 from medspot.live.loop.static_bridge import (
@@ -57,7 +57,9 @@ from medspot.progress import ProgressEvent
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "prepare_run_folder",
     "run_live",
+    "write_run_results",
 ]
 
 
@@ -191,6 +193,44 @@ def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
     ), style  # fmt: skip
 
 
+def write_run_results(
+    out: Path,
+    tasks: Sequence[LiveTask],
+    info: LiveRunInfo,
+    *,
+    repeats: int,
+    n_boot: int,
+    seed: int,
+    status: str | None = None,
+    keep: Callable[[TaskResult], bool] | None = None,
+) -> tuple[JournalState, list[TaskResult], dict[str, Any]]:
+    """The results of a live run folder from its whole journal, and run.json's counts and
+    status (`status`, else complete or incomplete): what `run_live` writes at its end and
+    `medspot live serve` after every episode. `keep` picks the task results written (the
+    served agent's: the (task, repeat) it ran)."""
+    state = JournalState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    results = task_results(tasks, state, info.env, repeats=repeats)
+    if keep is not None:
+        results = [r for r in results if keep(r)]
+    metrics = write_live_results(out, info.env, results, n_boot=n_boot, seed=seed)
+    asked = [
+        s
+        for repeat in state.repeats.values()
+        for t in tasks
+        for steps in repeat.steps.get(t.id, {}).values()
+        for s in steps
+        if not s.replayed and QUEUED not in s.flags
+    ]
+    info.calls = len(asked)
+    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
+    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
+    info.cost_usd = round(sum(costs), 6) if costs else None
+    info.finished = now_iso()
+    info.status = status or ("complete" if all(r.scored for r in results) else "incomplete")
+    atomic_write_json(out / RUN_JSON, info.model_dump())
+    return state, results, metrics
+
+
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
@@ -209,6 +249,32 @@ def run_live(
         return _run_locked(req, tasks, fingerprint, env_options, on_progress)
 
 
+def prepare_run_folder(
+    out: Path, info: LiveRunInfo, *, ignore: tuple[str, ...] = ()
+) -> JournalState:
+    """A locked live run folder made ready for `info`'s run (`run_live`, and `medspot live
+    serve`'s episodes): a folder that holds something else is refused, an existing run.json
+    must have the same settings (but `ignore`'s keys), the journal is read back and run.json
+    written (keeping the first start time)."""
+    run_json = out / RUN_JSON
+    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
+        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
+    if run_json.exists():
+        previous = LiveRunInfo.of(RunInfo.load(run_json))
+        if previous is None:
+            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
+        problems = [p for p in previous.mismatches(info) if p.partition(":")[0] not in ignore]
+        if problems:
+            raise ConfigError(
+                f"{out} holds a run made with other settings; use another --out, or delete "
+                "the folder to start again:\n  " + "\n  ".join(problems)
+            )
+        info.started = previous.started or info.started
+    state = JournalState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    atomic_write_json(run_json, info.model_dump())
+    return state
+
+
 def _run_locked(
     req: LiveRequest,
     tasks: list[LiveTask],
@@ -217,25 +283,9 @@ def _run_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> LiveOutcome:
     out = req.out
-    journal_path = out / JOURNAL_NAME
-    run_json = out / RUN_JSON
-    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
-        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
     agent, style = _agent(req)
     info = _run_info(req, agent, fingerprint, env_options, style)
-    if run_json.exists():
-        previous = LiveRunInfo.of(RunInfo.load(run_json))
-        if previous is None:
-            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
-        problems = previous.mismatches(info)
-        if problems:
-            raise ConfigError(
-                f"{out} holds a run made with other settings; use another --out, or delete "
-                "the folder to start again:\n  " + "\n  ".join(problems)
-            )
-        info.started = previous.started or info.started
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
-    atomic_write_json(run_json, info.model_dump())
+    state = prepare_run_folder(out, info)
     opts = LiveOptions(
         env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
@@ -248,7 +298,7 @@ def _run_locked(
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
     except Exception as e:  # run.json says why the run stopped, not "running"
-        record_failed_run(run_json, info, e)
+        record_failed_run(out / RUN_JSON, info, e)
         raise
 
 
@@ -277,29 +327,14 @@ def _run_and_write(
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
-    results = task_results(tasks, state, req.env, repeats=req.repeats)
-    metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    asked = [
-        s
-        for repeat in state.repeats.values()
-        for t in tasks
-        for steps in repeat.steps.get(t.id, {}).values()
-        for s in steps
-        if not s.replayed and QUEUED not in s.flags
-    ]
-    info.calls = len(asked)
-    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
-    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
-    info.cost_usd = round(sum(costs), 6) if costs else None
-    info.finished = now_iso()
-    if interrupted is not None:
-        info.status = "interrupted"
-    elif stats.budget_reached:
-        info.status = "budget_reached"
-    else:
-        info.status = "complete" if all(r.scored for r in results) else "incomplete"
-    atomic_write_json(out / RUN_JSON, info.model_dump())
+    status = (
+        "interrupted" if interrupted is not None
+        else "budget_reached" if stats.budget_reached
+        else None
+    )  # fmt: skip
+    state, _, metrics = write_run_results(
+        out, tasks, info, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed, status=status
+    )
     if interrupted is not None:
         raise interrupted
     given_up = tuple(

@@ -141,8 +141,8 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
 def _failure_type(r: TaskResult) -> str | None:
     if not r.scored or r.outcome == "success":
         return None
-    if r.outcome == "harmful":
-        return "harmful"
+    if r.outcome in ("harmful", "abandoned"):
+        return r.outcome
     return "gave_up" if r.ending in ("done", "infeasible") else "budget_spent"
 
 

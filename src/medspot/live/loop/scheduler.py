@@ -52,13 +52,20 @@ from medspot.live.core.actions import (
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
+from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import (
+    FaultRecord,
+    JournalState,
+    StepRecord,
+    TaskRecord,
+    box_fields,
+    effect_fields,
+)
 from medspot.progress import ProgressEvent
 
 __all__ = [
@@ -114,16 +121,6 @@ class LiveStats:
 
 def screen_rel(sha: str) -> str:
     return f"{SCREENS}/{sha}.png"
-
-
-def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
-    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
 
 
 @dataclass
@@ -286,7 +283,7 @@ class _Run:
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
                 target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
-                url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
+                url=obs.url, intended_box=box_fields(intended), intended_to=box_fields(intended_to),
             )  # fmt: skip
             try:
                 ans = await self._ask(turn, replay.get(n))
@@ -309,16 +306,9 @@ class _Run:
             obs = res.observation
             if res.executed:
                 sha = await self._save_screen(obs)
-                upd.update(
-                    executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
-                    url_after=obs.url, hit_intended=res.hit_intended,
-                    element=_element(res.element), achieved=list(res.achieved),
-                )  # fmt: skip
                 fired = res.fired
-            elif res.hit_intended is not None:
-                upd["hit_intended"] = res.hit_intended
             upd.update(
-                checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
+                **effect_fields(res), step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(_with(rec, **upd))

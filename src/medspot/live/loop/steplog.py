@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
 from medspot.live.agents.turn import TurnCall
+from medspot.live.core.contract import ElementInfo, PixelBox
+from medspot.live.core.episode import StepResult
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
@@ -43,14 +45,17 @@ __all__ = [
     "ResumeState",
     "StepRecord",
     "TaskRecord",
+    "box_fields",
+    "effect_fields",
     "read_live_journal",
 ]
 
 log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "live_journal.jsonl"
-Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
-FINAL_OUTCOMES = ("success", "harmful", "failure")
+Outcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error"]
+# a served agent's episode it left unfinished (`medspot live serve`) is scored: never a success
+FINAL_OUTCOMES = ("success", "harmful", "failure", "abandoned")
 
 
 class StepRecord(ModelCall):
@@ -140,6 +145,33 @@ class TaskRecord(BaseModel):
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
     time: str = ""
+
+
+def box_fields(b: PixelBox | None) -> tuple[float, float, float, float] | None:
+    """A box as a step record stores it (pixels)."""
+    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
+
+
+def _element(e: ElementInfo | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"key": e.key, "role": e.role, "name": e.name, "box": list(box_fields(e.box) or ())}
+
+
+def effect_fields(res: StepResult, screen_after: str | None = None) -> dict[str, Any]:
+    """What a step did, as its step record's fields (the runner's and `medspot live serve`'s):
+    an executed action's effect, its hit, its checks."""
+    out: dict[str, Any] = {}
+    if res.executed:
+        out.update(
+            executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
+            url_after=res.observation.url, hit_intended=res.hit_intended,
+            element=_element(res.element), achieved=list(res.achieved),
+        )  # fmt: skip
+    elif res.hit_intended is not None:
+        out["hit_intended"] = res.hit_intended
+    out["checks"] = res.checks
+    return out
 
 
 LiveRecord = StepRecord | FaultRecord | TaskRecord
