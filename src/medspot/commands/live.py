@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
         executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env,
+        ray_cpus_per_env=args.ray_cpus_per_env, tools=args.tools,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -473,6 +473,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="openai-computer-use: acknowledge the API's pending safety checks and go on "
         "(default: such a turn is an error and nothing is executed)",
     )  # fmt: skip
+    r.add_argument(
+        "--tools", default=None, metavar="NAME",
+        help="the tools track: offer typed tools over the application's API beside the GUI "
+        "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
+    )  # fmt: skip
     _executor_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
@@ -519,3 +524,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it has everything for",
     )  # fmt: skip
     d.set_defaults(func=_doctor)
+
+    from medspot.commands.live_serve import register_serve
+
+    register_serve(lsub)

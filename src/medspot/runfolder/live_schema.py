@@ -86,7 +86,7 @@ LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
-LIVE_PREDICTION_KEYS = ("env", "mode", "repeats")
+LIVE_PREDICTION_KEYS = ("env", "mode", "repeats", "tools")
 
 
 def repeat_task_id(uid: str, repeat: int, repeats: int) -> str:
@@ -105,6 +105,10 @@ class LiveRunInfo(RunInfo):
     # where the environments ran (`medspot.live.loop.executors.EXECUTORS`); not a prediction
     # setting: a run may resume on the other executor
     executor: LiveExecutor = "threads"
+    # the tools track: the toolset offered beside the GUI actions (`--tools orthanc`), or none
+    tools: str | None = None
+    # `medspot live serve`: the protocol the agent came through ("mcp", "openenv"), or none
+    served: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,7 @@ from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import TaskResult, task_results
@@ -95,6 +96,7 @@ class LiveRequest:
     planner: str | None = None
     grounder: str | None = None
     grounder_options: Mapping[str, Any] = field(default_factory=dict)
+    tools: str | None = None  # the tools track: a toolset offered beside the GUI (`orthanc`)
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def _run_info(
         mode=req.mode,
         repeats=req.repeats,
         executor=req.executor,
+        tools=req.tools,
     )
 
 
@@ -236,6 +239,8 @@ def run_live(
 ) -> LiveOutcome:
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
+    if req.tools is not None:
+        toolset_info(req.env, req.tools)
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
@@ -293,7 +298,7 @@ def _run_locked(
         repeats=req.repeats,
         executor=req.executor, ray_address=req.ray_address,
         ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
-        start_checks=req.start_checks,
+        start_checks=req.start_checks, tools=req.tools,
     )  # fmt: skip
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)

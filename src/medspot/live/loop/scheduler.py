@@ -55,6 +55,7 @@ from medspot.live.core.actions import (
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.envs.toolsets import offered_tools
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
@@ -100,6 +101,7 @@ class LiveOptions:
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
     start_checks: bool = False  # read every check at each task's start (`TaskRecord`; audit)
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
 
     @property
     def recurrence(self) -> int:
@@ -251,6 +253,7 @@ class _Run:
             at_start = {"success_each": list(success_each), "fail_if_each": list(fail_each)}
         history: list[str] = []
         previous: list[PastTurn] = []
+        tools, _ = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
@@ -277,7 +280,7 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt, repeat=repeat,
+                previous=tuple(previous), attempt=attempt, repeat=repeat, tools=tools,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
@@ -395,7 +398,7 @@ class _Run:
         executor = create_executor(
             self.opts.executor,
             SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
-                       self.opts.workroot),
+                       self.opts.workroot, self.opts.tools),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
         )  # fmt: skip
         slots: list[EnvSlot] = []

@@ -90,6 +90,9 @@ class StepRecord(ModelCall):
     element: dict[str, Any] | None = None  # ElementInfo of what the action hit
     achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
     checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
+    # a tool call (the tools track): what the tool said (`name`, `text`, `data`), or why it
+    # could not run (`error`)
+    tool_result: dict[str, Any] | None = None
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
@@ -171,6 +174,10 @@ def effect_fields(res: StepResult, screen_after: str | None = None) -> dict[str,
     elif res.hit_intended is not None:
         out["hit_intended"] = res.hit_intended
     out["checks"] = res.checks
+    if "tool" in res.info:
+        out["tool_result"] = dict(res.info["tool"])
+    elif "tool_error" in res.info:
+        out["tool_result"] = {"error": str(res.info["tool_error"])}
     return out
 
 
