@@ -22,6 +22,7 @@ from medspot.commands._common import (
     adapter_options,
     non_negative_float,
     non_negative_int,
+    parse_env_options,
     positive_int,
     progress_bar,
 )
@@ -35,21 +36,6 @@ __all__ = ["GIVEN_UP_EXIT_STATUS", "parse_env_options", "register"]
 # The run finished, but tasks ended as environment errors whose fault recurs on every fresh
 # environment: running the command again does not retry them (--retry-env-errors does).
 GIVEN_UP_EXIT_STATUS = 4
-
-
-def parse_env_options(items: list[str] | None) -> dict[str, str]:
-    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
-    check them (`medspot.live.core.envoptions`)."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        name = key.strip().replace("-", "_")
-        if not sep or not name:
-            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
-        if name in out:
-            raise ConfigError(f"--env-option {name} is given twice")
-        out[name] = raw
-    return out
 
 
 def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:

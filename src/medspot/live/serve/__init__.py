@@ -10,3 +10,5 @@ folders as `medspot live run`, driven from outside.
 Nothing here is imported by `import medspot.live`; the heavy packages are imported only by the
 server modules, and a missing one is an error naming its extra.
 """
+
+IDLE_TIMEOUT_S = 600.0  # an HTTP client silent this long has left: its episodes are abandoned
