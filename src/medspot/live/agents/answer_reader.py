@@ -41,6 +41,7 @@ from medspot.live.core.actions import (
 
 __all__ = [
     "BAD_ARGS",
+    "NO_ACTION",
     "PAGE_NOTCHES",
     "SCROLL_NOTCHES",
     "UNSUPPORTED",
@@ -62,6 +63,7 @@ PAGE_NOTCHES = 8
 # Flags a ParsedAction may carry.
 UNSUPPORTED = "unsupported_action"  # hover, wait, horizontal scroll: nothing is executed
 BAD_ARGS = "bad_action_args"  # a known action whose arguments could not be read
+NO_ACTION = "no_action"  # a text with no readable action (a no-action step: Gymnasium, OpenEnv)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -152,6 +153,7 @@ class _Running:
     tools: tuple[ToolSpec, ...]
     reach: ToolReach | None
     started: float = field(default_factory=time.perf_counter)
+    last_call: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: bool = False
 
@@ -318,6 +320,7 @@ class EpisodeHost:
                     f"no running episode {episode!r} (it ended, or was never started); "
                     "start_task starts one"
                 )
+            run.last_call = time.monotonic()
             return run
         mine = [r for r in self._running.values() if r.client.key == client.key]
         if not mine:
@@ -325,6 +328,7 @@ class EpisodeHost:
         if len(mine) > 1:
             names = ", ".join(r.id for r in mine)
             raise ServeError(f"several episodes run ({names}): name the episode in the call")
+        mine[0].last_call = time.monotonic()
         return mine[0]
 
     def _task(self, task_id: str) -> LiveTask:
@@ -337,12 +341,17 @@ class EpisodeHost:
             )
         return task
 
-    async def start(self, task_id: str, client: ClientInfo) -> Turn:
-        """A new episode of `task_id` on a freshly reset environment. With one environment, an
-        episode of the same client still running is abandoned first (the turn says so)."""
+    async def start(
+        self, task_id: str, client: ClientInfo, *, episode_id: str | None = None
+    ) -> Turn:
+        """A new episode of `task_id` on a freshly reset environment (named `episode_id` when
+        given). With one environment, an episode of the same client still running is abandoned
+        first (the turn says so)."""
         if self._closed:
             raise ServeError("the server is stopping")
         task = self._task(task_id)
+        if episode_id is not None and episode_id in self._running:
+            raise ServeError(f"episode {episode_id!r} is running; name a new episode")
         self._ensure_folder(client)
         note = ""
         if not self._free and self.opts.concurrency == 1:
@@ -359,7 +368,7 @@ class EpisodeHost:
         slot = self._free.pop(0)
         repeat = self._repeats.get(task.id, 0)
         self._repeats[task.id] = repeat + 1
-        run_id = f"{task.id}#{repeat + 1}-{uuid.uuid4().hex[:6]}"
+        run_id = episode_id or f"{task.id}#{repeat + 1}-{uuid.uuid4().hex[:6]}"
         try:
             env = await slot.ensure()
             tools = await slot.call(episode_tools, env, task, slot.cfg)
@@ -405,8 +414,9 @@ class EpisodeHost:
         client: ClientInfo,
         *,
         raw: str | None = None,
+        flags: tuple[str, ...] = (),
     ) -> Turn:
-        """One action of a running episode (None: a no-action step)."""
+        """One action of a running episode (None: a no-action step; `flags` the reader's)."""
         run = self._episode(episode, client)
         async with run.lock:
             if run.ended:
@@ -418,9 +428,11 @@ class EpisodeHost:
                 if isinstance(action, ToolCall) and not run.tools:
                     why = f" ({run.reach.reason})" if run.reach and run.reach.reason else ""
                     raise ServeError(f"no tools are offered for task {run.task.id}{why}")
-            return await self._act(run, action, raw)
+            return await self._act(run, action, raw, flags)
 
-    async def _act(self, run: _Running, action: LiveAction | None, raw: str | None) -> Turn:
+    async def _act(
+        self, run: _Running, action: LiveAction | None, raw: str | None, flags: tuple[str, ...]
+    ) -> Turn:
         ep, slot = run.ep, run.slot
         obs = ep.observation
         assert obs is not None
@@ -434,10 +446,10 @@ class EpisodeHost:
                 target_step=k + 1, instruction=step.instruction, screen=run.screen,
                 screen_size=(obs.width, obs.height), url=obs.url,
                 intended_box=box_fields(intended), intended_to=box_fields(intended_to),
-                raw_text=raw, source=self.opts.protocol,
+                raw_text=raw, source=self.opts.protocol, flags=list(flags),
                 action=action_to_json(action) if action is not None else None,
             )  # fmt: skip
-            res = await slot.call(ep.step, action)
+            res = await slot.call(functools.partial(ep.step, action, flags=flags))
         except EnvironmentFault as e:
             await self._fault(run, n, action, e)
             raise ServeError(
@@ -519,6 +531,19 @@ class EpisodeHost:
         """Every running episode of a client that went away ends as abandoned."""
         for episode in self.episodes(client):
             await self.abandon(episode, reason)
+
+    async def abandon_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
+        """Episodes with no call for `timeout_s` (their client has gone without a word) end
+        as abandoned; those of the clients `keep` names are left alone."""
+        now = time.monotonic()
+        for run in list(self._running.values()):
+            if run.client.key not in keep and now - run.last_call > timeout_s:
+                await self.abandon(run.id, f"no call for {timeout_s:g} s (the client has gone)")
+
+    def state_of(self, episode: str | None, client: ClientInfo) -> Turn:
+        """Where a running episode is (no action)."""
+        run = self._episode(episode, client)
+        return self._turn(run, None)
 
     async def close(self) -> None:
         """Abandon what still runs, write the results and run.json's final status, stop the

@@ -22,9 +22,7 @@ import json
 import logging
 import signal
 import sys
-import time
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
 from typing import Any
 
 from medspot.errors import ConfigError, MedspotError
@@ -86,12 +84,6 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class _Connection:
-    client: ClientInfo
-    last_call: float
-
-
 class McpServe:
     """The MCP front of an `EpisodeHost`."""
 
@@ -104,7 +96,7 @@ class McpServe:
         self.tools: tuple[ServeTool, ...] = serve_tools(specs)
         self.episode_required = opts.concurrency > 1
         self.idle_timeout_s = idle_timeout_s
-        self._connections: dict[str, _Connection] = {}
+        self._connections: dict[str, ClientInfo] = {}  # key (HTTP session id, stdio) -> client
         from mcp.server.lowlevel import Server
 
         self.server = Server(
@@ -145,7 +137,7 @@ class McpServe:
             version=str(getattr(info, "version", "") or ""),
             key=key,
         )
-        self._connections[key] = _Connection(client, time.monotonic())
+        self._connections[key] = client
         return client
 
     def _error(self, message: str) -> Any:
@@ -192,21 +184,16 @@ class McpServe:
     # -- connections ----------------------------------------------------------------------------
 
     async def _connection_gone(self, key: str, reason: str) -> None:
-        conn = self._connections.pop(key, None)
-        if conn is not None:
-            await self.host.abandon_client(conn.client, reason)
+        client = self._connections.pop(key, None)
+        if client is not None:
+            await self.host.abandon_client(client, reason)
 
     async def _watch_idle(self) -> None:
         import anyio
 
         while True:
             await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
-            now = time.monotonic()
-            for key, conn in list(self._connections.items()):
-                if key != "stdio" and now - conn.last_call > self.idle_timeout_s:
-                    await self._connection_gone(
-                        key, f"the client made no call for {self.idle_timeout_s:g} s"
-                    )
+            await self.host.abandon_idle(self.idle_timeout_s, keep=frozenset({"stdio"}))
 
     def _asgi(self, app: Any) -> Any:
         """The HTTP app, seeing a client end its session (HTTP DELETE with its session id)."""
@@ -268,7 +255,7 @@ class McpServe:
         app = self._asgi(self.server.streamable_http_app(host="127.0.0.1"))
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                 lifespan="on")  # fmt: skip
-        server = _quiet_uvicorn()(config)
+        server = quiet_uvicorn()(config)
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve)
             while not server.started:
@@ -288,7 +275,7 @@ def _version() -> str:
     return str(_version.__version__)
 
 
-def _quiet_uvicorn() -> type[Any]:
+def quiet_uvicorn() -> type[Any]:
     import uvicorn
 
     class Quiet(uvicorn.Server):  # type: ignore[misc]
