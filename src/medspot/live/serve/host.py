@@ -336,7 +336,7 @@ class EpisodeHost:
         if task is None:
             some = ", ".join(list(self._by_id)[:5])
             raise ServeError(
-                f"unknown task {task_id!r}: {len(self._by_id)} tasks are offered (list_tasks; "
+                f"unknown task {task_id!r}: {len(self._by_id)} tasks are offered (list_tasks: "
                 f"e.g. {some})"
             )
         return task

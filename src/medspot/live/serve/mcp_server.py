@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import signal
 import sys
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -31,6 +30,7 @@ from medspot.live.core.tools import ToolArgsError
 from medspot.live.envs.toolsets import toolset_info
 from medspot.live.serve import IDLE_TIMEOUT_S
 from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions, Turn
+from medspot.live.serve.http import serve_http, stop_signals
 from medspot.live.serve.tools import ServeTool, parse_call, serve_tools
 
 __all__ = ["IDLE_TIMEOUT_S", "McpServe", "turn_summary"]
@@ -215,30 +215,28 @@ class McpServe:
         import anyio
 
         await self.host.open()
-        stopped_by: list[int] = []
+        stopped: int | None = None
         try:
-            async with anyio.create_task_group() as tg:
+            if transport == "stdio":
+                async with anyio.create_task_group() as tg:
 
-                async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-                        async for signum in received:
-                            stopped_by.append(signum)
-                            tg.cancel_scope.cancel()
-                            return
+                    def stop(signum: int) -> None:
+                        nonlocal stopped
+                        stopped = signum
+                        tg.cancel_scope.cancel()
 
-                tg.start_soon(signals)
-                if transport == "stdio":
+                    tg.start_soon(stop_signals, stop)
                     await self._serve_stdio()
-                else:
-                    tg.start_soon(self._watch_idle)
-                    await self._serve_http(port, on_url)
-                tg.cancel_scope.cancel()
+                    tg.cancel_scope.cancel()
+            else:
+                app = self._asgi(self.server.streamable_http_app(host="127.0.0.1"))
+                stopped = await serve_http(
+                    app, port, lambda p: on_url(f"http://127.0.0.1:{p}/mcp"), (self._watch_idle,)
+                )
         finally:
             with anyio.CancelScope(shield=True):
                 await self.host.close()
-        if stopped_by:
-            return 128 + stopped_by[0]
-        return 0
+        return 128 + stopped if stopped else 0
 
     async def _serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
@@ -248,54 +246,11 @@ class McpServe:
         log.info("the client closed the connection")
         await self._connection_gone("stdio", "the client disconnected")
 
-    async def _serve_http(self, port: int, on_url: Callable[[str], None]) -> None:
-        import anyio
-        import uvicorn
-
-        app = self._asgi(self.server.streamable_http_app(host="127.0.0.1"))
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                lifespan="on")  # fmt: skip
-        server = quiet_uvicorn()(config)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve)
-            while not server.started:
-                if server.should_exit:
-                    raise ConfigError(f"cannot serve HTTP on 127.0.0.1:{port}")
-                await anyio.sleep(0.05)
-            on_url(f"http://127.0.0.1:{server.bound_port() or port}/mcp")
-            try:
-                await anyio.sleep_forever()
-            finally:
-                server.should_exit = True
-
 
 def _version() -> str:
     from medspot import _version
 
     return str(_version.__version__)
-
-
-def quiet_uvicorn() -> type[Any]:
-    import uvicorn
-
-    class Quiet(uvicorn.Server):  # type: ignore[misc]
-        """uvicorn without its own signal handling (the server's handler stops it)."""
-
-        def install_signal_handlers(self) -> None:
-            pass
-
-        def capture_signals(self) -> Any:
-            import contextlib
-
-            return contextlib.nullcontext()
-
-        def bound_port(self) -> int | None:
-            for srv in getattr(self, "servers", []) or []:
-                for sock in srv.sockets:
-                    return int(sock.getsockname()[1])
-            return None
-
-    return Quiet
 
 
 def run_mcp(opts: ServeOptions, transport: str, port: int, idle_timeout_s: float) -> int:

@@ -24,7 +24,6 @@ import base64
 import functools
 import logging
 import random
-import signal
 import sys
 import uuid
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import action_to_json
 from medspot.live.core.tools import ToolArgsError
 from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions, Turn
+from medspot.live.serve.http import ignore_late_websocket_close, serve_http
 from medspot.live.serve.openenv_models import MedspotAction, MedspotObservation, MedspotState
 
 __all__ = ["MedspotOpenEnv", "OpenEnvServe", "observation_of", "run_openenv"]
@@ -164,46 +164,23 @@ class OpenEnvServe:
 
     async def run(self, port: int, on_url: Callable[[str], None]) -> int:
         import anyio
-        import uvicorn
-
-        from medspot.live.serve.mcp_server import quiet_uvicorn
 
         self.loop = asyncio.get_running_loop()
         await self.host.open()
-        stopped_by: list[int] = []
-        server = quiet_uvicorn()(
-            uvicorn.Config(self.app(), host="127.0.0.1", port=port, log_level="warning")
-        )
+
+        async def idle() -> None:
+            while True:
+                await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
+                await self.host.abandon_idle(self.idle_timeout_s)
+
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-                        async for signum in received:
-                            stopped_by.append(signum)
-                            server.should_exit = True
-                            return
-
-                async def idle() -> None:
-                    while True:
-                        await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
-                        await self.host.abandon_idle(self.idle_timeout_s)
-
-                tg.start_soon(signals)
-                tg.start_soon(idle)
-                tg.start_soon(server.serve)
-                while not server.started:
-                    if server.should_exit:
-                        raise ConfigError(f"cannot serve HTTP on 127.0.0.1:{port}")
-                    await anyio.sleep(0.05)
-                on_url(f"http://127.0.0.1:{server.bound_port() or port}")
-                while not server.should_exit:
-                    await anyio.sleep(0.2)
-                tg.cancel_scope.cancel()
+            app = ignore_late_websocket_close(self.app())
+            stopped = await serve_http(app, port, lambda p: on_url(f"http://127.0.0.1:{p}"),
+                                       (idle,))  # fmt: skip
         finally:
             with anyio.CancelScope(shield=True):
                 await self.host.close()
-        return 128 + stopped_by[0] if stopped_by else 0
+        return 128 + stopped if stopped else 0
 
 
 def state_of(turn: Turn, env: str) -> MedspotState:
