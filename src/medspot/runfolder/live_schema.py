@@ -40,6 +40,7 @@ __all__ = [
     "RECOVERY",
     "STEPS_RATIO",
     "SUCCESS",
+    "TOOL_RATE",
     "EnvOptionValue",
     "LiveEnding",
     "LiveExecutor",
@@ -80,9 +81,12 @@ FALSE_INFEASIBLE = "false_infeasible_rate"
 # with repeats (K > 1), over the tasks whose K repeats were all scored
 PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
 PASS_HAT_K = "pass_hat_k"  # all K succeeded
+# the tools track (`--tools`), over the runs of tasks that were offered tools: the agent called
+# at least one tool
+TOOL_RATE = "tool_invocation_rate"
 # written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
 # written before has none of them
-LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)
+LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, TOOL_RATE)
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
@@ -184,6 +188,11 @@ class LiveTaskRow(TaskRow):
     task_successes: int | None = None  # successful runs of this task over its repeats
     task_runs_scored: int | None = None  # its scored runs
     success_fraction: float | None = None  # task_successes / task_runs_scored
+    # the tools track: the tools this run of the task was offered (None: no tools track), the
+    # tool calls it made, and why a task stays GUI-only
+    tools_offered: list[str] | None = None
+    tool_calls: int = 0
+    gui_only: str | None = None
 
 
 @dataclass(frozen=True)

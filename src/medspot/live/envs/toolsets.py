@@ -6,6 +6,7 @@ environments have it (`EnvEntry.toolsets`). An environment makes a bound toolset
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from medspot.errors import ConfigError
 from medspot.live.core.registry import env_entry
@@ -13,7 +14,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec, tool_reach
 from medspot.live.envs.orthanc_tools import ORTHANC_TOOLS, TOOLSET, OrthancTools
 
-__all__ = ["TOOLSETS", "ToolsetInfo", "offered_tools", "toolset_info"]
+__all__ = ["TOOLSETS", "ToolsetInfo", "offered_tools", "tools_fields", "toolset_info"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,11 @@ def offered_tools(
     info = toolset_info(env, name)
     reach = tool_reach(task, env_entry(env).check_kinds, info.reads)
     return (info.specs if reach.reachable else ()), reach
+
+
+def tools_fields(tools: tuple[ToolSpec, ...], reach: ToolReach | None) -> dict[str, Any]:
+    """A task record's tools-track fields: the tools offered, why it stays GUI-only."""
+    if reach is None:
+        return {}
+    return {"tools_offered": [s.name for s in tools],
+            "gui_only": None if reach.reachable else reach.reason}  # fmt: skip

@@ -191,6 +191,9 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         task_successes=wins,
         task_runs_scored=runs,
         success_fraction=wins / runs if runs else None,
+        tools_offered=r.record.tools_offered if r.record is not None else None,
+        tool_calls=r.tool_calls,
+        gui_only=r.record.gui_only if r.record is not None else None,
     )
 
 

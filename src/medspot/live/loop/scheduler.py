@@ -55,7 +55,7 @@ from medspot.live.core.actions import (
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
-from medspot.live.envs.toolsets import offered_tools
+from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
@@ -253,7 +253,7 @@ class _Run:
             at_start = {"success_each": list(success_each), "fail_if_each": list(fail_each)}
         history: list[str] = []
         previous: list[PastTurn] = []
-        tools, _ = offered_tools(self.opts.env, self.opts.tools, task)
+        tools, reach = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
@@ -267,6 +267,7 @@ class _Run:
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
+                **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)

@@ -147,6 +147,10 @@ class TaskRecord(BaseModel):
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
+    # the tools track (`--tools`): the tools offered in this attempt (None: no tools track) and,
+    # for a task the toolset cannot reach, why it stays GUI-only
+    tools_offered: list[str] | None = None
+    gui_only: str | None = None
     time: str = ""
 
 

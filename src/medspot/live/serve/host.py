@@ -44,7 +44,7 @@ from medspot.live.core.episode import MODES, Episode, Mode, StepResult
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec
-from medspot.live.envs.toolsets import offered_tools, toolset_info
+from medspot.live.envs.toolsets import offered_tools, tools_fields, toolset_info
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig, episode_tools
 from medspot.live.loop.executors.threads import ThreadSlot
 from medspot.live.loop.outcomes import TaskResult
@@ -512,6 +512,7 @@ class EpisodeHost:
             achieved=sum(ep.achieved), fired=fired or [], final_screen=run.screen,
             final_url=obs.url if obs is not None else None, reset_s=round(ep.reset_s, 4),
             duration_s=round(time.perf_counter() - run.started, 4), time=now_iso(),
+            **tools_fields(run.tools, run.reach),
         ))  # fmt: skip
         self._running.pop(run.id, None)
         self._free.append(run.slot)
