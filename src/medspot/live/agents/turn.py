@@ -4,7 +4,7 @@ implements (`medspot.live.agents.model`, `.scripted`; `create_agent` in `.factor
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -125,6 +125,9 @@ class PastTurn:
     screen_path: Path
     screen_rel: str
     answer: AgentAnswer
+    # the tools track: what the turn's tool call returned (`name`, `text`, `data`) or why it
+    # did not run (`error`); None for a GUI action
+    tool_result: Mapping[str, Any] | None = None
 
 
 class LiveAgent(Protocol):

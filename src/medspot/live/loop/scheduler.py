@@ -320,7 +320,8 @@ class _Run:
                 history_line = self._history_line(step, action)
                 if history_line:
                     history.append(history_line)
-            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans))
+            tool = upd.get("tool_result")
+            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans, tool))
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
