@@ -51,6 +51,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
 from medspot.live.agents.turn import AgentTurn
@@ -116,7 +118,12 @@ def _image(b64: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
 
 
-def _tool_result(item: CuItem | None, ident: str, image: dict[str, Any]) -> dict[str, Any]:
+def _tool_result(
+    item: CuItem | None, ident: str, image: dict[str, Any], output: str | None = None
+) -> dict[str, Any]:
+    if output is not None:  # a tool of the tools track: what it returned, and the screen
+        return {"type": "tool_result", "tool_use_id": ident, "is_error": output.startswith(
+            "Tool error"), "content": [{"type": "text", "text": output}, image]}  # fmt: skip
     if item is not None and item.kind == "unsupported":
         note = f"Not executed (this harness cannot do it): {item.note}"
         return {"type": "tool_result", "tool_use_id": ident, "is_error": True,
@@ -125,7 +132,11 @@ def _tool_result(item: CuItem | None, ident: str, image: dict[str, Any]) -> dict
 
 
 def build_messages(
-    goal: str, logs: Sequence[TurnLog], image: Callable[[Path], dict[str, Any]], keep: int
+    goal: str,
+    logs: Sequence[TurnLog],
+    image: Callable[[Path], dict[str, Any]],
+    keep: int,
+    outputs: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Messages API conversation of `logs` (the current turn last), ending with the user
     message of the call to make now (pure but for `image`, which reads a screen)."""
@@ -147,7 +158,8 @@ def build_messages(
             kind = ev.get("e")
             if kind == "result":
                 ident = str(ev.get("id"))
-                results.append(_tool_result(items.get(ident), ident, image(log.screen_path)))
+                results.append(_tool_result(items.get(ident), ident, image(log.screen_path),
+                                            (outputs or {}).get(ident)))  # fmt: skip
             elif kind == "call":
                 messages.append(user(log.screen_path))
                 results = []
@@ -276,11 +288,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         def image(path: Path) -> dict[str, Any]:
             return _image(_png_b64(str(path), size))
 
-        messages = build_messages(turn.task.instruction, logs, image, KEEP_IMAGES)
+        messages = build_messages(
+            turn.task.instruction, logs, image, KEEP_IMAGES, tool_outputs(turn)
+        )
         kind = "browser" if turn.observation.url is not None else "desktop"
+        custom = [{"name": s.name, "description": s.description, "input_schema": s.schema}
+                  for s in turn.tools]  # fmt: skip
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": MAX_TOKENS, "messages": messages,
-            "system": harness_instructions(kind), "tools": [self._tool(dmap)],
+            "system": harness_instructions(kind, bool(turn.tools)),
+            "tools": [self._tool(dmap), *custom],
         }  # fmt: skip
         try:
             if self.beta is not None:
@@ -292,15 +309,25 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
                 self._anthropic, e, self.url, self.timeout,
                 lambda t: redact_secrets(t, self._secrets),
             ) from None  # fmt: skip
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
         content = [c for c in (_block(b) for b in getattr(resp, "content", None) or []) if c]
         texts: list[str] = []
         items: list[CuItem] = []
         for b in content:
             if b["type"] in ("text", "thinking"):
                 texts.append(str(b.get("text") or b.get("thinking") or ""))
+            elif b["type"] == "tool_use" and b["name"] in offered and "toolset_name" not in b:
+                item = tool_item(str(b["id"]), str(b["name"]), b["input"], cursor, offered)
+                items.append(item)
             elif b["type"] == "tool_use":
                 item = anthropic_item(str(b["name"]), b["input"], str(b["id"]), dmap, cursor)
                 if b["name"] != "computer" and "toolset_name" not in b:
