@@ -20,6 +20,7 @@ from medspot.live.core.actions import (
     Drag,
     Infeasible,
     Key,
+    LiveAction,
     Scroll,
     ToolCall,
     TypeText,
@@ -167,14 +168,15 @@ def _journal(tools: bool) -> JournalState:
     """Two tasks: one offered tools and solved with two tool calls, one GUI-only, clicked."""
     offered = [s.name for s in ORTHANC_TOOLS] if tools else None
     recs: list[Any] = []
-    for task, actions, offer in (
+    runs: list[tuple[str, list[LiveAction], list[str] | None]] = [
         (
             "delete-study-ct-doe-john",
             [ToolCall("find_studies", {}), ToolCall("delete_study", {"study": "s"})],
             offered,
         ),
         ("open-study-ct-doe-john", [Click(1, 2), Click(3, 4)], [] if tools else None),
-    ):
+    ]
+    for task, actions, offer in runs:
         for n, a in enumerate(actions, 1):
             recs.append(StepRecord(task=task, env=ENV, attempt=1, n=n, executed=True,
                                    action=action_to_json(a)))  # fmt: skip
