@@ -100,9 +100,9 @@ def kill_leftovers(proc: subprocess.Popen[str] | None, workroot: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def rows(out: Path) -> dict[str, dict[str, Any]]:
+def rows(out: Path, env: str = ENV) -> dict[str, dict[str, Any]]:
     """The run folder's task rows by id."""
-    data = json.loads((out / ENV / "task_results.json").read_text(encoding="utf-8"))
+    data = json.loads((out / env / "task_results.json").read_text(encoding="utf-8"))
     return {r["task_id"]: r for r in data}
 
 
