@@ -1,6 +1,6 @@
 """`medspot live serve --mcp --concurrency 2` on the lamp-panel environment (a real small
 environment with a child process; `_lamp_panel`), through the official client over HTTP: two
-episodes at once, each call naming its episode (a call without one is a tool error); an
+episodes at once (guided mode: the step's instruction is told), each call naming its episode (a call without one is a tool error); an
 environment that dies mid-episode ends that episode as an environment error (not scored), says
 so, and the task starts again on a fresh environment while the other episode goes on; all
 environments busy is a clear error; SIGTERM leaves nothing behind."""
@@ -43,6 +43,7 @@ async def _scenario(url: str) -> dict[str, Any]:
 
         err, first = await call("start_task", {"task_id": "red"})
         assert not err, first
+        seen["guided"] = json.loads(first).get("instruction")
         err, second = await call("start_task", {"task_id": "green"})
         assert not err, second
         red, green = json.loads(first)["episode"], json.loads(second)["episode"]
@@ -68,7 +69,8 @@ def test_two_episodes_at_once_and_a_dead_environment(tmp_path: Path) -> None:
         try:
             proc, url = start_server(lamp_command(
                 "live", "serve", "--env", "lamp-panel", "--mcp", "--transport", "http",
-                "--concurrency", "2", "--tasks-file", str(tasks), "--out", str(out),
+                "--concurrency", "2", "--mode", "guided", "--tasks-file", str(tasks),
+                "--out", str(out),
                 "--bootstrap", "20"), work)  # fmt: skip
             seen = anyio.run(_scenario, url)
             code, err = stop_server(proc)
@@ -76,6 +78,7 @@ def test_two_episodes_at_once_and_a_dead_environment(tmp_path: Path) -> None:
             assert not processes_of(work)
         finally:
             kill_leftovers(proc, work)
+    assert seen["guided"] == "Click the red button"  # guided: the current step's instruction
     assert seen["busy"] == (True, seen["busy"][1])
     assert "all 2 environments are busy" in seen["busy"][1]
     assert seen["unnamed"] == (True, "click: episode: required (several episodes may run at once)")
