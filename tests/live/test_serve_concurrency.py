@@ -1,9 +1,10 @@
 """`medspot live serve --mcp --concurrency 2` on the lamp-panel environment (a real small
 environment with a child process; `_lamp_panel`), through the official client over HTTP: two
-episodes at once (guided mode: the step's instruction is told), each call naming its episode (a call without one is a tool error); an
-environment that dies mid-episode ends that episode as an environment error (not scored), says
-so, and the task starts again on a fresh environment while the other episode goes on; all
-environments busy is a clear error; SIGTERM leaves nothing behind."""
+episodes at once (guided mode: the step's instruction is told), each call naming its episode
+(a call without one is a tool error); an environment that dies mid-episode ends that episode
+as an environment error (not scored), says so, and the task starts again on a fresh
+environment while the other episode goes on; all environments busy is a clear error; SIGTERM
+leaves nothing behind."""
 
 from __future__ import annotations
 
