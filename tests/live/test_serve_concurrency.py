@@ -93,3 +93,62 @@ def test_two_episodes_at_once_and_a_dead_environment(tmp_path: Path) -> None:
                    "lamp-panel/green@2": "success"}  # fmt: skip
     info = json.loads((out / "run.json").read_text())
     assert info["model"] == "two-handed-agent 1" and info["status"] == "incomplete"
+
+
+async def _one_session(url: str, name: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    me = mcp_types.Implementation(name=name, version="1")
+    out: list[Any] = []
+    async with (
+        streamable_http_client(url) as streams,
+        mcp.ClientSession(streams[0], streams[1], client_info=me) as s,
+    ):
+        await s.initialize()
+        for name_, args in calls:
+            if name_ == "sleep":
+                import anyio
+
+                await anyio.sleep(args["s"])
+                continue
+            res = await s.call_tool(name_, args)
+            out.append((bool(res.is_error), str(res.content[0].text)))
+    return out
+
+
+def test_a_silent_client_is_abandoned_and_a_folder_keeps_its_agent(tmp_path: Path) -> None:
+    """`--idle-timeout`: an episode with no call for that long is abandoned; `wait` answers
+    the screen without using the budget; a server started again on the folder goes on with
+    the same agent (the next repeat) and refuses another."""
+    import anyio
+
+    tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
+    out = tmp_path / "run"
+    x, y = button_box("red").center
+    args = ["live", "serve", "--env", "lamp-panel", "--mcp", "--transport", "http",
+            "--tasks-file", str(tasks), "--out", str(out), "--bootstrap", "20"]  # fmt: skip
+    with short_workroot() as work:
+        proc = None
+        try:
+            proc, url = start_server(lamp_command(*args, "--idle-timeout", "1"), work)
+            first = anyio.run(_one_session, url, "agent-a", [
+                ("start_task", {"task_id": "red"}), ("wait", {"seconds": 0.2}),
+                ("sleep", {"s": 4}), ("click", {"x": x, "y": y}),
+            ])  # fmt: skip
+            assert stop_server(proc)[0] == 143
+            proc, url = start_server(lamp_command(*args), work)
+            second = anyio.run(_one_session, url, "agent-a", [
+                ("start_task", {"task_id": "red"}), ("click", {"x": x, "y": y}),
+            ])  # fmt: skip
+            other = anyio.run(_one_session, url, "agent-b", [("start_task", {"task_id": "red"})])
+            assert stop_server(proc)[0] == 143
+        finally:
+            kill_leftovers(proc, work)
+    waited = json.loads(first[1][1])
+    assert not first[1][0] and waited["actions_used"] == 0 and not waited["ended"]
+    assert first[2][0] and "no task started" in first[2][1]  # its episode was abandoned
+    assert json.loads(second[1][1])["outcome"] == "success"
+    assert other[0][0] and "records the agent 'agent-a 1'" in other[0][1]
+    got = {k: (r["live_outcome"], r["live_reason"]) for k, r in rows(out, "lamp-panel").items()}
+    assert got == {
+        "lamp-panel/red@1": ("abandoned", "abandoned: no call for 1 s (the client has gone)"),
+        "lamp-panel/red@2": ("success", "success checks hold"),
+    }
