@@ -123,22 +123,22 @@ def test_a_silent_client_is_abandoned_and_a_folder_keeps_its_agent(tmp_path: Pat
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
     out = tmp_path / "run"
     x, y = button_box("red").center
+    Calls = list[tuple[str, dict[str, Any]]]
+    waits: Calls = [("start_task", {"task_id": "red"}), ("wait", {"seconds": 0.2}),
+                    ("sleep", {"s": 4}), ("click", {"x": x, "y": y})]  # fmt: skip
+    solves: Calls = [("start_task", {"task_id": "red"}), ("click", {"x": x, "y": y})]
+    starts: Calls = [("start_task", {"task_id": "red"})]
     args = ["live", "serve", "--env", "lamp-panel", "--mcp", "--transport", "http",
             "--tasks-file", str(tasks), "--out", str(out), "--bootstrap", "20"]  # fmt: skip
     with short_workroot() as work:
         proc = None
         try:
             proc, url = start_server(lamp_command(*args, "--idle-timeout", "1"), work)
-            first = anyio.run(_one_session, url, "agent-a", [
-                ("start_task", {"task_id": "red"}), ("wait", {"seconds": 0.2}),
-                ("sleep", {"s": 4}), ("click", {"x": x, "y": y}),
-            ])  # fmt: skip
+            first = anyio.run(_one_session, url, "agent-a", waits)
             assert stop_server(proc)[0] == 143
             proc, url = start_server(lamp_command(*args), work)
-            second = anyio.run(_one_session, url, "agent-a", [
-                ("start_task", {"task_id": "red"}), ("click", {"x": x, "y": y}),
-            ])  # fmt: skip
-            other = anyio.run(_one_session, url, "agent-b", [("start_task", {"task_id": "red"})])
+            second = anyio.run(_one_session, url, "agent-a", solves)
+            other = anyio.run(_one_session, url, "agent-b", starts)
             assert stop_server(proc)[0] == 143
         finally:
             kill_leftovers(proc, work)
