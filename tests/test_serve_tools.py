@@ -239,3 +239,28 @@ def test_the_mcp_server_answers_bad_calls_with_tool_errors(tmp_path: Path) -> No
     listed = json.loads(got[4][1])
     assert listed[0]["id"] == "open-study-ct-doe-john" and listed[0]["tools"] == []
     assert not (tmp_path / "run" / "run.json").exists()  # no episode: nothing recorded
+
+
+@pytest.mark.parametrize(
+    ("flag", "blocked", "extra"),
+    [("--mcp", ("mcp", "mcp_types"), "medspot[mcp]"),
+     ("--openenv", ("openenv",), "medspot[openenv]")],
+)  # fmt: skip
+def test_a_missing_extra_is_named(
+    flag: str, blocked: tuple[str, ...], extra: str, tmp_path: Path
+) -> None:
+    """Without the server's package, `medspot live serve` says which extra to install (exit
+    2) before it starts anything."""
+    import os
+    import subprocess
+    import sys
+
+    block = "; ".join(f"sys.modules[{m!r}] = None" for m in blocked)
+    code = (f"import sys; {block}; from medspot.cli import main; "
+            f"raise SystemExit(main(['live', 'serve', '--env', 'orthanc-explorer', '{flag}', "
+            f"'--out', {str(tmp_path / 'run')!r}]))")  # fmt: skip
+    src = Path(__file__).resolve().parents[1] / "src"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(src)), timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"pip install '{extra}'" in done.stderr and "Traceback" not in done.stderr
