@@ -194,6 +194,8 @@ def test_stdio_agent_solves_harms_errs_and_leaves(
     assert "scripted-agent 1.0" in board
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "tool invocation rate" in page and "orthanc" in page
+    pages = " ".join(p.read_text(encoding="utf-8") for p in (tmp_path / "report").rglob("*.html"))
+    assert "tool find_studies" in pages and "tool result: 1 studies found" in pages
 
 
 def _http_scenario(oracle: dict[str, list[LiveAction]], out: Path, work: Path) -> None:

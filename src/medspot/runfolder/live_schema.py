@@ -163,6 +163,8 @@ class LiveStepRow(StepRow):
     url_after: str | None = None
     replayed: bool = False  # the answer came from the journal
     thought: str | None = None  # the agent's own reasoning text, where it has one
+    # the tools track: what a tool call returned (`name`, `text`, `data`) or why it did not run
+    tool_result: dict[str, Any] | None = None
 
 
 class LiveTaskRow(TaskRow):

@@ -135,6 +135,7 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
         url_after=s.url_after,
         replayed=s.replayed,
         thought=s.thought,
+        tool_result=s.tool_result,
     )
 
 
