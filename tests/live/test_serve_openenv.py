@@ -85,6 +85,8 @@ def test_openenv_client_steps_to_success_and_a_closed_session_is_abandoned(
             # the HTTP routes, stateful by episode id
             with httpx.Client(base_url=url, timeout=120) as http:
                 assert http.get("/health").json() == {"status": "healthy"}
+                odd = http.post("/reset", json={"task": OPEN, "colour": "red"})
+                assert odd.status_code == 400 and "unknown parameters ['colour']" in odd.text
                 r = http.post("/reset", json={"task": OPEN, "agent": "rl-agent",
                                               "agent_version": "0.3"})  # fmt: skip
                 assert r.status_code == 200, r.text

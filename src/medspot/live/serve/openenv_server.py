@@ -41,6 +41,9 @@ __all__ = ["MedspotOpenEnv", "OpenEnvServe", "observation_of", "run_openenv"]
 
 log = logging.getLogger(__name__)
 HTTP_CLIENT = "openenv-http"
+# the HTTP routes' caller: they share one key (their episodes are named by id)
+HTTP_CALLER = ClientInfo("openenv-client", "", HTTP_CLIENT)
+RESET_KEYS = "known: task, seed, agent, agent_version, episode_id"
 
 
 def _openenv() -> Any:
@@ -126,6 +129,9 @@ class OpenEnvServe:
             try:
                 req = types.ResetRequest.model_validate(request)
                 extra = req.model_extra or {}
+                unknown = sorted(set(extra) - {"task", "agent", "agent_version"})
+                if unknown:
+                    raise ServeError(f"reset: unknown parameters {unknown} ({RESET_KEYS})")
                 client = ClientInfo(str(extra.get("agent") or "openenv-client"),
                                     str(extra.get("agent_version") or ""), HTTP_CLIENT)  # fmt: skip
                 turn = await self.reset(client, task=extra.get("task"), seed=req.seed,
@@ -141,8 +147,7 @@ class OpenEnvServe:
                 req = types.StepRequest.model_validate(request)
                 action = MedspotAction.model_validate(req.action)
                 episode = (req.model_extra or {}).get("episode_id")
-                client = self._http_client(episode)
-                turn = await self.step(episode, action, client)
+                turn = await self.step(episode, action, HTTP_CALLER)
             except (MedspotError, ValueError) as e:
                 raise fail(e) from None
             return dict(http_server.serialize_observation(observation_of(turn, self.opts.env)))
@@ -150,17 +155,12 @@ class OpenEnvServe:
         @app.get("/state")
         async def state(episode_id: str | None = None) -> dict[str, Any]:
             try:
-                turn = self.host.state_of(episode_id, self._http_client(episode_id))
+                turn = self.host.state_of(episode_id, HTTP_CALLER)
             except MedspotError as e:
                 raise fail(e) from None
             return dict(state_of(turn, self.opts.env).model_dump())
 
         return app
-
-    def _http_client(self, episode: str | None) -> ClientInfo:
-        """The HTTP routes' caller (they share one key: their episodes are named by id)."""
-        del episode
-        return ClientInfo("openenv-client", "", HTTP_CLIENT)
 
     async def run(self, port: int, on_url: Callable[[str], None]) -> int:
         import anyio
@@ -226,8 +226,7 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
         **kwargs: Any,
     ) -> MedspotObservation:
         if kwargs:
-            raise ServeError(f"reset: unknown parameters {sorted(kwargs)} (task, seed, agent, "
-                             "agent_version, episode_id)")  # fmt: skip
+            raise ServeError(f"reset: unknown parameters {sorted(kwargs)} ({RESET_KEYS})")
         if agent:
             self.client = ClientInfo(agent, agent_version or "", self.client.key)
         turn = await self.front.reset(self.client, task=task, seed=seed, episode_id=episode_id)
