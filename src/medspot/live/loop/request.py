@@ -58,6 +58,7 @@ from medspot.progress import ProgressEvent
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "new_run_info",
     "prepare_run_folder",
     "run_live",
     "write_run_results",
@@ -109,6 +110,49 @@ class LiveOutcome:
     given_up: tuple[str, ...] = ()
 
 
+def new_run_info(
+    *,
+    env: str,
+    out: Path,
+    fingerprint: str,
+    env_options: Mapping[str, Any],
+    model: str,
+    adapter: dict[str, Any],
+    prompt_style: str,
+    history: str,
+    seed: int,
+    mode: Mode,
+    **live: Any,
+) -> LiveRunInfo:
+    """run.json of a live run starting now (`run_live`'s, and `medspot live serve`'s); `live`
+    holds further `LiveRunInfo` fields (repeats, executor, tools, served)."""
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in env_options.items()
+    }
+    return LiveRunInfo(
+        model=model,
+        adapter=adapter,
+        protocol=PROTOCOL,
+        prompt_style=prompt_style,
+        history=history,
+        seed=seed,
+        dataset=DatasetInfo(
+            source=f"live:{env}",
+            root=str(out.resolve()),
+            fingerprint=fingerprint,
+            apps=[env],
+        ),
+        versions=package_versions(),
+        git_revision=git_revision(),
+        started=now_iso(),
+        env=env,
+        env_options=env_opts,
+        mode=mode,
+        **live,
+    )
+
+
 def _run_info(
     req: LiveRequest,
     agent: LiveAgent,
@@ -116,33 +160,12 @@ def _run_info(
     env_options: Mapping[str, Any],
     style: str,
 ) -> LiveRunInfo:
-    env_opts = {
-        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in env_options.items()
-    }
-    return LiveRunInfo(
-        model=req.model,
-        adapter=agent.describe(),
-        protocol=PROTOCOL,
-        prompt_style=style,
-        history=req.history,
-        seed=req.seed,
-        dataset=DatasetInfo(
-            source=f"live:{req.env}",
-            root=str(req.out.resolve()),
-            fingerprint=fingerprint,
-            apps=[req.env],
-        ),
-        versions=package_versions(),
-        git_revision=git_revision(),
-        started=now_iso(),
-        env=req.env,
-        env_options=env_opts,
-        mode=req.mode,
-        repeats=req.repeats,
-        executor=req.executor,
+    return new_run_info(
+        env=req.env, out=req.out, fingerprint=fingerprint, env_options=env_options,
+        model=req.model, adapter=agent.describe(), prompt_style=style, history=req.history,
+        seed=req.seed, mode=req.mode, repeats=req.repeats, executor=req.executor,
         tools=req.tools,
-    )
+    )  # fmt: skip
 
 
 def _check_request(req: LiveRequest) -> None:

@@ -48,17 +48,13 @@ from medspot.live.envs.toolsets import offered_tools, tools_fields, toolset_info
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig, episode_tools
 from medspot.live.loop.executors.threads import ThreadSlot
 from medspot.live.loop.outcomes import TaskResult
-from medspot.live.loop.request import prepare_run_folder, write_run_results
-from medspot.live.loop.results import PROTOCOL
+from medspot.live.loop.request import new_run_info, prepare_run_folder, write_run_results
 from medspot.live.loop.scheduler import screen_rel
 from medspot.live.loop.static_bridge import (
-    DatasetInfo,
     LineJournal,
     LiveRunInfo,
     atomic_write_bytes,
-    git_revision,
     now_iso,
-    package_versions,
     run_folder_lock,
 )
 from medspot.live.loop.steplog import (
@@ -213,36 +209,15 @@ class EpisodeHost:
         self._stack.enter_context(run_folder_lock(out))
 
     def _run_info(self, client: ClientInfo) -> LiveRunInfo:
-        return LiveRunInfo(
-            model=client.model,
-            adapter={
-                "kind": f"{self.opts.protocol}-client",
-                "name": client.name,
-                "version": client.version,
-                "protocol": self.opts.protocol,
-            },
-            protocol=PROTOCOL,
-            prompt_style=f"{self.opts.protocol}-client",
-            history="client",
-            seed=self.opts.seed,
-            dataset=DatasetInfo(
-                source=f"live:{self.opts.env}",
-                root=str(self.opts.out.resolve()),
-                fingerprint=self.fingerprint,
-                apps=[self.opts.env],
-            ),
-            versions=package_versions(),
-            git_revision=git_revision(),
-            started=now_iso(),
-            env=self.opts.env,
-            env_options={
-                k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-                for k, v in self.env_options.items()
-            },
-            mode=self.opts.mode,
-            tools=self.opts.tools,
-            served=self.opts.protocol,
-        )
+        proto = self.opts.protocol
+        return new_run_info(
+            env=self.opts.env, out=self.opts.out, fingerprint=self.fingerprint,
+            env_options=self.env_options, model=client.model,
+            adapter={"kind": f"{proto}-client", "name": client.name,
+                     "version": client.version, "protocol": proto},
+            prompt_style=f"{proto}-client", history="client", seed=self.opts.seed,
+            mode=self.opts.mode, tools=self.opts.tools, served=proto,
+        )  # fmt: skip
 
     def _ensure_folder(self, client: ClientInfo) -> None:
         """run.json for the first client; a later client must be the same agent."""
