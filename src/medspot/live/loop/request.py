@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,10 @@ from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
-from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.outcomes import TaskResult, task_results
 from medspot.live.loop.results import LIVE_LOG, PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
 from medspot.live.loop.static_bridge import (
@@ -58,7 +59,10 @@ from medspot.progress import ProgressEvent
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "new_run_info",
+    "prepare_run_folder",
     "run_live",
+    "write_run_results",
 ]
 
 log = logging.getLogger(__name__)
@@ -96,6 +100,7 @@ class LiveRequest:
     planner: str | None = None
     grounder: str | None = None
     grounder_options: Mapping[str, Any] = field(default_factory=dict)
+    tools: str | None = None  # the tools track: a toolset offered beside the GUI (`orthanc`)
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,49 @@ class LiveOutcome:
     given_up: tuple[str, ...] = ()
 
 
+def new_run_info(
+    *,
+    env: str,
+    out: Path,
+    fingerprint: str,
+    env_options: Mapping[str, Any],
+    model: str,
+    adapter: dict[str, Any],
+    prompt_style: str,
+    history: str,
+    seed: int,
+    mode: Mode,
+    **live: Any,
+) -> LiveRunInfo:
+    """run.json of a live run starting now (`run_live`'s, and `medspot live serve`'s); `live`
+    holds further `LiveRunInfo` fields (repeats, executor, tools, served)."""
+    env_opts = {
+        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
+        for k, v in env_options.items()
+    }
+    return LiveRunInfo(
+        model=model,
+        adapter=adapter,
+        protocol=PROTOCOL,
+        prompt_style=prompt_style,
+        history=history,
+        seed=seed,
+        dataset=DatasetInfo(
+            source=f"live:{env}",
+            root=str(out.resolve()),
+            fingerprint=fingerprint,
+            apps=[env],
+        ),
+        versions=package_versions(),
+        git_revision=git_revision(),
+        started=now_iso(),
+        env=env,
+        env_options=env_opts,
+        mode=mode,
+        **live,
+    )
+
+
 def _run_info(
     req: LiveRequest,
     agent: LiveAgent,
@@ -115,32 +163,12 @@ def _run_info(
     env_options: Mapping[str, Any],
     style: str,
 ) -> LiveRunInfo:
-    env_opts = {
-        k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in env_options.items()
-    }
-    return LiveRunInfo(
-        model=req.model,
-        adapter=agent.describe(),
-        protocol=PROTOCOL,
-        prompt_style=style,
-        history=req.history,
-        seed=req.seed,
-        dataset=DatasetInfo(
-            source=f"live:{req.env}",
-            root=str(req.out.resolve()),
-            fingerprint=fingerprint,
-            apps=[req.env],
-        ),
-        versions=package_versions(),
-        git_revision=git_revision(),
-        started=now_iso(),
-        env=req.env,
-        env_options=env_opts,
-        mode=req.mode,
-        repeats=req.repeats,
-        executor=req.executor,
-    )
+    return new_run_info(
+        env=req.env, out=req.out, fingerprint=fingerprint, env_options=env_options,
+        model=req.model, adapter=agent.describe(), prompt_style=style, history=req.history,
+        seed=req.seed, mode=req.mode, repeats=req.repeats, executor=req.executor,
+        tools=req.tools,
+    )  # fmt: skip
 
 
 def _check_request(req: LiveRequest) -> None:
@@ -194,11 +222,41 @@ def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
     ), style  # fmt: skip
 
 
+def write_run_results(
+    out: Path,
+    tasks: Sequence[LiveTask],
+    info: LiveRunInfo,
+    *,
+    repeats: int,
+    n_boot: int,
+    seed: int,
+    status: str | None = None,
+    keep: Callable[[TaskResult], bool] | None = None,
+) -> tuple[JournalState, list[TaskResult], dict[str, Any]]:
+    """The results of a live run folder from its whole journal, and run.json's counts and
+    status (`status`, else complete or incomplete): what `run_live` writes at its end and
+    `medspot live serve` after every episode. `keep` picks the task results written (the
+    served agent's: the (task, repeat) it ran)."""
+    state = JournalState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    results = task_results(tasks, state, info.env, repeats=repeats)
+    if keep is not None:
+        results = [r for r in results if keep(r)]
+    metrics = write_live_results(out, info.env, results, n_boot=n_boot, seed=seed)
+    _count_calls(info, tasks, state)
+    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
+    info.finished = now_iso()
+    info.status = status or ("complete" if all(r.scored for r in results) else "incomplete")
+    atomic_write_json(out / RUN_JSON, info.model_dump())
+    return state, results, metrics
+
+
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
+    if req.tools is not None:
+        toolset_info(req.env, req.tools)
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
@@ -212,6 +270,32 @@ def run_live(
         return _run_locked(req, tasks, fingerprint, env_options, on_progress)
 
 
+def prepare_run_folder(
+    out: Path, info: LiveRunInfo, *, ignore: tuple[str, ...] = ()
+) -> JournalState:
+    """A locked live run folder made ready for `info`'s run (`run_live`, and `medspot live
+    serve`'s episodes): a folder that holds something else is refused, an existing run.json
+    must have the same settings (but `ignore`'s keys), the journal is read back and run.json
+    written (keeping the first start time)."""
+    run_json = out / RUN_JSON
+    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
+        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
+    if run_json.exists():
+        previous = LiveRunInfo.of(RunInfo.load(run_json))
+        if previous is None:
+            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
+        problems = [p for p in previous.mismatches(info) if p.partition(":")[0] not in ignore]
+        if problems:
+            raise ConfigError(
+                f"{out} holds a run made with other settings; use another --out, or delete "
+                "the folder to start again:\n  " + "\n  ".join(problems)
+            )
+        info.started = previous.started or info.started
+    state = JournalState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    atomic_write_json(run_json, info.model_dump())
+    return state
+
+
 def _run_locked(
     req: LiveRequest,
     tasks: list[LiveTask],
@@ -220,25 +304,9 @@ def _run_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> LiveOutcome:
     out = req.out
-    journal_path = out / JOURNAL_NAME
-    run_json = out / RUN_JSON
-    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
-        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
     agent, style = _agent(req)
     info = _run_info(req, agent, fingerprint, env_options, style)
-    if run_json.exists():
-        previous = LiveRunInfo.of(RunInfo.load(run_json))
-        if previous is None:
-            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
-        problems = previous.mismatches(info)
-        if problems:
-            raise ConfigError(
-                f"{out} holds a run made with other settings; use another --out, or delete "
-                "the folder to start again:\n  " + "\n  ".join(problems)
-            )
-        info.started = previous.started or info.started
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
-    atomic_write_json(run_json, info.model_dump())
+    state = prepare_run_folder(out, info)
     opts = LiveOptions(
         env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
@@ -246,21 +314,22 @@ def _run_locked(
         repeats=req.repeats,
         executor=req.executor, ray_address=req.ray_address,
         ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
-        start_checks=req.start_checks,
+        start_checks=req.start_checks, tools=req.tools,
     )  # fmt: skip
     try:
         return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
     except Exception as e:  # run.json says why the run stopped, not "running"
+        journal_path = out / JOURNAL_NAME
         try:  # and the calls paid until then
             journaled = list(read_live_journal(journal_path))
             _count_calls(info, tasks, JournalState.from_records(journaled))
         except Exception as again:  # the journal itself may be what failed
             log.warning("%s: cannot count the calls: %s", journal_path, again)
-        record_failed_run(run_json, info, e)
+        record_failed_run(out / RUN_JSON, info, e)
         raise
 
 
-def _count_calls(info: LiveRunInfo, tasks: list[LiveTask], state: JournalState) -> None:
+def _count_calls(info: LiveRunInfo, tasks: Sequence[LiveTask], state: JournalState) -> None:
     """run.json's `calls` (every paid model call journaled, a computer-use turn's API calls
     each) and `cost_usd`."""
     asked = [
@@ -301,19 +370,14 @@ def _run_and_write(
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
-    results = task_results(tasks, state, req.env, repeats=req.repeats)
-    metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    _count_calls(info, tasks, state)
-    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
-    info.finished = now_iso()
-    if interrupted is not None:
-        info.status = "interrupted"
-    elif stats.budget_reached:
-        info.status = "budget_reached"
-    else:
-        info.status = "complete" if all(r.scored for r in results) else "incomplete"
-    atomic_write_json(out / RUN_JSON, info.model_dump())
+    status = (
+        "interrupted" if interrupted is not None
+        else "budget_reached" if stats.budget_reached
+        else None
+    )  # fmt: skip
+    state, _, metrics = write_run_results(
+        out, tasks, info, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed, status=status
+    )
     if interrupted is not None:
         raise interrupted
     given_up = tuple(
