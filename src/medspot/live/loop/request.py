@@ -12,26 +12,38 @@ leaves it with status "failed" and the error (an interruption: "interrupted").
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medspot._version import __version__
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    MAX_RETRIES_LIMIT,
+    check_number,
+    check_seed,
+    check_whole,
+)
 from medspot.live.agents.factory import (
     check_planner_grounder,
     create_agent,
     create_planner_grounder,
     live_prompt_style,
 )
+from medspot.live.agents.scripted import ReplayAgent
 from medspot.live.agents.turn import QUEUED, LiveAgent
 from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
-from medspot.live.core.taskfiles import env_task_file, select_tasks
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.taskfiles import env_task_file, select_tasks, tasks_listing
+from medspot.live.core.tasks import LiveTask, LiveTaskFile
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import task_results
@@ -57,8 +69,11 @@ from medspot.progress import ProgressEvent
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "check_replay",
     "run_live",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -146,14 +161,17 @@ def _check_request(req: LiveRequest) -> None:
         raise ConfigError(f"unknown history {req.history!r} (known: {', '.join(HISTORY_MODES)})")
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode {req.mode!r} (known: {', '.join(MODES)})")
-    for name, value, least in (
-        ("--concurrency", req.concurrency, 1),
-        ("--env-retries", req.env_retries, 0),
-        ("--max-retries", req.max_retries, 0),
-        ("--repeats", req.repeats, 1),
+    for name, value, least, most in (
+        ("--concurrency", req.concurrency, 1, MAX_CONCURRENCY),
+        ("--env-retries", req.env_retries, 0, MAX_RETRIES_LIMIT),
+        ("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT),
+        ("--repeats", req.repeats, 1, MAX_REPEATS),
+        ("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP),  # 0: no intervals (the audit)
     ):
-        if value < least:
-            raise ConfigError(f"{name} {value}: must be {least} or more")
+        check_whole(name, value, least, most)
+    check_seed(req.seed)
+    if req.max_cost is not None:
+        check_number("--max-cost", req.max_cost)
     _check_pair(req)
 
 
@@ -194,34 +212,85 @@ def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
+    """Everything that can be refused is refused before the run folder is made: the options,
+    the executor (a Ray address is reached first), the environment's options, the tasks, the
+    folder (`--out` must be new, empty or this run's), then the agent is built (its keys, its
+    mode, its replay file); only then is the folder created and locked."""
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
-    tasks = select_tasks(tf, req.task_ids)
+    tasks = select_tasks(tf, req.task_ids, req.tasks_file)
     check_viewport(env_options, tasks)
     out = req.out
+    _refuse_foreign_folder(out)
+    agent, style = _agent(req)
+    started = False  # from here on the run closes the agent
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        check_replay(agent, tf, tasks, req.tasks_file)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+        with run_folder_lock(out):
+            _refuse_foreign_folder(out)  # filled meanwhile by another process
+            info, state = _open_run(req, agent, fingerprint, env_options, style)
+            started = True
+            return _run_locked(req, tasks, agent, info, state, env_options, on_progress)
+    finally:
+        if not started:
+            _discard(agent)
+
+
+def check_replay(
+    agent: LiveAgent, tf: LiveTaskFile, tasks: Sequence[LiveTask], tasks_file: Path | None
+) -> None:
+    """A replay agent's file against the run's tasks: a task named nowhere is refused, lines
+    for tasks not run and tasks run without a line are warned of (`ReplayAgent.check_tasks`)."""
+    if not isinstance(agent, ReplayAgent):
+        return
+    known = [t.id for t in tf.tasks]
+    where = str(tasks_file) + "'s tasks" if tasks_file else f"the packaged {tf.env} tasks"
+    listing = tasks_listing(tf.env, tasks_file)
+    for warning in agent.check_tasks(known, [t.id for t in tasks], where=where, listing=listing):
+        log.warning("%s", warning)
+
+
+def _refuse_foreign_folder(out: Path) -> None:
+    """`--out` must be missing, empty, or a live run folder (it holds run.json)."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder")
+    if (out / RUN_JSON).exists():
+        return
+    try:
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in _BEFORE_RUN_JSON)
     except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
-    with run_folder_lock(out):
-        return _run_locked(req, tasks, fingerprint, env_options, on_progress)
+        raise ConfigError(f"cannot read --out {out}: {e.strerror or e}") from None
+    if foreign:
+        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
 
 
-def _run_locked(
+def _discard(agent: LiveAgent) -> None:
+    """Close an agent whose run never started (its clients, its model's threads)."""
+    try:
+        asyncio.run(agent.aclose())
+    except Exception as e:  # closing what was never used must not hide the refusal
+        log.debug("closing the unused agent: %s", e)
+
+
+def _open_run(
     req: LiveRequest,
-    tasks: list[LiveTask],
+    agent: LiveAgent,
     fingerprint: str,
     env_options: dict[str, Any],
-    on_progress: Callable[[ProgressEvent], None] | None,
-) -> LiveOutcome:
+    style: str,
+) -> tuple[LiveRunInfo, JournalState]:
+    """run.json checked against an existing one and written; the journal read back."""
     out = req.out
     journal_path = out / JOURNAL_NAME
     run_json = out / RUN_JSON
-    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
-        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
-    agent, style = _agent(req)
     info = _run_info(req, agent, fingerprint, env_options, style)
     if run_json.exists():
         previous = LiveRunInfo.of(RunInfo.load(run_json))
@@ -236,6 +305,23 @@ def _run_locked(
         info.started = previous.started or info.started
     state = JournalState.from_records(list(read_live_journal(journal_path)))
     atomic_write_json(run_json, info.model_dump())
+    log.info(
+        "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) into %s",
+        __version__, req.model, req.env, req.mode, req.executor, req.repeats, out,
+    )  # fmt: skip
+    return info, state
+
+
+def _run_locked(
+    req: LiveRequest,
+    tasks: list[LiveTask],
+    agent: LiveAgent,
+    info: LiveRunInfo,
+    state: JournalState,
+    env_options: dict[str, Any],
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> LiveOutcome:
+    run_json = req.out / RUN_JSON
     opts = LiveOptions(
         env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
