@@ -364,7 +364,10 @@ def _run_and_write(
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
     state = JournalState.from_records(list(read_live_journal(journal_path)))
-    results = task_results(tasks, state, req.env, repeats=req.repeats)
+    # rows and intervals over the repeats that ran (an interrupted run of K repeats builds
+    # nothing for the ones never started), at least the first (its tasks: "not run yet")
+    ran = max(1, state.highest_repeat() + 1)
+    results = task_results(tasks, state, req.env, repeats=req.repeats, ran=ran)
     metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
     asked = [
         s
