@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _children import start, stop
 from _computer_use_support import GOAL, drive, script, sha, turn
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, ModelCallError
@@ -296,7 +297,6 @@ def test_computer_use_agents_need_agent_mode_and_their_own_options() -> None:
 def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
     import json
     import os
-    import signal
     import subprocess
     import sys
 
@@ -309,7 +309,7 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
     f.write_text(json.dumps({"conversations": [{"match": "GARCIA^MARIA", "turns": [both]}]}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     cmd = [sys.executable, "-m", "medspot", "serve-test", "--script", str(f)]
-    srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    srv = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)  # fmt: skip
     try:
         assert srv.stdout is not None
@@ -335,6 +335,6 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
         assert [o.type for o in r1.output] == ["message", "computer_call"]
         assert r2.stop_reason == "tool_use" and r2.content[1].input["coordinate"] == [1, 2]
     finally:
-        srv.send_signal(signal.SIGINT)
-        _, err = srv.communicate(timeout=30)
-    assert srv.returncode == 0 and "2 request(s)" in err, err
+        stopped = stop(srv)  # Ctrl-C; killed after a bounded wait if it ignored it
+        err = stopped.err
+    assert not stopped.killed and srv.returncode == 0 and "2 request(s)" in err, err

@@ -21,6 +21,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start
 from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
 
 pytestmark = pytest.mark.live
@@ -46,7 +47,7 @@ def _start(out: Path, workroot: Path) -> subprocess.Popen[bytes]:
         "--bootstrap", "20",
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
-    return subprocess.Popen(
+    return start(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
 

@@ -24,6 +24,7 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _ray_support import REPO, env_actors, require_ray, stop_processes_under, two_nodes, wait_gone
 from _runner_support import ENV, descendants, env_options, processes_mentioning
 
+from _children import start
 from medspot.errors import ConfigError
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
@@ -215,7 +216,7 @@ def test_sigterm_stops_a_ray_run_cleanly_and_the_rerun_resumes(short_tmp: Path) 
     # the run's Ray session and the environments' folders are under the test's folder
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(short_tmp))
     cmd = _cli(out, short_tmp, TASKS)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     journal = out / JOURNAL_NAME
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and proc.poll() is None:

@@ -19,6 +19,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start
 from medspot.cli import main
 from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
 
@@ -43,7 +44,7 @@ def test_oracle_repeats_resume_after_a_kill_between_repeats(tmp_path: Path) -> N
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
     try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             if sum(1 for r in _ends(out) if r.repeat == 0) == len(IDS):
