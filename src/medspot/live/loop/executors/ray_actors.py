@@ -15,6 +15,7 @@ and SIGTERM stop it at once (Ray's own wait, in C++, sees neither), bounded by
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -209,6 +210,28 @@ class RaySlot(CallSlot):
             raise EnvironmentFault(f"{self.cfg.env}: close: {type(e).__name__}") from None
 
 
+@contextlib.contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Inside, Ctrl-C raises `KeyboardInterrupt` at once. `asyncio.run` answers Ctrl-C by
+    cancelling its task, which a wait that never awaits (the runner opens the executor from
+    its coroutine) would only see once the wait is over; an ignored SIGINT stays ignored."""
+    import signal
+
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:
+            yield
+            return
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: no handler to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class RayExecutor:
     """Connects to (or starts) the Ray cluster and makes actor slots."""
 
@@ -289,13 +312,15 @@ class RayExecutor:
         worker = threading.Thread(target=connect, name="medspot-ray-connect", daemon=True)
         worker.start()
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        while worker.is_alive():
-            worker.join(0.2)
-            if worker.is_alive() and time.monotonic() > deadline:
-                raise ConfigError(
-                    f"--ray-address {self._where()}: the cluster did not take this driver "
-                    f"within {CONNECT_TIMEOUT_S:g} s (is it a Ray head, of this Ray version?)"
-                )
+        with _ctrl_c_raises():
+            while worker.is_alive():
+                worker.join(0.2)
+                if worker.is_alive() and time.monotonic() > deadline:
+                    raise ConfigError(
+                        f"--ray-address {self._where()}: the cluster did not take this driver "
+                        f"within {CONNECT_TIMEOUT_S:g} s (is it a Ray head, of this Ray "
+                        "version?)"
+                    )
         if failed:
             raise failed[0]
 
