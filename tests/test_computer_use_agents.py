@@ -338,3 +338,41 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
         stopped = stop(srv)  # Ctrl-C; killed after a bounded wait if it ignored it
         err = stopped.err
     assert not stopped.killed and srv.returncode == 0 and "2 request(s)" in err, err
+
+
+@pytest.mark.parametrize(
+    ("script_text", "extra", "says"),
+    [
+        (
+            '{"format_version": 99, "conversations": [{"match": "x", "turns": [{"text": "t"}]}]}',
+            (),
+            "field 'format_version': Value error, format 99 is not one this medspot reads (1)",
+        ),
+        (
+            '{"format_version": 1, "conversations": []}',
+            (),
+            "field 'conversations': List should have at least 1 item",
+        ),
+        (
+            '{"conversations": [{"match": "x", "turns": []}]}',
+            (),
+            "field 'conversations.0.turns': List should have at least 1 item",
+        ),
+        (
+            '{"conversations": [{"match": "x", "turns": [{"text": "t"}]}]}',
+            ("--answer", "hi"),
+            "--answer and --script go apart",
+        ),
+    ],
+)
+def test_serve_test_refuses_a_script_it_cannot_play(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script_text: str,
+    extra: tuple[str, ...], says: str,
+) -> None:  # fmt: skip
+    from medspot.cli import main
+
+    f = tmp_path / "script.json"
+    f.write_text(script_text)
+    assert main(["serve-test", "--script", str(f), *extra]) == 2  # before it serves
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

@@ -133,6 +133,12 @@ def test_an_error_found_during_the_run_is_recorded_in_run_json(
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "failed" and "no lamp 'purple'" in info["error"]
     assert info["finished"]
+    # the report of the failed folder says what to do with a live run (not `medspot score`)
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "the live run failed before it wrote its results" in err and "no lamp" in err
+    assert f"medspot live run --env {NAME} --model oracle --out {out} ..." in err
+    assert "medspot score" not in err
 
 
 def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -> None:
