@@ -1,7 +1,9 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-The request is checked first (options, environment options typed by the environment, the task
-file and ids, the agent), then the run folder is locked (one writer: `run_folder_lock`, a second
+The request is checked first (options against `medspot.limits`, the executor and its Ray
+address, environment options typed by the environment, the task file and ids, the output
+folder), the agent is built (its key, its mode, its files; a replay file held against the
+tasks), and only then is the run folder made and locked (one writer: `run_folder_lock`, a second
 writer is refused naming the holder), run.json is checked against an existing one (the same
 model, prompt style, history, seed and task file, or the run is refused), the journal is read
 back (`ResumeState`), the runner runs what is not finished, and the results are written from
@@ -238,7 +240,7 @@ def run_live(
             started = True
             return _run_locked(req, tasks, agent, info, state, env_options, on_progress)
     finally:
-        if not started:
+        if not started and req.agent is None:  # a caller's own agent stays the caller's
             _discard(agent)
 
 
