@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from _children import start, stop, stop_all
 
 SLEEPER = [sys.executable, "-c", "import sys, time; print('up', flush=True); time.sleep(120)"]
