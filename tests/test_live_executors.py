@@ -178,6 +178,7 @@ def test_joining_a_cluster_is_bounded_and_a_signal_stops_the_wait(
         ex._join({})
     assert time.monotonic() - t0 < 5
     monkeypatch.setattr(ray_actors, "CONNECT_TIMEOUT_S", 60.0)
+
     async def in_the_runner() -> None:  # the runner opens its executor from its coroutine
         ex._join({})
 
