@@ -142,10 +142,16 @@ def test_check_model_sends_only_the_named_key(
     assert sent and set(sent) == {RIGHT}, capsys.readouterr().err
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["named", "default"])
 @pytest.mark.parametrize("model", ["openai-computer-use", "anthropic-computer-use"])
 def test_computer_use_agents_send_only_the_named_key(
-    model: str, keys: None, tmp_path: Path
+    model: str, named: bool, keys: None, tmp_path: Path
 ) -> None:
+    """With --api-key-env, its variable's key only; without, the API's own variable's key,
+    also to this custom server (the documented default)."""
+    own = "OPENAI_API_KEY" if model.startswith("openai") else "ANTHROPIC_API_KEY"
+    default = WRONG_OPENAI if own == "OPENAI_API_KEY" else WRONG_ANTHROPIC
+    expected = RIGHT if named else default
     turns: list[dict[str, Any]] = [
         {"actions": [{"type": "click", "button": "left", "x": 5, "y": 6}],
          "tool_uses": [{"input": {"action": "left_click", "coordinate": [5, 6]}}]},
@@ -153,9 +159,11 @@ def test_computer_use_agents_send_only_the_named_key(
     ]  # fmt: skip
     with OpenAITestServer(responder=ScriptedComputerUse(script(turns))) as srv:
         url = srv.base_url if model.startswith("openai") else srv.root_url
-        opts = AdapterOptions.from_mapping({"base_urls": [url], "api_key_env": NAMED})
+        opts = AdapterOptions.from_mapping(
+            {"base_urls": [url], **({"api_key_env": NAMED} if named else {})}
+        )
         agent = create_agent(model, options=opts, mode="agent", max_retries=0)
-        assert agent.describe()["api_key_env"] == NAMED
+        assert agent.describe()["api_key_env"] == (NAMED if named else own)
 
         async def go() -> None:
             try:
@@ -165,7 +173,7 @@ def test_computer_use_agents_send_only_the_named_key(
 
         asyncio.run(go())
         sent = _sent(srv)
-    assert len(sent) == 2 and set(sent) == {RIGHT}
+    assert len(sent) == 2 and set(sent) == {expected}
 
 
 def test_planner_and_grounder_take_the_named_key(keys: None) -> None:
