@@ -182,8 +182,14 @@ def test_joining_a_cluster_is_bounded_and_a_signal_stops_the_wait(
     async def in_the_runner() -> None:  # the runner opens its executor from its coroutine
         ex._join({})
 
+    def alone() -> None:
+        ex._join({})
+
+    def under_asyncio() -> None:
+        asyncio.run(in_the_runner())
+
     for sig, raised in ((signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)):
-        for wait in (lambda: ex._join({}), lambda: asyncio.run(in_the_runner())):
+        for wait in (alone, under_asyncio):
             # asyncio.run answers Ctrl-C by cancelling its task: a wait that never awaits
             # would not see it before Ray's own wait ends
             timer = threading.Timer(0.5, os.kill, (os.getpid(), sig))
