@@ -1,7 +1,9 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-The request is checked first (options, environment options typed by the environment, the task
-file and ids, the agent), then the run folder is locked (one writer: `run_folder_lock`, a second
+The request is checked first (options against `medspot.limits`, the executor and its Ray
+address, environment options typed by the environment, the task file and ids, the output
+folder), the agent is built (its key, its mode, its files; a replay file held against the
+tasks), and only then is the run folder made and locked (one writer: `run_folder_lock`, a second
 writer is refused naming the holder), run.json is checked against an existing one (the same
 model, prompt style, history, seed and task file, or the run is refused), the journal is read
 back (`ResumeState`), the runner runs what is not finished, and the results are written from
@@ -18,21 +20,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medspot._version import __version__
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    MAX_RETRIES_LIMIT,
+    check_number,
+    check_seed,
+    check_whole,
+)
 from medspot.live.agents.factory import (
     check_planner_grounder,
     create_agent,
     create_planner_grounder,
     live_prompt_style,
 )
+from medspot.live.agents.scripted import ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
-from medspot.live.core.taskfiles import env_task_file, select_tasks
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.taskfiles import env_task_file, select_tasks, tasks_listing
+from medspot.live.core.tasks import LiveTask, LiveTaskFile
 from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
@@ -59,6 +72,7 @@ from medspot.progress import ProgressEvent
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "check_replay",
     "new_run_info",
     "prepare_run_folder",
     "run_live",
@@ -177,14 +191,17 @@ def _check_request(req: LiveRequest) -> None:
         raise ConfigError(f"unknown history {req.history!r} (known: {', '.join(HISTORY_MODES)})")
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode {req.mode!r} (known: {', '.join(MODES)})")
-    for name, value, least in (
-        ("--concurrency", req.concurrency, 1),
-        ("--env-retries", req.env_retries, 0),
-        ("--max-retries", req.max_retries, 0),
-        ("--repeats", req.repeats, 1),
+    for name, value, least, most in (
+        ("--concurrency", req.concurrency, 1, MAX_CONCURRENCY),
+        ("--env-retries", req.env_retries, 0, MAX_RETRIES_LIMIT),
+        ("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT),
+        ("--repeats", req.repeats, 1, MAX_REPEATS),
+        ("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP),  # 0: no intervals (the audit)
     ):
-        if value < least:
-            raise ConfigError(f"{name} {value}: must be {least} or more")
+        check_whole(name, value, least, most)
+    check_seed(req.seed)
+    if req.max_cost is not None:
+        check_number("--max-cost", req.max_cost)
     _check_pair(req)
 
 
@@ -232,13 +249,16 @@ def write_run_results(
     seed: int,
     status: str | None = None,
     keep: Callable[[TaskResult], bool] | None = None,
+    ran_only: bool = False,
 ) -> tuple[JournalState, list[TaskResult], dict[str, Any]]:
     """The results of a live run folder from its whole journal, and run.json's counts and
     status (`status`, else complete or incomplete): what `run_live` writes at its end and
     `medspot live serve` after every episode. `keep` picks the task results written (the
-    served agent's: the (task, repeat) it ran)."""
+    served agent's: the (task, repeat) it ran); `ran_only` leaves out the repeats never
+    started (an interrupted run of K repeats), keeping at least the first."""
     state = JournalState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
-    results = task_results(tasks, state, info.env, repeats=repeats)
+    ran = max(1, state.highest_repeat() + 1) if ran_only else None
+    results = task_results(tasks, state, info.env, repeats=repeats, ran=ran)
     if keep is not None:
         results = [r for r in results if keep(r)]
     metrics = write_live_results(out, info.env, results, n_boot=n_boot, seed=seed)
@@ -253,21 +273,66 @@ def write_run_results(
 def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
+    """Everything that can be refused is refused before the run folder is made: the options,
+    the executor (a Ray address is reached first), the environment's options, the tasks, the
+    folder (`--out` must be new, empty or this run's), then the agent is built (its keys, its
+    mode, its replay file); only then is the folder created and locked."""
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
     if req.tools is not None:
         toolset_info(req.env, req.tools)
     env_options = check_env_options(req.env, req.env_options)
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
-    tasks = select_tasks(tf, req.task_ids)
+    tasks = select_tasks(tf, req.task_ids, req.tasks_file)
     check_viewport(env_options, tasks)
     out = req.out
+    _refuse_foreign_folder(out)
+    agent, style = _agent(req)
+    started = False  # from here on the run closes the agent
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        check_replay(agent, tf, tasks, req.tasks_file)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+        with run_folder_lock(out):
+            _refuse_foreign_folder(out)  # filled meanwhile by another process
+            info, state = _open_run(req, agent, fingerprint, env_options, style)
+            started = True
+            return _run_locked(req, tasks, agent, info, state, env_options, on_progress)
+    finally:
+        if not started and req.agent is None:  # a caller's own agent stays the caller's
+            _discard(agent)
+
+
+def check_replay(
+    agent: LiveAgent, tf: LiveTaskFile, tasks: Sequence[LiveTask], tasks_file: Path | None
+) -> None:
+    """A replay agent's file against the run's tasks: a task named nowhere is refused, lines
+    for tasks not run and tasks run without a line are warned of (`ReplayAgent.check_tasks`)."""
+    if not isinstance(agent, ReplayAgent):
+        return
+    known = [t.id for t in tf.tasks]
+    where = str(tasks_file) + "'s tasks" if tasks_file else f"the packaged {tf.env} tasks"
+    listing = tasks_listing(tf.env, tasks_file)
+    for warning in agent.check_tasks(known, [t.id for t in tasks], where=where, listing=listing):
+        log.warning("%s", warning)
+
+
+def _refuse_foreign_folder(out: Path) -> None:
+    """`--out` must be missing, empty, or a live run folder (it holds run.json)."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder")
+    if (out / RUN_JSON).exists():
+        return
+    try:
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in _BEFORE_RUN_JSON)
     except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
-    with run_folder_lock(out):
-        return _run_locked(req, tasks, fingerprint, env_options, on_progress)
+        raise ConfigError(f"cannot read --out {out}: {e.strerror or e}") from None
+    if foreign:
+        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
 
 
 def prepare_run_folder(
@@ -296,17 +361,42 @@ def prepare_run_folder(
     return state
 
 
+def _discard(agent: LiveAgent) -> None:
+    """Close an agent whose run never started (its clients, its model's threads)."""
+    try:
+        asyncio.run(agent.aclose())
+    except Exception as e:  # closing what was never used must not hide the refusal
+        log.debug("closing the unused agent: %s", e)
+
+
+def _open_run(
+    req: LiveRequest,
+    agent: LiveAgent,
+    fingerprint: str,
+    env_options: dict[str, Any],
+    style: str,
+) -> tuple[LiveRunInfo, JournalState]:
+    """run.json checked against an existing one and written; the journal read back."""
+    out = req.out
+    info = _run_info(req, agent, fingerprint, env_options, style)
+    state = prepare_run_folder(out, info)
+    log.info(
+        "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) into %s",
+        __version__, req.model, req.env, req.mode, req.executor, req.repeats, out,
+    )  # fmt: skip
+    return info, state
+
+
 def _run_locked(
     req: LiveRequest,
     tasks: list[LiveTask],
-    fingerprint: str,
+    agent: LiveAgent,
+    info: LiveRunInfo,
+    state: JournalState,
     env_options: dict[str, Any],
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> LiveOutcome:
     out = req.out
-    agent, style = _agent(req)
-    info = _run_info(req, agent, fingerprint, env_options, style)
-    state = prepare_run_folder(out, info)
     opts = LiveOptions(
         env=req.env, env_options=env_options, concurrency=req.concurrency,
         env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
@@ -375,8 +465,17 @@ def _run_and_write(
         else "budget_reached" if stats.budget_reached
         else None
     )  # fmt: skip
+    # rows and intervals over the repeats that ran (an interrupted run of K repeats builds
+    # nothing for the ones never started), at least the first (its tasks: "not run yet")
     state, _, metrics = write_run_results(
-        out, tasks, info, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed, status=status
+        out,
+        tasks,
+        info,
+        repeats=req.repeats,
+        n_boot=req.n_boot,
+        seed=req.seed,
+        status=status,
+        ran_only=True,
     )
     if interrupted is not None:
         raise interrupted
