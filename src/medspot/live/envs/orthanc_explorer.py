@@ -218,6 +218,7 @@ register_env(
         target="medspot.live.envs.orthanc_explorer:create",
         summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
         check_kinds=CHECK_KINDS,
+        toolsets=("orthanc",),
         locator_keys=LOCATOR_KEYS,
         system_packages=(
             "orthanc",

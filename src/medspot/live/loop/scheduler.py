@@ -60,13 +60,21 @@ from medspot.live.core.actions import (
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
+from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import (
+    FaultRecord,
+    JournalState,
+    StepRecord,
+    TaskRecord,
+    box_fields,
+    effect_fields,
+)
 from medspot.progress import ProgressEvent
 
 __all__ = [
@@ -106,6 +114,7 @@ class LiveOptions:
     # a spare instance per slot, prepared for the next task: None the environment's default
     # (`SparePlan.default`), False `--no-spare`
     spare: bool | None = None
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
 
     @property
     def recurrence(self) -> int:
@@ -130,16 +139,6 @@ class LiveStats:
 
 def screen_rel(sha: str) -> str:
     return f"{SCREENS}/{sha}.png"
-
-
-def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
-    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
 
 
 @dataclass
@@ -303,6 +302,7 @@ class _Run:
             at_start = dict(await slot.call(ep.start_checks))
         history: list[str] = []
         previous: list[PastTurn] = []
+        tools, reach = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
@@ -316,7 +316,7 @@ class _Run:
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), between_tasks_s=between,
-                swapped=swapped, time=now_iso(),
+                swapped=swapped, time=now_iso(), **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -330,13 +330,13 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt, repeat=repeat,
+                previous=tuple(previous), attempt=attempt, repeat=repeat, tools=tools,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
                 target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
-                url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
+                url=obs.url, intended_box=box_fields(intended), intended_to=box_fields(intended_to),
             )  # fmt: skip
             try:
                 ans = await self._ask(turn, replay.get(n))
@@ -361,19 +361,10 @@ class _Run:
             obs = res.observation
             if res.executed:
                 sha = await self._save_screen(obs)
-                upd.update(
-                    executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
-                    url_after=obs.url, hit_intended=res.hit_intended,
-                    element=_element(res.element), achieved=list(res.achieved),
-                )  # fmt: skip
                 fired = res.fired
-            elif res.hit_intended is not None:
-                upd["hit_intended"] = res.hit_intended
-            if res.not_executed is not None:  # an action the environment cannot execute
-                upd["not_executed"] = res.not_executed
             upd.update(
-                flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
-                checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
+                **effect_fields(res), flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
+                step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(_with(rec, **upd))
@@ -381,7 +372,10 @@ class _Run:
                 history_line = self._history_line(step, action, res.not_executed)
                 if history_line:
                     history.append(history_line)
-            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed))
+            tool = upd.get("tool_result")
+            previous.append(
+                PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed, tool)
+            )
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
@@ -495,7 +489,7 @@ class _Run:
         executor = create_executor(
             self.opts.executor,
             SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
-                       self.opts.workroot, spare=self.opts.spare),
+                       self.opts.workroot, self.opts.tools, spare=self.opts.spare),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
         )  # fmt: skip
         slots: list[EnvSlot] = []

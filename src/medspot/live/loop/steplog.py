@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
 from medspot.live.agents.turn import QUEUED, TurnCall
+from medspot.live.core.contract import ElementInfo, PixelBox
+from medspot.live.core.episode import StepResult
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
@@ -43,14 +45,17 @@ __all__ = [
     "ResumeState",
     "StepRecord",
     "TaskRecord",
+    "box_fields",
+    "effect_fields",
     "read_live_journal",
 ]
 
 log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "live_journal.jsonl"
-Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
-FINAL_OUTCOMES = ("success", "harmful", "failure")
+Outcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error"]
+# a served agent's episode it left unfinished (`medspot live serve`) is scored: never a success
+FINAL_OUTCOMES = ("success", "harmful", "failure", "abandoned")
 
 
 class StepRecord(ModelCall):
@@ -88,6 +93,9 @@ class StepRecord(ModelCall):
     element: dict[str, Any] | None = None  # ElementInfo of what the action hit
     achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
     checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
+    # a tool call (the tools track): what the tool said (`name`, `text`, `data`), or why it
+    # could not run (`error`)
+    tool_result: dict[str, Any] | None = None
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
@@ -165,7 +173,44 @@ class TaskRecord(BaseModel):
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
+    # the tools track (`--tools`): the tools offered in this attempt (None: no tools track) and,
+    # for a task the toolset cannot reach, why it stays GUI-only
+    tools_offered: list[str] | None = None
+    gui_only: str | None = None
     time: str = ""
+
+
+def box_fields(b: PixelBox | None) -> tuple[float, float, float, float] | None:
+    """A box as a step record stores it (pixels)."""
+    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
+
+
+def _element(e: ElementInfo | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"key": e.key, "role": e.role, "name": e.name, "box": list(box_fields(e.box) or ())}
+
+
+def effect_fields(res: StepResult, screen_after: str | None = None) -> dict[str, Any]:
+    """What a step did, as its step record's fields (the runner's and `medspot live serve`'s):
+    an executed action's effect, its hit, its checks."""
+    out: dict[str, Any] = {}
+    if res.executed:
+        out.update(
+            executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
+            url_after=res.observation.url, hit_intended=res.hit_intended,
+            element=_element(res.element), achieved=list(res.achieved),
+        )  # fmt: skip
+    elif res.hit_intended is not None:
+        out["hit_intended"] = res.hit_intended
+    if res.not_executed is not None:  # an action the environment cannot execute
+        out["not_executed"] = res.not_executed
+    out["checks"] = res.checks
+    if "tool" in res.info:
+        out["tool_result"] = dict(res.info["tool"])
+    elif "tool_error" in res.info:
+        out["tool_result"] = {"error": str(res.info["tool_error"])}
+    return out
 
 
 LiveRecord = StepRecord | FaultRecord | TaskRecord

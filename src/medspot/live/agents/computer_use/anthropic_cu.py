@@ -24,7 +24,6 @@ import base64
 import functools
 import io
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,9 +36,10 @@ from medspot.adapters.backends.anthropic_api import (
 from medspot.adapters.backends.openai import check_base_url, redact_secrets, sanitize_url
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import ANTHROPIC_KEY_ENV, GIVEN, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
-from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
+from medspot.errors import ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
     DisplayMap,
@@ -51,6 +51,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
 from medspot.live.agents.turn import AgentTurn
@@ -117,8 +119,15 @@ def _image(b64: str) -> dict[str, Any]:
 
 
 def _tool_result(
-    item: CuItem | None, ident: str, image: dict[str, Any], refused: str | None = None
+    item: CuItem | None,
+    ident: str,
+    image: dict[str, Any],
+    refused: str | None = None,
+    output: str | None = None,
 ) -> dict[str, Any]:
+    if output is not None:  # a tool of the tools track: what it returned, and the screen
+        return {"type": "tool_result", "tool_use_id": ident, "is_error": output.startswith(
+            "Tool error"), "content": [{"type": "text", "text": output}, image]}  # fmt: skip
     note = None
     if item is not None and item.kind == "unsupported":
         note = f"Not executed (this harness cannot do it): {item.note}"
@@ -131,7 +140,11 @@ def _tool_result(
 
 
 def build_messages(
-    goal: str, logs: Sequence[TurnLog], image: Callable[[Path], dict[str, Any]], keep: int
+    goal: str,
+    logs: Sequence[TurnLog],
+    image: Callable[[Path], dict[str, Any]],
+    keep: int,
+    outputs: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Messages API conversation of `logs` (the current turn last), ending with the user
     message of the call to make now (pure but for `image`, which reads a screen)."""
@@ -155,7 +168,8 @@ def build_messages(
                 ident = str(ev.get("id"))
                 refused = ev.get("not_executed")
                 results.append(_tool_result(items.get(ident), ident, image(log.screen_path),
-                                            str(refused) if refused else None))  # fmt: skip
+                                            str(refused) if refused else None,
+                                            (outputs or {}).get(ident)))  # fmt: skip
             elif kind == "call":
                 messages.append(user(log.screen_path))
                 results = []
@@ -261,7 +275,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self,
         *,
         model: str,
-        api_key: str,
+        api_key: ApiKey | str,
         tool: str,
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -278,10 +292,12 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self.beta = TOOL_BETAS[tool]
         self.timeout = float(timeout)
         self.url = sanitize_url(base_url or ANTHROPIC_URL)
-        self._secrets = (api_key,)
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -291,12 +307,10 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         if len(options.base_urls) > 1:
             raise ConfigError("anthropic-computer-use talks to one server: give one --base-url")
         url = options.base_urls[0].rstrip("/") if options.base_urls else None
-        key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise AdapterUnavailable(
-                "anthropic-computer-use needs a key: set ANTHROPIC_API_KEY (or name another "
-                "variable with --api-key-env)"
-            )
+        key = api_key(
+            options, default_env=ANTHROPIC_KEY_ENV,
+            needed_by="anthropic-computer-use on the Anthropic API" if url is None else None,
+        )  # fmt: skip
         if options.acknowledge_safety_checks:
             raise ConfigError(
                 "--acknowledge-safety-checks is for openai-computer-use (the Messages API has "
@@ -304,7 +318,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             )
         model = str(options.api_model or DEFAULT_MODEL)
         return cls(
-            model=model, api_key=str(key), tool=tool_for(model, options.computer_tool),
+            model=model, api_key=key, tool=tool_for(model, options.computer_tool),
             base_url=url, timeout=float(options.timeout or DEFAULT_TIMEOUT),
             prices=load_price_table(options.price_file),
             concurrency=int(options.concurrency or 4), retry=RetryPolicy(max_retries),
@@ -329,11 +343,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         def image(path: Path) -> dict[str, Any]:
             return _image(_png_b64(str(path), size))
 
-        messages = build_messages(turn.task.instruction, logs, image, KEEP_IMAGES)
+        messages = build_messages(
+            turn.task.instruction, logs, image, KEEP_IMAGES, tool_outputs(turn)
+        )
         kind = "browser" if turn.observation.url is not None else "desktop"
+        custom = [{"name": s.name, "description": s.description, "input_schema": s.schema}
+                  for s in turn.tools]  # fmt: skip
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": MAX_TOKENS, "messages": messages,
-            "system": harness_instructions(kind), "tools": [self._tool(dmap)],
+            "system": harness_instructions(kind, bool(turn.tools)),
+            "tools": [self._tool(dmap), *custom],
         }  # fmt: skip
         try:
             if self.beta is not None:
@@ -345,9 +364,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
                 self._anthropic, e, self.url, self.timeout,
                 lambda t: redact_secrets(t, self._secrets),
             ) from None  # fmt: skip
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
         """What a message says. A reply that is not the Messages API's shape is a failed call
         (`TransientModelError`: retried, then an error asked again on resume), never read as
         the model's turn."""
@@ -362,6 +388,9 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         for b in content:
             if b["type"] in ("text", "thinking"):
                 texts.append(str(b.get("text") or b.get("thinking") or ""))
+            elif b["type"] == "tool_use" and b["name"] in offered and "toolset_name" not in b:
+                item = tool_item(str(b["id"]), str(b["name"]), b["input"], cursor, offered)
+                items.append(item)
             elif b["type"] == "tool_use":
                 item = anthropic_item(str(b["name"]), b["input"], str(b["id"]), dmap, cursor)
                 if b["name"] != "computer" and "toolset_name" not in b:
@@ -393,6 +422,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             "api_model": self.model, "tool": self.tool, "beta": self.beta,
             "base_url": self.url, "timeout_s": self.timeout,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }  # fmt: skip
 
     async def aclose(self) -> None:

@@ -33,6 +33,7 @@ from medspot.adapters.backends.openai import (
 )
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import GIVEN, OPENAI_KEY_ENV, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
 from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
@@ -42,6 +43,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, last_call, pending
 from medspot.live.agents.turn import AgentTurn
@@ -99,6 +102,10 @@ def _output(resp: Any) -> list[dict[str, Any]]:
                 raise ValueError("a computer_call without its call_id")
             if not isinstance(actions, list) or not all(isinstance(a, Mapping) for a in actions):
                 raise ValueError("a computer_call whose actions are not objects")
+        if o["type"] == "function_call" and (
+            not isinstance(o.get("call_id"), str) or not o["call_id"]
+        ):
+            raise ValueError("a function_call without its call_id")
         for name in ("content", "summary"):
             parts = o.get(name)
             if parts is not None and (
@@ -118,6 +125,12 @@ def _usage(resp: Any) -> Usage | None:
     return Usage(int(tokens[0]), int(tokens[1]))  # type: ignore[arg-type]
 
 
+def _functions(turn: AgentTurn) -> list[dict[str, Any]]:
+    """The tools track's tools as the Responses API's function tools."""
+    return [{"type": "function", "name": s.name, "description": s.description,
+             "parameters": s.schema, "strict": False} for s in turn.tools]  # fmt: skip
+
+
 class OpenAIComputerUseAgent(ComputerUseAgent):
     api = "openai"
     name = "openai-computer-use"
@@ -127,7 +140,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         *,
         model: str,
         base_url: str,
-        api_key: str,
+        api_key: ApiKey | str,
         tool: str,
         timeout: float = DEFAULT_TIMEOUT,
         prices: PriceTable | None = None,
@@ -149,10 +162,12 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         self.tool = tool
         self.timeout = float(timeout)
         self.url = sanitize_url(base_url)
-        self._secrets = (api_key,)
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)
         self._openai = openai
         self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -162,17 +177,14 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         ) or OPENAI_URL  # fmt: skip
         if len(options.base_urls) > 1:
             raise ConfigError("openai-computer-use talks to one server: give one --base-url")
-        key = options.api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if urlsplit(url).hostname == "api.openai.com":
-                raise AdapterUnavailable(
-                    "openai-computer-use on the OpenAI API needs a key: set OPENAI_API_KEY (or "
-                    "name another variable with --api-key-env)"
-                )
-            key = "EMPTY"
+        official = urlsplit(url).hostname == "api.openai.com"
+        key = api_key(
+            options, default_env=OPENAI_KEY_ENV,
+            needed_by="openai-computer-use on the OpenAI API" if official else None,
+        )  # fmt: skip
         model = str(options.api_model or DEFAULT_MODEL)
         return cls(
-            model=model, base_url=url.rstrip("/"), api_key=str(key),
+            model=model, base_url=url.rstrip("/"), api_key=key,
             tool=tool_for(model, options.computer_tool),
             timeout=float(options.timeout or DEFAULT_TIMEOUT),
             prices=load_price_table(options.price_file),
@@ -194,6 +206,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
     def _input(self, turn: AgentTurn, logs: list[TurnLog]) -> tuple[list[Any], str | None]:
         url = _data_url(turn.observation.png)
         prev = last_call(logs)
+        outputs = tool_outputs(turn)
         if prev is None:
             detail = "original" if self.tool == "computer" else "high"
             first = [{"type": "input_text", "text": turn.task.instruction},
@@ -209,7 +222,12 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             if c.get("acknowledged"):
                 item["acknowledged_safety_checks"] = c.get("pending_safety_checks") or []
             out.append(item)
-        notes = [f"{i.name}: {i.note}" for i in call_items(prev) if i.kind == "unsupported"]
+        for f in prev.get("function_calls") or ():
+            note = next((i.note for i in call_items(prev) if i.id == f["call_id"]), "")
+            text = outputs.get(f["call_id"]) or f"Not executed: {note or 'not reached'}"
+            out.append({"type": "function_call_output", "call_id": f["call_id"], "output": text})
+        notes = [f"{i.name}: {i.note}" for i in call_items(prev)
+                 if i.kind == "unsupported" and not i.name.startswith("tool:")]  # fmt: skip
         if notes:
             text = "Not executed (this harness cannot do it): " + "; ".join(notes)
             out.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
@@ -228,8 +246,8 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         items, previous_id = self._input(turn, logs)
         kind = "browser" if turn.observation.url is not None else "desktop"
         body: dict[str, Any] = {
-            "model": self.model, "tools": [self._tool(turn)], "input": items,
-            "truncation": "auto", "instructions": harness_instructions(kind),
+            "model": self.model, "tools": [self._tool(turn), *_functions(turn)], "input": items,
+            "truncation": "auto", "instructions": harness_instructions(kind, bool(turn.tools)),
         }  # fmt: skip
         if previous_id:
             body["previous_response_id"] = previous_id
@@ -239,9 +257,16 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             raise map_openai_error(
                 self._openai, e, self.url, self.timeout, lambda t: redact_secrets(t, self._secrets)
             ) from None
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
         """What a response says. A reply that is not the Responses API's shape is a failed
         call (`TransientModelError`: retried, then an error asked again on resume), never
         read as the model saying it is done."""
@@ -254,6 +279,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         texts: list[str] = []
         items: list[CuItem] = []
         calls: list[dict[str, Any]] = []
+        functions: list[dict[str, Any]] = []
         flags: list[str] = []
         checks: list[dict[str, Any]] = []
         for o in output:
@@ -279,16 +305,25 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
                     item = openai_item(a, f"{call_id}#{i}", dmap, cursor)
                     cursor = item.cursor or cursor
                     items.append(item)
+            elif kind == "function_call":  # a tool of the tools track
+                call_id, name = str(o.get("call_id", "")), str(o.get("name", ""))
+                try:
+                    args = json.loads(str(o.get("arguments") or "{}"))
+                except ValueError:
+                    args = None
+                functions.append({"call_id": call_id, "name": name})
+                items.append(tool_item(call_id, name, args, cursor, offered))
         text = "\n".join(t for t in texts if t)
         ending = None
         status = getattr(resp, "status", None)
-        if not calls and status not in ("incomplete", "failed"):
+        if not calls and not functions and status not in ("incomplete", "failed"):
             ending = ending_json(text)
-        elif not calls:
+        elif not calls and not functions:
             flags.append(f"response_status:{status}")
         event = {
             "response_id": str(getattr(resp, "id", "")),
             "calls": calls,
+            "function_calls": functions,
             "items": [i.to_json() for i in items],
             "ending": ending,
         }
@@ -306,6 +341,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             "api_model": self.model, "tool": self.tool, "base_url": self.url,
             "timeout_s": self.timeout, "acknowledge_safety_checks": self.acknowledge,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }  # fmt: skip
 
     async def aclose(self) -> None:

@@ -515,6 +515,7 @@ register_env(
         target="medspot.live.envs.ohif.env:create",
         summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
         check_kinds=CHECK_KINDS,
+        toolsets=("orthanc",),
         locator_keys=LOCATOR_KEYS,
         system_packages=(
             "orthanc",

@@ -34,9 +34,10 @@ from typing import Any, Protocol, TypeVar
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
-from medspot.live.core.episode import Mode, StepResult
-from medspot.live.core.registry import create_environment
+from medspot.live.core.episode import Episode, Mode, StepResult
+from medspot.live.core.registry import create_environment, env_entry
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tools import Toolset, tool_reach
 from medspot.live.loop.executors.seats import Key
 
 __all__ = [
@@ -48,8 +49,10 @@ __all__ = [
     "SlotConfig",
     "SpareCounts",
     "create_for_slot",
+    "episode_tools",
     "fault_from",
     "private_workdir",
+    "slot_episode",
     "timeout_fault",
 ]
 
@@ -66,8 +69,10 @@ class SlotConfig:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
     # keep a spare instance per slot, prepared for the next task (`seats`): None the
-    # environment's `SparePlan.default`, False `--no-spare`
+    # environment's `SparePlan.default`, False `--no-spare` (and `live serve`: the next task
+    # is the agent's choice, not known in advance)
     spare: bool | None = None
 
 
@@ -78,6 +83,25 @@ class SpareCounts:
     started: int = 0
     swaps: int = 0
     faults: int = 0
+
+
+def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset | None:
+    """The toolset an episode of `task` is offered (`cfg.tools`): none for a task whose end
+    state the toolset cannot reach (`tool_reach`: it stays GUI-only)."""
+    if cfg.tools is None:
+        return None
+    make = getattr(env, "toolset", None)
+    toolset: Toolset | None = make(cfg.tools) if callable(make) else None
+    if toolset is None:
+        raise ConfigError(f"{cfg.env} offers no toolset {cfg.tools!r} (--tools)")
+    reach = tool_reach(task, env_entry(cfg.env).check_kinds, toolset.reads)
+    return toolset if reach.reachable else None
+
+
+def slot_episode(cfg: SlotConfig, env: Environment, task: LiveTask, mode: Mode) -> Episode:
+    """An episode of `task` on `env` as a slot runs it: with the toolset it is offered
+    (`episode_tools`). Used for the active instance and for a spare alike."""
+    return Episode(env, task, mode=mode, tools=episode_tools(env, task, cfg))
 
 
 class EpisodeCalls(Protocol):

@@ -14,6 +14,7 @@ Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remo
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -39,6 +40,7 @@ from medspot.live.loop.executors.base import (
     create_for_slot,
     fault_from,
     private_workdir,
+    slot_episode,
 )
 from medspot.live.loop.executors.seats import Key, SeatPair
 
@@ -178,6 +180,7 @@ class EnvironmentHost:
                 f"medspot-env-{self.index}", lambda wd: create_for_slot(self.cfg, wd),
                 lambda: private_workdir(home, WORKDIR_PREFIX), env_name=self.cfg.env,
                 spare=self.cfg.spare, timeout_s=self.cfg.call_timeout_s,
+                episode=functools.partial(slot_episode, self.cfg),
             )  # fmt: skip
             self.pair.ensure()
 
@@ -209,7 +212,8 @@ class EnvironmentHost:
             self.ep, self.swapped = None, False
             begun = self.pair.take(task, key) if key is not None else None
             if begun is None:
-                self.ep = Episode(self.pair.ensure(), task, mode=mode)
+                env = self.pair.ensure()
+                self.ep = self._on_env(slot_episode, self.cfg, env, task, mode)
                 return self._on_env(self.ep.reset)
             self.ep, self.swapped = begun.episode, True
             return begun.observation

@@ -20,8 +20,9 @@ What the spare does is never the task's: a spare that fails to start, to reset o
 an environment fault *of the spare* (logged, counted in `spare_faults`, the spare thrown away
 and started again for a later task); the task is then reset on the active instance as without
 spares, and its own faults are journaled as before. After `MAX_SPARE_FAULTS` in a row the slot
-keeps no spare for the rest of the run. A task data error (`DataError`) met while preparing is
-left to the task's own reset, which raises it where the runner expects it.
+keeps no spare for the rest of the run. A task data error (`DataError`) or a settings error
+(`ConfigError`: a `--tools` the environment lacks) met while preparing is left to the task's own
+reset, which raises it where the runner expects it.
 
 Used from one controlling thread at a time (the slot's caller); every environment call runs on
 its instance's seat. `SeatPair` is synchronous: the thread executor runs it for an asyncio
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from medspot.errors import DataError
+from medspot.errors import ConfigError, DataError
 from medspot.live.core import processes
 from medspot.live.core.contract import (
     Environment,
@@ -121,7 +122,8 @@ class SeatPair:
     `make(workdir)` creates an instance (not started), `workdir()` a fresh private folder for
     one; `spare` is the run's request (None: the environment's `SparePlan.default`);
     `timeout_s` bounds every wait for an instance (a call that does not return in it is an
-    `EnvironmentFault`)."""
+    `EnvironmentFault`); `episode(env, task, mode)` makes a task's episode on an instance
+    (the slot's: with its toolset), for the active instance and the spare alike."""
 
     def __init__(
         self,
@@ -133,8 +135,10 @@ class SeatPair:
         spare: bool | None = None,
         timeout_s: float,
         on_started: Callable[[], None] | None = None,
+        episode: Callable[[Environment, LiveTask, Mode], Episode] | None = None,
     ) -> None:
         self.env_name = env_name
+        self._episode = episode or _plain_episode
         self._make = make
         self._workdir = workdir
         self.requested = spare
@@ -228,7 +232,8 @@ class SeatPair:
         begun = self.take(task, key)
         if begun is not None:
             return begun
-        ep = Episode(self.ensure(), task, mode=mode)
+        env = self.ensure()
+        ep = self.run(self.active, self._episode, env, task, mode)
         return Begun(ep, self.run(self.active, ep.reset), swapped=False)
 
     def take(self, task: LiveTask, key: Key) -> Begun | None:
@@ -282,9 +287,10 @@ class SeatPair:
 
     def _spare_failed(self, e: BaseException) -> None:
         """The spare is thrown away (closed in the background, on its thread); a data error
-        of the task is not the spare's fault (the task's own reset raises it again)."""
+        of the task or of the run's settings is not the spare's fault (the task's own reset
+        raises it again)."""
         self._retire(self.spare)
-        if isinstance(e, DataError):
+        if isinstance(e, DataError | ConfigError):
             return
         with self._lock:
             self.spare_faults += 1
@@ -364,7 +370,7 @@ class SeatPair:
             why = _start_error(start) if start is not None and start.done() else None
             raise EnvironmentFault(f"{self.env_name}: the spare did not start: {why}")
         t0 = time.perf_counter()
-        ep = Episode(seat.env, task, mode=mode)
+        ep = self._episode(seat.env, task, mode)
         obs = ep.reset()
         log.debug("%s: spare ready for %s in %.2f s", self.env_name, task.id,
                   time.perf_counter() - t0)  # fmt: skip
@@ -395,6 +401,10 @@ class SeatPair:
                     processes.stop_folder(spare.workdir)
             self.active.pool.shutdown(wait=not stuck)
             spare.pool.shutdown(wait=closed)
+
+
+def _plain_episode(env: Environment, task: LiveTask, mode: Mode) -> Episode:
+    return Episode(env, task, mode=mode)
 
 
 def _start_error(start: Future[None]) -> BaseException | None:

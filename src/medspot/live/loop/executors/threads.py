@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from medspot.errors import MedspotError
-from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import Episode, Mode
+from medspot.live.core.contract import Environment, EnvironmentFault, Observation
+from medspot.live.core.episode import Mode
 from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
@@ -29,6 +29,7 @@ from medspot.live.loop.executors.base import (
     create_for_slot,
     fault_from,
     private_workdir,
+    slot_episode,
     timeout_fault,
 )
 from medspot.live.loop.executors.seats import Begun, Key, SeatPair
@@ -51,7 +52,7 @@ class ThreadSlot(CallSlot):
             functools.partial(create_for_slot, cfg),
             lambda: private_workdir(cfg.workroot, f"{WORKDIR_PREFIX}{index}-"),
             env_name=cfg.env, spare=cfg.spare, timeout_s=cfg.call_timeout_s,
-            on_started=self._started,
+            on_started=self._started, episode=functools.partial(slot_episode, cfg),
         )  # fmt: skip
         self._begun: Begun | None = None
 
@@ -102,7 +103,13 @@ class ThreadSlot(CallSlot):
             if begun is not None:
                 self._begun = begun
                 return begun.episode
-        return Episode(await self._control(self.pair.ensure), task, mode=mode)
+        env = await self.ensure()
+        return await self.call(slot_episode, self.cfg, env, task, mode)
+
+    async def ensure(self) -> Environment:
+        """The active instance, created and started when there is none (`live serve` starts
+        its episodes on it: no spare, the next task is the agent's choice)."""
+        return await self._control(self.pair.ensure)
 
     async def reset(self, ep: EpisodeCalls) -> Observation:
         begun = self._begun
