@@ -9,6 +9,7 @@ that nothing is left behind. The real environments' spares are compared with fre
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,10 @@ import pytest
 from _lamp_panel import ENTRY, NAME, LampPanel, switch_task, task_file
 from _runner_support import processes_mentioning
 
-from medspot.errors import DataError
+from medspot.errors import ConfigError, DataError
 from medspot.live.core import registry
-from medspot.live.core.contract import EnvironmentFault, SparePlan, spare_plan
+from medspot.live.core.contract import Environment, EnvironmentFault, SparePlan, spare_plan
+from medspot.live.core.episode import Episode, Mode
 from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SeatPair
@@ -156,7 +158,11 @@ def test_a_resumed_run_keeps_spares_for_what_is_left(tmp_path: Path) -> None:
 # -- the seats themselves ------------------------------------------------------------------------
 
 
-def _pair(tmp_path: Path, **options: Any) -> SeatPair:
+def _pair(
+    tmp_path: Path,
+    episode: Callable[[Environment, LiveTask, Mode], Episode] | None = None,
+    **options: Any,
+) -> SeatPair:
     n = iter(range(100))
     return SeatPair(
         "t",
@@ -164,6 +170,7 @@ def _pair(tmp_path: Path, **options: Any) -> SeatPair:
         lambda: tmp_path / f"i{next(n)}",
         env_name=NAME,
         timeout_s=30,
+        episode=episode,
     )
 
 
@@ -247,5 +254,54 @@ def test_a_failed_active_start_is_a_fault_and_nothing_is_left(tmp_path: Path) ->
             pair.begin(t["t0"], "guided", ("t0", 0))
     finally:
         pair.discard()
+        pair.close()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_spare_whose_start_never_ran_is_a_spare_fault(tmp_path: Path) -> None:
+    t = _lamp_tasks(tmp_path)
+    pair = _pair(tmp_path)
+    gate = threading.Event()
+    try:
+        pair.begin(t["t0"], "guided", ("t0", 0))
+        pair.spare.pool.submit(gate.wait, 30)  # the spare's thread is busy
+        pair.prepare(t["t1"], "guided", ("t1", 0))  # its start and reset wait behind it
+        pair.spare.abandon_thread()  # both cancelled before they ran
+        gate.set()
+        pair.prepare(t["t2"], "guided", ("t2", 0))
+        assert pair.spare_faults == 1
+        assert pair.wait_prepared(30)
+        began = pair.begin(t["t2"], "guided", ("t2", 0))
+        assert began.swapped and pair.spares_started == 2
+    finally:
+        gate.set()
+        pair.close()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_the_spares_episode_is_made_as_the_slots_own(tmp_path: Path) -> None:
+    t = _lamp_tasks(tmp_path)
+    made: list[tuple[str, Environment]] = []
+
+    def episode(env: Environment, task: LiveTask, mode: Mode) -> Episode:
+        made.append((task.id, env))
+        if task.id == "t2":
+            raise ConfigError("no such toolset")  # a run's setting: never the spare's fault
+        return Episode(env, task, mode=mode)
+
+    pair = _pair(tmp_path, episode)
+    try:
+        first = pair.begin(t["t0"], "guided", ("t0", 0))
+        pair.prepare(t["t1"], "guided", ("t1", 0))
+        assert pair.wait_prepared(30)
+        second = pair.begin(t["t1"], "guided", ("t1", 0))
+        assert second.swapped
+        assert made == [("t0", first.episode.env), ("t1", second.episode.env)]
+        pair.prepare(t["t2"], "guided", ("t2", 0))
+        assert not pair.wait_prepared(30)
+        with pytest.raises(ConfigError, match="toolset"):
+            pair.begin(t["t2"], "guided", ("t2", 0))
+        assert pair.spare_faults == 0
+    finally:
         pair.close()
     assert not processes_mentioning(str(tmp_path))
