@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.taskfiles import env_task_file
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from medspot.live.core.taskfiles import env_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SlotConfig
 from medspot.live.loop.executors.ray_actors import RayExecutor, RaySlot, RemoteEpisode
 from medspot.live.loop.executors.threads import ThreadExecutor

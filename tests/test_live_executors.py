@@ -19,7 +19,7 @@ from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.actions import Click, Done, Drag, Infeasible, Key, Scroll, TypeText
 from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
 from medspot.live.core.episode import StepResult
-from medspot.live.core.taskfiles import env_task_file
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import check_executor_options, create_executor
 from medspot.live.loop.executors.base import SlotConfig
 from medspot.live.loop.executors.env_actor import ActorPlace, EpisodeState

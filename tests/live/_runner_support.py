@@ -17,7 +17,7 @@ ENV = "orthanc-explorer"
 
 def packaged_tasks(env: str = ENV) -> dict[str, Any]:
     """The environment's packaged tasks (all its files) as one task file's JSON."""
-    from medspot.live.core.taskfiles import env_task_file
+    from medspot.live.envs.taskfiles import env_task_file
 
     tf, _ = env_task_file(env)
     data: dict[str, Any] = tf.model_dump(mode="json", exclude_defaults=True)

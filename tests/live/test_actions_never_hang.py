@@ -16,12 +16,14 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from medspot.live.core.actions import Click, Drag, LiveAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import Episode, StepResult
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
-TASKLISTS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists"
+ENVS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "envs"
+ORTHANC_EXPLORER_TASKS = ENVS / "orthanc_explorer" / "tasks" / "orthanc_explorer.json"
+OHIF_TASKS = ENVS / "ohif" / "tasks" / "ohif.json"
 
 
 def _each_twice(env: Any, task: LiveTask, actions: list[LiveAction]) -> list[StepResult]:
@@ -58,7 +60,7 @@ def test_dicomscope_repeats_a_click_and_a_drag(dicomscope_env: Any) -> None:
 
 def test_orthanc_explorer_repeats_a_click_and_a_drag(orthanc_env: Any) -> None:
     env = orthanc_env
-    tasks = {t.id: t for t in load_task_file(TASKLISTS / "orthanc_explorer.json").tasks}
+    tasks = {t.id: t for t in load_task_file(ORTHANC_EXPLORER_TASKS).tasks}
     task = tasks["open-study-ct-doe-john"]
     env.reset(task)
     row = env.locate(Locator(css="#all-patients li", contains="MS0002"))  # not the task's
@@ -74,7 +76,7 @@ def test_ohif_repeats_a_click_and_a_drag(tmp_path: Path, seed_cache: Path) -> No
     from medspot.live.core.registry import create_environment
 
     require_ohif_stack()
-    task = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}["wl-drag-ct-doe-joan"]
+    task = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}["wl-drag-ct-doe-joan"]
     env: Any = create_environment(
         "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
     )

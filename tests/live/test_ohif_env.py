@@ -16,12 +16,14 @@ import pytest
 from _orthanc_support import require_live, require_orthanc_stack
 
 from medspot.live.core.actions import Click, Drag
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
-TASKS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists" / "ohif.json"
+TASKS = (
+    Path(__file__).parents[2] / "src" / "medspot" / "live" / "envs" / "ohif" / "tasks" / "ohif.json"
+)
 
 
 def require_ohif_stack() -> None:

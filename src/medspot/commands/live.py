@@ -39,7 +39,7 @@ GIVEN_UP_EXIT_STATUS = 4
 
 def parse_env_options(items: list[str] | None) -> dict[str, str]:
     """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
-    check them (`medspot.live.core.envoptions`)."""
+    check them (`medspot.live.envs.envoptions`)."""
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, raw = item.partition("=")
@@ -249,7 +249,7 @@ def _incomplete_status(status: str, errors: int, given_up: tuple[str, ...], out:
 
 
 def _tasks(args: argparse.Namespace) -> int:
-    from medspot.live.core.taskfiles import env_task_file
+    from medspot.live.envs.taskfiles import env_task_file
 
     path = Path(args.validate) if args.validate else None
     tf, fp = env_task_file(args.env, path)
@@ -305,7 +305,7 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from medspot.live.core.taskfiles import env_task_file, select_tasks
+    from medspot.live.envs.taskfiles import env_task_file, select_tasks
     from medspot.live.loop.task_audit import audit_env
 
     tasks_file = Path(args.tasks_file) if args.tasks_file else None

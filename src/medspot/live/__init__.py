@@ -65,13 +65,13 @@ if TYPE_CHECKING:
         env_names,
         register_env,
     )
-    from medspot.live.core.taskfiles import (
+    from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
+    from medspot.live.envs.taskfiles import (
         env_task_file,
         load_task_file,
         parse_task_file,
         select_tasks,
     )
-    from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
 
 __all__ = [
@@ -146,7 +146,7 @@ _PARTS = {
     "Observation PixelBox",
     "medspot.live.core.episode": "MODES Episode Mode StepResult hit_intended",
     "medspot.live.core.registry": "EnvEntry create_environment env_entry env_names register_env",
-    "medspot.live.core.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
+    "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
 }

@@ -57,8 +57,8 @@ _ENVS: dict[str, EnvEntry] = {}
 
 # Modules that call `register_env` on import; none imports playwright/pyatspi at the top.
 _BUILTIN: list[str] = [
-    "medspot.live.envs.orthanc_explorer",
-    "medspot.live.envs.dicomscope",
+    "medspot.live.envs.orthanc_explorer.env",
+    "medspot.live.envs.dicomscope.env",
     "medspot.live.envs.ohif.env",
 ]
 

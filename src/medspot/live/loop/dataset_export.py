@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.core.envoptions import check_env_options
-from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.scheduler import screen_rel

@@ -28,10 +28,10 @@ from medspot.live.agents.factory import (
     live_prompt_style,
 )
 from medspot.live.agents.turn import QUEUED, LiveAgent
-from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Mode
-from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.envoptions import check_env_options, check_viewport
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.executors import ExecutorName, check_executor_options
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
 from medspot.live.loop.outcomes import task_results

@@ -41,6 +41,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
+from medspot.live.drivers.web_checks import PAGE_KINDS
 from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
 from medspot.live.envs.ohif.server import OhifServer
 from medspot.live.envs.ohif.state import (
@@ -50,10 +51,9 @@ from medspot.live.envs.ohif.state import (
     STATE_JS,
     OhifState,
 )
-from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
-from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.orthanc.checks import ORTHANC_KINDS
+from medspot.live.envs.orthanc.web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.envs.web_checks import PAGE_KINDS
 from medspot.live.services.names import (
     NameTable,
     instance_names,

@@ -26,8 +26,8 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.tasks import CheckSpec, Locator
 from medspot.live.drivers.web import WebSession
-from medspot.live.envs.orthanc_checks import read_orthanc_state
-from medspot.live.envs.web_checks import web_readers
+from medspot.live.drivers.web_checks import web_readers
+from medspot.live.envs.orthanc.checks import read_orthanc_state
 from medspot.live.services.names import NameTable
 from medspot.live.services.orthanc import OrthancIds, OrthancServer
 from medspot.live.services.seed import SeedSet, seed_files

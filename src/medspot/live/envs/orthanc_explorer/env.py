@@ -23,10 +23,10 @@ from medspot.live.core.contract import (
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
-from medspot.live.envs.orthanc_checks import ORTHANC_KINDS, orthanc_names
-from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.drivers.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
+from medspot.live.envs.orthanc.checks import ORTHANC_KINDS, orthanc_names
+from medspot.live.envs.orthanc.web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.envs.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
 from medspot.live.services.names import (
     TEMPLATE,
     NameTable,
@@ -210,7 +210,7 @@ def create(workdir: Path, **options: Any) -> OrthancExplorerEnv:
 register_env(
     EnvEntry(
         name=NAME,
-        target="medspot.live.envs.orthanc_explorer:create",
+        target="medspot.live.envs.orthanc_explorer.env:create",
         summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
         check_kinds=CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,
@@ -221,8 +221,8 @@ register_env(
             "chromium",
             "fonts-dejavu-core",
         ),
-        doctor="medspot.live.envs.orthanc_explorer:doctor",
-        task_check="medspot.live.envs.orthanc_explorer:task_check",
+        doctor="medspot.live.envs.orthanc_explorer.env:doctor",
+        task_check="medspot.live.envs.orthanc_explorer.env:task_check",
         tasks_resource="orthanc_explorer.json",
     )
 )

@@ -133,15 +133,15 @@ def packaged_task_files(env: str) -> list[tuple[str, bytes]]:
     entry = env_entry(env)
     if not entry.tasks_resource:
         raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-    folder = resources.files("medspot.live") / "tasklists"
     stem = entry.tasks_resource.removesuffix(".json")
+    folder = resources.files("medspot.live.envs") / stem / "tasks"
     more = sorted(
         f.name
         for f in folder.iterdir()
         if f.name.startswith(stem + "-") and f.name.endswith(".json")
     )
     names = [entry.tasks_resource, *more]
-    return [(f"medspot/live/tasklists/{n}", (folder / n).read_bytes()) for n in names]
+    return [(f"medspot/live/envs/{stem}/tasks/{n}", (folder / n).read_bytes()) for n in names]
 
 
 def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:

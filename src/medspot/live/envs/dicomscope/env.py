@@ -53,7 +53,7 @@ from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.file_reads import FileReads
 from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
-from medspot.live.envs.dicomscope_checks import (
+from medspot.live.envs.dicomscope.checks import (
     VIEWER_KINDS,
     ImageRef,
     ViewerState,
@@ -593,7 +593,7 @@ class DicomscopeEnv:
 
     def check(self, spec: CheckSpec) -> bool:
         """Read the state the kind judges (the whole AT-SPI tree; the window titles; the
-        viewer's state), then judge it (`drivers.atspi_checks`, `envs.dicomscope_checks`)."""
+        viewer's state), then judge it (`drivers.atspi_checks`, `envs.dicomscope.checks`)."""
         self._alive()
         readers = {"atspi": self._tree_state, "window": self._titles, "dicomscope": self._viewer}
         return CHECK_KINDS.evaluate(spec, readers)
@@ -777,14 +777,14 @@ def create(workdir: Path, **options: Any) -> DicomscopeEnv:
 register_env(
     EnvEntry(
         name="dicomscope",
-        target="medspot.live.envs.dicomscope:create",
+        target="medspot.live.envs.dicomscope.env:create",
         summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
         check_kinds=CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,
         system_packages=PACKAGES,
         python_modules=("PIL", "numpy", "pydicom"),
-        doctor="medspot.live.envs.dicomscope:doctor",
-        task_check="medspot.live.envs.dicomscope:task_check",
+        doctor="medspot.live.envs.dicomscope.env:doctor",
+        task_check="medspot.live.envs.dicomscope.env:task_check",
         tasks_resource="dicomscope.json",
     )
 )

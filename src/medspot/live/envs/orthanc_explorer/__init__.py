@@ -1,0 +1,1 @@
+"""envs/orthanc_explorer"""
