@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from medspot.live.core.episode import Episode
-from medspot.live.core.registry import create_environment
 from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
 
 

@@ -20,8 +20,8 @@ from gymnasium.error import ResetNeeded  # noqa: E402
 
 from medspot.errors import ConfigError  # noqa: E402
 from medspot.live.core.actions import Click, Done  # noqa: E402
-from medspot.live.core.registry import env_names  # noqa: E402
 from medspot.live.core.tasks import LiveTask  # noqa: E402
+from medspot.live.envs.registry import env_names  # noqa: E402
 from medspot.live.envs.taskfiles import env_task_file  # noqa: E402
 from medspot.live.gym import LiveGymEnv, env_id, register_envs  # noqa: E402
 from medspot.live.gym.spaces import ActionSpace, observation_space, screen_size  # noqa: E402

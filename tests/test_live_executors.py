@@ -99,12 +99,12 @@ def test_without_ray_the_error_names_the_extra(tmp_path: Path) -> None:
 def test_doctor_prints_the_ray_resources_of_this_node(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.live.core import registry
+    from medspot.live.envs import registry
 
     entry = registry.env_entry(ENV)
-    ready = registry.EnvEntry("ready-env", entry.target, "test", entry.check_kinds,
+    ready = registry.EnvEntry("ready-env", entry.factory, "test", entry.check_kinds,
                               entry.locator_keys, python_modules=())  # fmt: skip
-    missing = registry.EnvEntry("missing-env", entry.target, "test", entry.check_kinds,
+    missing = registry.EnvEntry("missing-env", entry.factory, "test", entry.check_kinds,
                                 entry.locator_keys, system_packages=("medspot-no-such-package",),
                                 python_modules=())  # fmt: skip
     monkeypatch.setitem(registry._ENVS, "ready-env", ready)

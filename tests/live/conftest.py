@@ -23,7 +23,7 @@ def seed_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def orthanc_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
     """A started orthanc-explorer environment (its own Orthanc and chromium), per module."""
     require_orthanc_stack()
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     env = create_environment(
         "orthanc-explorer",
@@ -42,7 +42,7 @@ def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -
     from _desktop_support import require_dicomscope
 
     require_dicomscope()
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     env = create_environment(
         "dicomscope", workdir=tmp_path_factory.mktemp("dicomscope-env"), seed_cache=seed_cache

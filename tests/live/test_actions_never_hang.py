@@ -73,7 +73,7 @@ def test_orthanc_explorer_repeats_a_click_and_a_drag(orthanc_env: Any) -> None:
 def test_ohif_repeats_a_click_and_a_drag(tmp_path: Path, seed_cache: Path) -> None:
     from test_ohif_env import require_ohif_stack
 
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     require_ohif_stack()
     task = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}["wl-drag-ct-doe-joan"]

@@ -13,7 +13,7 @@ from _lamp_panel import ENTRY, NAME, switch_task, task_file
 
 from medspot.cli import main
 from medspot.commands.live import GIVEN_UP_EXIT_STATUS
-from medspot.live.core import registry
+from medspot.live.envs import registry
 from medspot.live.loop.steplog import (
     JOURNAL_NAME,
     FaultRecord,

@@ -15,9 +15,9 @@ from _runner_support import ENV, processes_mentioning
 
 from medspot.cli import main
 from medspot.errors import BUG_EXIT_STATUS, ConfigError
-from medspot.live.core import registry
-from medspot.live.core.registry import env_entry
+from medspot.live.envs import registry
 from medspot.live.envs.envoptions import check_env_options, env_options_of
+from medspot.live.envs.registry import env_entry
 
 
 def _nested(path: Path, env: str, depth: int) -> Path:

@@ -43,7 +43,7 @@ def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iter
     require_ohif_stack()
     from _orthanc_support import CHROMIUM
 
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     env = create_environment(
         "ohif", workdir=tmp_path_factory.mktemp("ohif-env"), chromium=CHROMIUM,
@@ -159,7 +159,7 @@ def test_two_environments_side_by_side(
 ) -> None:
     from _orthanc_support import CHROMIUM
 
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     task = _task(tasks, "measure-ab-ct-doe-john")
     other: Any = create_environment(

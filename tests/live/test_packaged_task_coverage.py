@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from medspot.live.core.registry import env_names
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs import taskfiles
+from medspot.live.envs.registry import env_names
 
 # the three files the packaged tasks started from; the tasks added beside them in
 # `<stem>-<part>.json` files are held to the stricter rules below

@@ -16,8 +16,8 @@ import pytest
 from _lamp_panel import ENTRY, NAME, switch_task, task_file
 
 from medspot.cli import main
-from medspot.live.core import registry
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs import registry
 from medspot.live.loop.outcomes import live_metrics, task_matrix, task_results
 from medspot.live.loop.results import write_live_results
 from medspot.live.loop.steplog import (

@@ -21,10 +21,10 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from PIL import Image
 
 from medspot.live.core.actions import Click, Drag, Key, TypeText
-from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.atspi import state_diff
 from medspot.live.drivers.x11 import CARET_PIXELS
+from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live

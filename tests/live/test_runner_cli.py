@@ -138,7 +138,7 @@ def test_bad_task_file_is_exit_2_with_location(
 
 
 def test_setup_prints_and_doctor_reports(capsys: pytest.CaptureFixture[str]) -> None:
-    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.envs.registry import env_entry, env_names
 
     assert main(["live", "setup", "--print"]) == 0
     text = capsys.readouterr().out
@@ -154,11 +154,11 @@ def test_setup_prints_and_doctor_reports(capsys: pytest.CaptureFixture[str]) -> 
 def test_doctor_names_what_is_missing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.live.core import registry as base
+    from medspot.live.envs import registry as base
 
     entry = base.env_entry(ENV)
     fake = base.EnvEntry(
-        "missing-env", entry.target, "test", entry.check_kinds, entry.locator_keys,
+        "missing-env", entry.factory, "test", entry.check_kinds, entry.locator_keys,
         system_packages=("medspot-no-such-package",),
     )  # fmt: skip
     monkeypatch.setitem(base._ENVS, "missing-env", fake)
@@ -174,13 +174,13 @@ def duplicate_problem() -> list[str]:
 def test_doctor_names_each_missing_thing_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from medspot.live.core import registry
+    from medspot.live.envs import registry
 
     entry = registry.env_entry(ENV)
     fake = registry.EnvEntry(
-        "missing-env", entry.target, "test", entry.check_kinds, entry.locator_keys,
+        "missing-env", entry.factory, "test", entry.check_kinds, entry.locator_keys,
         python_modules=("medspot_no_such_module", "medspot_no_such_module"),
-        doctor=f"{__name__}:duplicate_problem",
+        doctor=duplicate_problem,
     )  # fmt: skip
     monkeypatch.setitem(registry._ENVS, "missing-env", fake)
     assert main(["live", "doctor", "--env", "missing-env"]) == 1
@@ -189,7 +189,7 @@ def test_doctor_names_each_missing_thing_once(
 
 
 def test_ci_installs_every_environments_system_packages() -> None:
-    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.envs.registry import env_entry, env_names
 
     script = (REPO / ".ci" / "run").read_text()
     assert "MEDSPOT_REQUIRE_LIVE=1" in script

@@ -18,7 +18,7 @@ from _orthanc_support import CHROMIUM, require_live, require_orthanc_stack
 from _runner_support import descendants, kill, processes_mentioning
 
 from medspot.cli import main
-from medspot.live.core.registry import env_names
+from medspot.live.envs.registry import env_names
 
 pytestmark = pytest.mark.live
 

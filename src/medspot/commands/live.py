@@ -150,7 +150,7 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
 
     env_entry(args.env)
@@ -339,7 +339,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _envs(name: str | None) -> list[str]:
-    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.envs.registry import env_entry, env_names
 
     if name:
         env_entry(name)
@@ -348,7 +348,7 @@ def _envs(name: str | None) -> list[str]:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.services.host import (
         apt_commands,
         can_install,
@@ -373,7 +373,7 @@ def _ray_resources(names: list[str]) -> int:
     (stdout, one line); what keeps the others out goes to stderr."""
     import json
 
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.loop.executors.placement import node_resources
     from medspot.live.services.host import missing_for
 
@@ -389,7 +389,7 @@ def _ray_resources(names: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.services.host import missing_for
 
     if args.ray_resources:

@@ -1,4 +1,4 @@
-"""The contract every live environment implements.
+"""The contract every live environment implements, and what an environment family declares.
 
 An environment owns real processes (a server, a browser, an X server, an application). It is
 used from ONE thread only (the live runner gives each environment a worker thread of its own),
@@ -12,23 +12,31 @@ Faults of the environment itself (the server died, the browser crashed, an actio
 settled) raise `EnvironmentFault`: the runner records an environment error, throws the
 environment away, and retries the task on a fresh one. They are never model failures. Bad task
 data raises `medspot.errors.DataError` with a location.
+
+An environment family (one package of `medspot.live.envs`) declares itself with an `EnvEntry`:
+its factory, check kinds, locator keys, system packages, packaged tasks and hooks, as
+references; `medspot.live.envs.registry` lists the families.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from medspot.errors import MedspotError
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from medspot.live.core.actions import LiveAction
+    from medspot.live.core.checks import CheckKinds
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 __all__ = [
     "ActResult",
     "ElementInfo",
+    "EnvEntry",
     "Environment",
     "EnvironmentFault",
     "Observation",
@@ -124,3 +132,27 @@ class Environment(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """An environment family, as its package declares it (`ENTRY` in its `__init__`)."""
+
+    name: str
+    factory: Callable[..., Environment]  # factory(workdir=..., **options): not started
+    summary: str
+    check_kinds: CheckKinds  # the check kinds its `check` understands (names -> CheckKind)
+    locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
+    system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
+    # the folder of its packaged task files: `<stem>.json` and `<stem>-<part>.json` beside it
+    # (read as one: `medspot.live.envs.taskfiles`)
+    tasks: Traversable | None = None
+    python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
+    # `doctor() -> list[str]`: what is missing beyond the packages and modules
+    doctor: Callable[[], list[str]] | None = None
+    # `setup() -> str`: fetch what apt-get cannot (`medspot live setup`), what it did
+    setup: Callable[[], str] | None = None
+    # `task_check(task) -> list[(field, message)]`: what is wrong with a task for this
+    # environment beyond its checks and locator keys (start keys, seeded names in routes,
+    # landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
+    task_check: Callable[[LiveTask], list[tuple[str, str]]] | None = None

@@ -1,6 +1,6 @@
 """An environment's options (`--env-option KEY=VALUE`), typed and checked before anything starts.
 
-The options an environment takes are the keyword parameters of its factory (`EnvEntry.target`)
+The options an environment takes are the keyword parameters of its factory (`EnvEntry.factory`)
 with their type hints; a factory that passes `**options` on to the class its return annotation
 names declares that class's constructor parameters instead. `workdir` is the runner's, never an
 option. Each value is converted to its parameter's type: text from the command line is read
@@ -13,7 +13,6 @@ expects (exit status 2), never an environment fault.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import shlex
@@ -27,8 +26,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
-from medspot.live.core.registry import EnvEntry, env_entry
+from medspot.live.core.contract import EnvEntry
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.registry import env_entry
 
 __all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
@@ -48,12 +48,6 @@ class EnvOption:
     @property
     def type_name(self) -> str:
         return _type_name(self.annotation)
-
-
-def _callable_of(target: str) -> Callable[..., Any]:
-    module, _, attr = target.partition(":")
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), attr)
-    return fn
 
 
 def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
@@ -78,7 +72,7 @@ def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
 def env_options_of(entry: EnvEntry) -> dict[str, EnvOption] | None:
     """The options `entry`'s environment declares; None when it declares none that can be
     known (a factory taking `**options` without a class to follow): then any name passes."""
-    options, var_kw, returns = _params(_callable_of(entry.target))
+    options, var_kw, returns = _params(entry.factory)
     if var_kw:
         if not isinstance(returns, type):
             return None

@@ -6,15 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
-from medspot.live.core.registry import env_entry
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
+from medspot.live.envs.registry import env_entry
 
 __all__ = [
     "env_task_file",
@@ -24,6 +24,8 @@ __all__ = [
     "select_tasks",
     "task_checks",
 ]
+
+_SOURCE_ROOT = Path(__file__).resolve().parents[3]  # holds the `medspot` package
 
 
 def parse_task_file(data: Any, file: str) -> LiveTaskFile:
@@ -71,7 +73,7 @@ def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
     located `DataError`."""
     entry = env_entry(parsed.env)  # ConfigError for an unknown env
     keys = set(entry.locator_keys)
-    lint = entry.hook("task_check")
+    lint = entry.task_check
 
     def bad_keys(loc: Locator) -> str | None:
         if loc.keys() <= keys:
@@ -127,21 +129,22 @@ def load_task_file(path: Path) -> LiveTaskFile:
 
 
 def packaged_task_files(env: str) -> list[tuple[str, bytes]]:
-    """The packaged task files of `env`: its `tasks_resource` (`<stem>.json`) and the files
-    beside it named `<stem>-<part>.json` (e.g. `orthanc_explorer-workflows.json`), in name
-    order after the first; (path shown in errors, contents)."""
+    """The packaged task files of `env` (`EnvEntry.tasks`, a folder): `<stem>.json` first, then
+    the files beside it named `<stem>-<part>.json` (e.g. `orthanc_explorer-workflows.json`) in
+    name order; (path shown in errors, contents)."""
     entry = env_entry(env)
-    if not entry.tasks_resource:
+    if entry.tasks is None:
         raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-    stem = entry.tasks_resource.removesuffix(".json")
-    folder = resources.files("medspot.live.envs") / stem / "tasks"
-    more = sorted(
-        f.name
-        for f in folder.iterdir()
-        if f.name.startswith(stem + "-") and f.name.endswith(".json")
-    )
-    names = [entry.tasks_resource, *more]
-    return [(f"medspot/live/envs/{stem}/tasks/{n}", (folder / n).read_bytes()) for n in names]
+    files = [f for f in entry.tasks.iterdir() if f.name.endswith(".json")]
+    files.sort(key=lambda f: ("-" in f.name, f.name))
+    return [(_shown(f), f.read_bytes()) for f in files]
+
+
+def _shown(file: Traversable) -> str:
+    """A packaged file's path as errors name it: from the package root (`medspot/live/...`)."""
+    if isinstance(file, Path) and file.is_relative_to(_SOURCE_ROOT):
+        return file.relative_to(_SOURCE_ROOT).as_posix()
+    return file.name
 
 
 def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:
@@ -176,7 +179,7 @@ def env_task_file(env: str, path: Path | None = None) -> tuple[LiveTaskFile, str
         tf = _merge(parts)
         digest = hashlib.sha256(files[0][1])
         for name, text in files[1:]:  # one file: the fingerprint of its bytes, as before
-            digest.update(name.encode() + b"\0" + text)
+            digest.update(Path(name).name.encode() + b"\0" + text)
     if tf.env != env:
         raise DataError(
             f"the task file is for {tf.env!r}, not {env!r}", Location(str(path), field="env")

@@ -55,7 +55,7 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.episode import MODES, Episode, Mode, StepResult
-from medspot.live.core.registry import create_environment
+from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
 

@@ -47,7 +47,6 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
@@ -69,10 +68,20 @@ from medspot.live.services.names import locator_name_problems
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["CHECK_KINDS", "DicomscopeEnv", "create", "doctor", "task_check"]
+__all__ = [
+    "CHECK_KINDS",
+    "LOCATOR_KEYS",
+    "NAME",
+    "PACKAGES",
+    "DicomscopeEnv",
+    "create",
+    "doctor",
+    "task_check",
+]
 
 log = logging.getLogger(__name__)
 
+NAME = "dicomscope"
 JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
 JARS = ("/usr/share/java/DICOMscope.jar", "/usr/share/java/java-atk-wrapper.jar")
 SYSTEM_CFG = Path("/etc/dcmtk/DICOMscope.cfg")
@@ -772,19 +781,3 @@ def doctor() -> list[str]:
 
 def create(workdir: Path, **options: Any) -> DicomscopeEnv:
     return DicomscopeEnv(workdir, **options)
-
-
-register_env(
-    EnvEntry(
-        name="dicomscope",
-        target="medspot.live.envs.dicomscope.env:create",
-        summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
-        check_kinds=CHECK_KINDS,
-        locator_keys=LOCATOR_KEYS,
-        system_packages=PACKAGES,
-        python_modules=("PIL", "numpy", "pydicom"),
-        doctor="medspot.live.envs.dicomscope.env:doctor",
-        task_check="medspot.live.envs.dicomscope.env:task_check",
-        tasks_resource="dicomscope.json",
-    )
-)

@@ -20,7 +20,6 @@ from medspot.errors import DataError
 from medspot.live.core.contract import (
     Observation,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
 from medspot.live.drivers.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
@@ -34,12 +33,22 @@ from medspot.live.services.names import (
     template_problems,
 )
 
-__all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
+__all__ = [
+    "CHECK_KINDS",
+    "LOCATOR_KEYS",
+    "NAME",
+    "PACKAGES",
+    "OrthancExplorerEnv",
+    "create",
+    "doctor",
+    "task_check",
+]
 
 log = logging.getLogger(__name__)
 NAME = "orthanc-explorer"
 CHECK_KINDS = ORTHANC_KINDS + PAGE_KINDS + WEBVIEWER_KINDS
 LOCATOR_KEYS = ("css", "text", "contains", "role", "nth", "at")
+PACKAGES = ("orthanc", "orthanc-webviewer", "orthanc-dicomweb", "chromium", "fonts-dejavu-core")
 # jQuery Mobile is idle: no ajax running, no page transition, the hash route's page shown, and
 # no clicked link (jQM marks it `ui-btn-active` until its page is shown) still on its way; that
 # last sign is trusted for 2 s at most (a stale mark must not hang the settle)
@@ -205,24 +214,3 @@ def doctor() -> list[str]:
 def create(workdir: Path, **options: Any) -> OrthancExplorerEnv:
     """The registry factory: `create_environment("orthanc-explorer", workdir=..., ...)`."""
     return OrthancExplorerEnv(workdir, **options)
-
-
-register_env(
-    EnvEntry(
-        name=NAME,
-        target="medspot.live.envs.orthanc_explorer.env:create",
-        summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
-        check_kinds=CHECK_KINDS,
-        locator_keys=LOCATOR_KEYS,
-        system_packages=(
-            "orthanc",
-            "orthanc-webviewer",
-            "orthanc-dicomweb",
-            "chromium",
-            "fonts-dejavu-core",
-        ),
-        doctor="medspot.live.envs.orthanc_explorer.env:doctor",
-        task_check="medspot.live.envs.orthanc_explorer.env:task_check",
-        tasks_resource="orthanc_explorer.json",
-    )
-)

@@ -31,8 +31,8 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
 from medspot.live.core.episode import Mode, StepResult
-from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.registry import create_environment
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
