@@ -26,7 +26,7 @@ def require_x11() -> None:
 
 
 def require_dicomscope() -> None:
-    from medspot.live.envs.dicomscope.env import doctor
+    from medspot.live.envs.dicomscope.hooks import doctor
 
     problems = doctor()
     require_live(not problems, "; ".join(problems))

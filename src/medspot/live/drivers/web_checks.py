@@ -1,5 +1,4 @@
-"""The `web.*` and `webviewer.*` check kinds: what a web page shows (any web environment), and
-the Orthanc Web Viewer's state.
+"""The `web.*` check kinds: what a web page shows (any web environment's `WebSession`).
 
 Each kind reads a small state from the page (`read_*`, through the `WebSession`) and judges it
 with a pure function. Patterns may embed catalogue names as templates (`{study:CT-DOE-JOHN}`),
@@ -10,7 +9,6 @@ DICOM UIDs in ohif) before the search.
     {"kind": "web.element_visible", "target": {"text": "Cancel"}, "value": false}
     {"kind": "web.rows", "rows": {"css": "#all-patients li"}, "exactly": ["DOE^JOHN", "DOE^JOAN"]}
     {"kind": "web.download", "file": "zip", "study": "CT-DOE-JOHN"}
-    {"kind": "webviewer.inverted", "value": true}
 """
 
 from __future__ import annotations
@@ -47,14 +45,11 @@ from medspot.live.services.names import (
 
 __all__ = [
     "PAGE_KINDS",
-    "WEBVIEWER_KINDS",
     "DownloadState",
     "PageState",
-    "ViewerState",
     "read_downloads",
     "read_page",
     "read_rows",
-    "read_viewer",
     "web_readers",
 ]
 
@@ -75,14 +70,6 @@ ROWS_JS = """(loc) => {
   return els.filter(shown).map((el) => norm(el.innerText))
     .filter((t) => loc.contains === undefined || t.includes(norm(loc.contains)));
 }"""
-VIEWER_JS = """() => {
-  const s = window.jQuery && jQuery('#slider');
-  const slice = s && s.length && s.slider('instance') ? s.slider('option', 'value') : null;
-  let inverted = null;
-  try { inverted = !!cornerstone.getViewport(document.getElementById('dicomImage')).invert; }
-  catch (e) { inverted = null; }
-  return [slice, inverted];
-}"""
 
 
 @dataclass(frozen=True)
@@ -96,12 +83,6 @@ class PageState:
 class DownloadState:
     downloads: tuple[tuple[str, str, bool], ...]  # (url, kind, complete: saved and readable)
     names: NameTable
-
-
-@dataclass(frozen=True)
-class ViewerState:
-    slice: int | None  # 0-based, the Web Viewer's slider
-    inverted: bool | None
 
 
 # -- readers (the page) -------------------------------------------------------------------------
@@ -133,12 +114,6 @@ def read_downloads(web: WebSession, names: NameTable) -> DownloadState:
     return DownloadState(tuple(out), names)
 
 
-def read_viewer(web: WebSession) -> ViewerState:
-    got = web.eval(VIEWER_JS) or [None, None]
-    slice_, inv = got[0], got[1]
-    return ViewerState(None if slice_ is None else int(slice_), None if inv is None else bool(inv))
-
-
 def web_readers(web: WebSession, names: NameTable) -> dict[str, Any]:
     """The readers of the page kinds (`PAGE_KINDS`) over one session."""
     return {
@@ -146,7 +121,6 @@ def web_readers(web: WebSession, names: NameTable) -> dict[str, Any]:
         "element": lambda p: web.locate(p.target) is not None,
         "rows": lambda p: read_rows(web, p.rows),
         "downloads": lambda p: read_downloads(web, names),
-        "webviewer": lambda p: read_viewer(web),
     }
 
 
@@ -240,22 +214,6 @@ def _download(p: DownloadParams, s: DownloadState) -> bool:
     return False
 
 
-class SliceParams(CheckParams):
-    slice: int = Field(ge=1)  # 1-based
-
-
-def _slice(p: SliceParams, s: ViewerState) -> bool:
-    return s.slice is not None and s.slice + 1 == p.slice
-
-
-class InvertedParams(CheckParams):
-    value: bool = True
-
-
-def _inverted(p: InvertedParams, s: ViewerState) -> bool:
-    return s.inverted is not None and s.inverted is p.value
-
-
 PAGE_KINDS = CheckKinds(
     CheckKind("web.url_matches", PatternParams, "page", _url,
               "a regex (templates allowed) searched in the page URL"),
@@ -267,10 +225,4 @@ PAGE_KINDS = CheckKinds(
               "the displayed rows of a list are exactly these"),
     CheckKind("web.download", DownloadParams, "downloads", _download,
               "a finished download of the named resource"),
-)  # fmt: skip
-WEBVIEWER_KINDS = CheckKinds(
-    CheckKind("webviewer.slice", SliceParams, "webviewer", _slice,
-              "the Orthanc Web Viewer shows this slice (1-based)"),
-    CheckKind("webviewer.inverted", InvertedParams, "webviewer", _inverted,
-              "the Web Viewer's image is inverted (value false: it is not)"),
 )  # fmt: skip

@@ -1,18 +1,12 @@
 """The `dicomscope` environment: OFFIS DICOMscope under a private Xvfb, read through AT-SPI
-(`env`), the viewer's check kinds (`checks`), its packaged tasks (`tasks/`)."""
+(`env`), the viewer's check kinds (`checks`), its task check and doctor (`hooks`), its packaged
+tasks (`tasks/`)."""
 
 from importlib import resources
 
 from medspot.live.core.contract import EnvEntry
-from medspot.live.envs.dicomscope.env import (
-    CHECK_KINDS,
-    LOCATOR_KEYS,
-    NAME,
-    PACKAGES,
-    create,
-    doctor,
-    task_check,
-)
+from medspot.live.envs.dicomscope.env import CHECK_KINDS, LOCATOR_KEYS, NAME, PACKAGES, create
+from medspot.live.envs.dicomscope.hooks import doctor, task_check
 
 __all__ = ["ENTRY"]
 

@@ -52,6 +52,7 @@ __all__ = [
     "image_problem",
     "parse_file_ref",
     "read_viewer_state",
+    "row_labels",
 ]
 
 _WINDOW = re.compile(r"c/w:\s*([-+]?\d+(?:\.\d+)?)\s*/\s*([-+]?\d+(?:\.\d+)?)")
@@ -109,6 +110,19 @@ def image_files(cat: Catalogue = CATALOGUE) -> dict[str, str]:
         for se in s.series
         for k in range(1, se.slices + 1)
     }
+
+
+def row_labels(cat: Catalogue, study: str, series: str | None = None) -> tuple[str, str | None]:
+    """The Browser tree's labels of a seeded study (and series): "Study DOE^JOHN, 04/02/1961 *
+    CT CHEST", "Series CT * Chest Axial 5mm"."""
+    st = cat.study(study)
+    p = cat.patient(st.patient)
+    b = p.birth_date
+    label = f"Study {p.name}, {b[4:6]}/{b[6:8]}/{b[:4]} * {st.description}"
+    if series is None:
+        return label, None
+    se = cat.series(f"{study}/{series}")
+    return label, f"Series {se.modality} * {se.description}"
 
 
 def _seeded_image(v: str) -> str:

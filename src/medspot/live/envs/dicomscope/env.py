@@ -58,26 +58,16 @@ from medspot.live.envs.dicomscope.checks import (
     ViewerState,
     image_file_name,
     image_files,
-    image_problem,
     parse_file_ref,
     read_viewer_state,
+    row_labels,
 )
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.services.names import locator_name_problems
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = [
-    "CHECK_KINDS",
-    "LOCATOR_KEYS",
-    "NAME",
-    "PACKAGES",
-    "DicomscopeEnv",
-    "create",
-    "doctor",
-    "task_check",
-]
+__all__ = ["CHECK_KINDS", "JARS", "LOCATOR_KEYS", "NAME", "PACKAGES", "DicomscopeEnv", "create"]
 
 log = logging.getLogger(__name__)
 
@@ -705,78 +695,6 @@ def retire(
                 shutil.rmtree(seat.twin.workdir, ignore_errors=True)
 
     threading.Thread(target=stop, name="medspot-dicomscope-retire", daemon=True).start()
-
-
-def row_labels(cat: Any, study: str, series: str | None = None) -> tuple[str, str | None]:
-    """The Browser tree's labels of a seeded study (and series): "Study DOE^JOHN, 04/02/1961 *
-    CT CHEST", "Series CT * Chest Axial 5mm"."""
-    st = cat.study(study)
-    p = cat.patient(st.patient)
-    b = p.birth_date
-    label = f"Study {p.name}, {b[4:6]}/{b[6:8]}/{b[:4]} * {st.description}"
-    if series is None:
-        return label, None
-    se = cat.series(f"{study}/{series}")
-    return label, f"Series {se.modality} * {se.description}"
-
-
-def _row_problem(loc: Locator) -> str | None:
-    """Why a locator naming a Browser row ("Study ..." / "Series ...") names none."""
-    from medspot.live.services.seed import CATALOGUE
-
-    rows = {row_labels(CATALOGUE, s.name)[0] for s in CATALOGUE.studies()}
-    rows |= {str(row_labels(CATALOGUE, se.name.partition("/")[0], se.short)[1])
-             for se in CATALOGUE.all_series()}  # fmt: skip
-    for key, value in (("text", loc.text), ("contains", loc.contains)):
-        if value is None or not value.strip().startswith(("Study ", "Series ")):
-            continue
-        want = value.strip()
-        if not any(want == r if key == "text" else want in r for r in rows):
-            return f"no Browser row of the seeded studies is {key} {value!r}"
-    return None
-
-
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong in a task for this environment beyond
-    its checks (the registry's `task_check` hook): `start.file` names a seeded image; a
-    locator of a step or `start.prepare` step naming a Browser row or a patient names a seeded
-    one."""
-    out: list[tuple[str, str]] = []
-    if task.start.file is not None:
-        why = image_problem(task.start.file)
-        if why is not None:
-            out.append(("start.file", why))
-    if task.start.route is not None:
-        out.append(("start.route", "dicomscope has no routes (start.file opens an image)"))
-    out += [(f"start.{k}", "not a start key of dicomscope") for k in task.start.params]
-    for place, name, loc in task.step_locators():
-        why = _row_problem(loc)
-        if why is not None:
-            out.append((f"{place}.{name}", why))
-    return out + locator_name_problems(task)
-
-
-def doctor() -> list[str]:
-    """What `medspot live doctor --env dicomscope` reports beyond the Debian packages (and what
-    the desktop tests require)."""
-    from medspot.live.drivers.atspi import SYSTEM_PYTHON, atspi_available
-    from medspot.live.drivers.x11 import missing_x11_tools
-
-    problems = [f"{t} is not on PATH (apt-get install xvfb xdotool x11-apps dbus-x11)"
-                for t in missing_x11_tools()]  # fmt: skip
-    problems += [f"{jar} is missing (apt-get install dicomscope libatk-wrapper-java)"
-                 for jar in JARS if not os.path.exists(jar)]  # fmt: skip
-    if not os.path.isdir(JNI_DIR) or not any("atk" in f for f in os.listdir(JNI_DIR)):
-        problems.append(f"no ATK wrapper JNI library in {JNI_DIR} "
-                        "(apt-get install libatk-wrapper-java-jni)")  # fmt: skip
-    if not SYSTEM_CFG.exists():
-        problems.append(f"{SYSTEM_CFG} is missing (apt-get install dicomscope)")
-    for exe, pkg in (("java", "default-jre-headless"), ("dcmqridx", "dcmtk")):
-        if shutil.which(exe) is None:
-            problems.append(f"{exe} is not on PATH (apt-get install {pkg})")
-    if not atspi_available():
-        problems.append(f"{SYSTEM_PYTHON} cannot import pyatspi (apt-get install python3-pyatspi)")
-    return problems
 
 
 def create(workdir: Path, **options: Any) -> DicomscopeEnv:

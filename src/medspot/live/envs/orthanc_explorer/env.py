@@ -22,9 +22,10 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
-from medspot.live.drivers.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
+from medspot.live.drivers.web_checks import PAGE_KINDS
 from medspot.live.envs.orthanc.checks import ORTHANC_KINDS, orthanc_names
 from medspot.live.envs.orthanc.web import OrthancWebEnv
+from medspot.live.envs.orthanc_explorer.webviewer import WEBVIEWER_KINDS, read_viewer
 from medspot.live.envs.reset_clock import ResetClock
 from medspot.live.services.names import (
     TEMPLATE,
@@ -175,6 +176,9 @@ class OrthancExplorerEnv(OrthancWebEnv):
         if self._names is None:
             self._names = orthanc_names(self.ids, self.seed.catalogue)
         return self._names
+
+    def readers(self) -> dict[str, Any]:
+        return {**super().readers(), "webviewer": lambda p: read_viewer(self.web)}
 
 
 def task_check(task: LiveTask) -> list[tuple[str, str]]:
