@@ -27,12 +27,12 @@ from _runner_support import ENV, descendants, kill, processes_mentioning
 from medspot.live.core.actions import Click, LiveAction, TypeText, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     ResumeState,
     StepRecord,
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -53,7 +53,7 @@ def oracle_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(*TASKS, "open-study-ct-doe-john"),
                       mode="agent", env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
     assert run_live(req).metrics["task_success_rate"] == 1.0
-    st = ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     paths: dict[str, Any] = {}
     for task in st.finished:
         paths[task] = [action_from_json(s.action) for s in st.trajectory(task) if s.action]
@@ -124,11 +124,11 @@ def workroot() -> Any:
 
 def _steps(out: Path) -> list[StepRecord]:
     """Every step line of the journal (an answer and its effect are two lines)."""
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, StepRecord)]
 
 
 def _trajectory(out: Path, task: str) -> list[StepRecord]:
-    return ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME))).trajectory(task)
+    return ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL))).trajectory(task)
 
 
 def _journaled_turns(out: Path) -> set[tuple[int, int]]:
@@ -140,7 +140,7 @@ def _journaled_turns(out: Path) -> set[tuple[int, int]]:
 
 
 def _finals(out: Path) -> dict[str, TaskRecord]:
-    return {r.task: r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)}
+    return {r.task: r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)}
 
 
 def test_openai_computer_use_completes_typing_tasks(
@@ -177,7 +177,7 @@ def test_anthropic_run_killed_mid_task_resumes_without_asking_a_journaled_turn(
         cmd = _cmd("anthropic-computer-use", srv.root_url, out, TASKS)
         proc = subprocess.Popen(cmd, env=_env(workroot), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)  # fmt: skip
-        journal = out / JOURNAL_NAME
+        journal = out / LIVE_JOURNAL
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             if journal.exists() and journal.read_bytes().count(b'"type":"step"') >= 5:

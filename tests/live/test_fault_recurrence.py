@@ -15,12 +15,12 @@ from medspot.cli import main
 from medspot.commands.live import GIVEN_UP_EXIT_STATUS
 from medspot.live.envs import registry
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     FaultRecord,
     ResumeState,
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def _run(tasks: Path, out: Path, *extra: str) -> int:
 
 
 def _records(out: Path, task: str) -> tuple[list[FaultRecord], list[TaskRecord]]:
-    recs = [r for r in read_live_journal(out / JOURNAL_NAME) if r.task == task]
+    recs = [r for r in read_live_journal(out / LIVE_JOURNAL) if r.task == task]
     faults = [r for r in recs if isinstance(r, FaultRecord)]
     return faults, [r for r in recs if isinstance(r, TaskRecord)]
 
@@ -64,9 +64,9 @@ def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "incomplete"
 
-    before = (out / JOURNAL_NAME).read_bytes()
+    before = (out / LIVE_JOURNAL).read_bytes()
     assert _run(tasks, out) == GIVEN_UP_EXIT_STATUS  # not tried again
-    assert (out / JOURNAL_NAME).read_bytes() == before
+    assert (out / LIVE_JOURNAL).read_bytes() == before
     assert "--retry-env-errors" in capsys.readouterr().err
 
     assert _run(tasks, out, "--retry-env-errors", "--env-retries", "1") == GIVEN_UP_EXIT_STATUS

@@ -21,7 +21,8 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -78,7 +79,7 @@ def _assert_short(err: str) -> None:
 
 def test_lock_signals_and_a_killed_browser_on_orthanc(tmp_path: Path, workroot: Path) -> None:
     out = tmp_path / "run"
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     first = _start(out, workroot)
     try:
         _wait_for_more_steps(first, journal)
@@ -104,7 +105,7 @@ def test_lock_signals_and_a_killed_browser_on_orthanc(tmp_path: Path, workroot: 
     time.sleep(1)
     assert not processes_mentioning(str(workroot)), "left alive after SIGTERM"
 
-    out, journal = tmp_path / "run2", tmp_path / "run2" / JOURNAL_NAME  # all tasks ahead
+    out, journal = tmp_path / "run2", tmp_path / "run2" / LIVE_JOURNAL  # all tasks ahead
     third = _start(out, workroot)
     _wait_for_more_steps(third, journal, 1)
     browsers = [

@@ -21,7 +21,6 @@ from medspot.live.envs import registry
 from medspot.live.loop.outcomes import live_metrics, task_matrix, task_results
 from medspot.live.loop.results import write_live_results
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     JournalState,
     LiveRecord,
     ResumeState,
@@ -29,6 +28,7 @@ from medspot.live.loop.steplog import (
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.runfolder.live_schema import LiveTaskRow
 
 
@@ -199,7 +199,7 @@ def _lamp_tasks(tmp_path: Path) -> Path:
 
 
 def _ends(out: Path) -> list[TaskRecord]:
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
 
 
 def test_repeats_run_every_task_k_times_and_resume_per_repeat(
@@ -223,7 +223,7 @@ def test_repeats_run_every_task_k_times_and_resume_per_repeat(
 
     # a run killed between repeats: only repeat 0 is in the journal; the rerun runs repeats
     # 1 and 2 and nothing of repeat 0 again
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     lines = journal.read_bytes().splitlines(keepends=True)
     kept = [ln for ln in lines if json.loads(ln).get("repeat", 0) == 0]
     journal.write_bytes(b"".join(kept))
@@ -245,7 +245,7 @@ def test_repeats_run_every_task_k_times_and_resume_per_repeat(
 def test_repeats_ask_the_model_afresh_with_the_seed_of_the_repeat(tmp_path: Path) -> None:
     tasks, out = _lamp_tasks(tmp_path), tmp_path / "random"
     _run(tasks, out, "random", "--repeats", "2")
-    steps = [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    steps = [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     first = {(s.task, s.n): s.raw_text for s in steps if s.repeat == 0}
     second = {(s.task, s.n): s.raw_text for s in steps if s.repeat == 1}
     assert first and second and not any(s.replayed for s in steps)

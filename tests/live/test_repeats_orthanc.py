@@ -20,7 +20,8 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
 from medspot.cli import main
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -29,7 +30,7 @@ IDS = ["open-study-ct-doe-john", "open-study-mr-smith-ann"]
 
 
 def _ends(out: Path) -> list[TaskRecord]:
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
 
 
 def test_oracle_repeats_resume_after_a_kill_between_repeats(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
 from medspot.cli import main
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +64,7 @@ def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> No
         env = _cli_env()
         env["TMPDIR"] = str(workroot)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        journal = out / JOURNAL_NAME
+        journal = out / LIVE_JOURNAL
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:
             n = journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0

@@ -18,7 +18,6 @@ from medspot.live.loop.outcomes import (
     live_metrics,
     task_results,
 )
-from medspot.live.loop.static_bridge import LineJournal
 from medspot.live.loop.steplog import (
     FaultRecord,
     LiveRecord,
@@ -27,6 +26,7 @@ from medspot.live.loop.steplog import (
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.journal import Journal
 
 
 def _step(task: str, attempt: int, n: int, **kw: object) -> StepRecord:
@@ -35,7 +35,7 @@ def _step(task: str, attempt: int, n: int, **kw: object) -> StepRecord:
 
 def test_journal_round_trip_and_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
-    with LineJournal(path) as j:
+    with Journal(path, fsync_interval=0) as j:
         j.append(_step("a", 1, 1, raw_text="click(1, 2)"))
         j.append(FaultRecord(task="a", env="e", attempt=1, message="orthanc died"))
         j.append(TaskRecord(task="b", env="e", attempt=1, outcome="success", steps_used=2))
@@ -43,7 +43,7 @@ def test_journal_round_trip_and_torn_tail(tmp_path: Path) -> None:
         f.write(b'{"type":"step","task":"a","env":"e","attempt":2,"n":1,"raw_te')  # torn
     recs = list(read_live_journal(path))
     assert [type(r).__name__ for r in recs] == ["StepRecord", "FaultRecord", "TaskRecord"]
-    with LineJournal(path) as j:  # the torn tail cannot glue onto the next record
+    with Journal(path, fsync_interval=0) as j:  # the torn tail cannot glue onto the next record
         j.append(_step("a", 2, 1, raw_text="again"))
     recs = list(read_live_journal(path))
     assert len(recs) == 4 and isinstance(recs[-1], StepRecord) and recs[-1].raw_text == "again"

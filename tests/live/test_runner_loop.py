@@ -16,8 +16,9 @@ from _runner_support import ENV, env_options, processes_mentioning, subset_file
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, FaultRecord, StepRecord, TaskRecord
+from medspot.live.loop.steplog import FaultRecord, StepRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -121,7 +122,7 @@ def test_killed_orthanc_is_an_environment_error_and_a_clean_retry(
     out = _run(tmp_path, seed_cache, "oracle", [task], agent=agent, workroot=workroot)
     assert agent.killed
     assert out.stats.faults == 1 and out.stats.envs_started == 2
-    recs = list(read(tmp_path / "run-oracle" / JOURNAL_NAME))
+    recs = list(read(tmp_path / "run-oracle" / LIVE_JOURNAL))
     faults = [r for r in recs if isinstance(r, FaultRecord)]
     assert len(faults) == 1 and faults[0].attempt == 1
     finals = [r for r in recs if isinstance(r, TaskRecord)]
@@ -185,7 +186,7 @@ def test_failed_model_call_is_an_error_and_asked_again_on_resume(
         first = _run(tmp_path, seed_cache, UI_TARS, ids, options=opts)
         assert first.info.status == "incomplete" and first.metrics["num_model_errors"] == 1
         assert first.metrics["num_tasks"] == 0  # an error is not a failure of the model
-        journal = tmp_path / f"run-{UI_TARS}" / JOURNAL_NAME
+        journal = tmp_path / f"run-{UI_TARS}" / LIVE_JOURNAL
         steps = [r for r in read(journal) if isinstance(r, StepRecord)]
         failed = [r for r in steps if r.error]
         assert len(failed) == 1 and failed[0].n == 2 and failed[0].action is None
@@ -218,7 +219,7 @@ def test_served_ui_tars_card_on_live_screens(tmp_path: Path, seed_cache: Path) -
     assert out.metrics["intended_hit_rate"] == 1.0
     assert sizes == {(1288, 812)}  # smart_resize(1280, 800) for UI-TARS: the card's own prep
     assert n_requests == out.stats.calls == sum(asked.values()) and max(asked.values()) == 1
-    recs = [r for r in read(tmp_path / "run-ui-tars-1.5-7b" / JOURNAL_NAME)]
+    recs = [r for r in read(tmp_path / "run-ui-tars-1.5-7b" / LIVE_JOURNAL)]
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     assert steps and all(r.source == "ui-tars" for r in steps)
     assert all(r.raw_text and r.raw_text.startswith("Thought:") for r in steps)
@@ -235,7 +236,7 @@ def test_ocr_baseline_reads_live_screens(tmp_path: Path, seed_cache: Path) -> No
     assert out.stats.calls == 2
     steps = [
         r
-        for r in read(tmp_path / "run-ocr" / JOURNAL_NAME)
+        for r in read(tmp_path / "run-ocr" / LIVE_JOURNAL)
         if isinstance(r, StepRecord) and r.executed
     ]
     assert len(steps) == 2

@@ -22,11 +22,13 @@ from medspot.cli import main
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
-from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, LiveRunInfo, atomic_write_json
 from medspot.live.loop.steplog import JournalState, ResumeState, StepRecord, TaskRecord
 from medspot.report.build import build_report
+from medspot.runfolder.layout import RUN_JSON, screen_rel
+from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.reader import load_run
+from medspot.runfolder.runinfo import DatasetInfo
+from medspot.runfolder.writer import atomic_write_json
 from test_report_browser import CHROMIUM, FLAGS, Page
 
 ENV = "ohif"

@@ -68,7 +68,7 @@ def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
 def _logged(args: argparse.Namespace, run_folder: Path) -> Iterator[None]:
     """The command's log in full into `<run_folder>/live.log`, one line per record on stderr;
     a bug's traceback goes into the run folder too (`medspot.cli`)."""
-    from medspot.live.loop.results import LIVE_LOG
+    from medspot.runfolder.layout import LIVE_LOG
 
     args.run_folder = run_folder
     with run_log(run_folder, run_folder / LIVE_LOG, verbose=getattr(args, "verbose", 0)):

@@ -12,6 +12,7 @@ leaves it with status "failed" and the error (an interruption: "interrupted").
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,31 +29,21 @@ from medspot.live.agents.factory import (
     live_prompt_style,
 )
 from medspot.live.agents.turn import QUEUED, LiveAgent
-from medspot.live.core.episode import MODES, Mode
+from medspot.live.core.episode import MODES
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options, check_viewport
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
-from medspot.live.loop.executors import ExecutorName, check_executor_options
-from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
+from medspot.live.loop.executors import check_executor_options
 from medspot.live.loop.outcomes import task_results
-from medspot.live.loop.results import LIVE_LOG, PROTOCOL, write_live_results
+from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
-from medspot.live.loop.static_bridge import (
-    LOCK,
-    RUN_JSON,
-    DatasetInfo,
-    LineJournal,
-    LiveRunInfo,
-    RunInfo,
-    atomic_write_json,
-    git_revision,
-    now_iso,
-    package_versions,
-    record_failed_run,
-    run_folder_lock,
-)
-from medspot.live.loop.steplog import JOURNAL_NAME, JournalState, read_live_journal
+from medspot.live.loop.steplog import JournalState, read_live_journal
 from medspot.progress import ProgressEvent
+from medspot.runfolder.journal import Journal
+from medspot.runfolder.layout import LIVE_LOG
+from medspot.runfolder.lifecycle import RunLife, run_folder
+from medspot.runfolder.live_schema import LiveRunInfo
+from medspot.runfolder.runinfo import DatasetInfo, git_revision, now_iso, package_versions
 
 __all__ = [
     "LiveOutcome",
@@ -61,33 +52,21 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class LiveRequest:
-    env: str
+@dataclass(frozen=True, kw_only=True)
+class LiveRequest(LiveOptions):
+    """A live run: the runner's options (`LiveOptions`: the environment, its options,
+    concurrency, retries, history, mode, seed, executor, budget, repeats, ...) and what the
+    request adds: the model (or an agent), the run folder, the tasks."""
+
     model: str
     out: Path
     task_ids: tuple[str, ...] = ()
     tasks_file: Path | None = None
-    concurrency: int = 1
-    env_retries: int = 2
-    history: str = "actions"
-    mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
     prompt_style: str | None = None  # None: the card's agent prompt in agent mode, else native
-    seed: int = 0
     n_boot: int = 2000
     max_retries: int = MAX_RETRIES
     options: AdapterOptions | Mapping[str, Any] = field(default_factory=dict)  # as eval's
-    env_options: Mapping[str, Any] = field(default_factory=dict)
     agent: LiveAgent | None = None  # an agent built elsewhere (tests, benchmarks)
-    workroot: Path | None = None  # parent of the environments' private folders
-    max_cost: float | None = None  # USD: stop starting model calls once spent (resumable)
-    retry_env_errors: bool = False  # run again tasks given up on (their fault recurred)
-    repeats: int = 1  # runs of each task, each on a freshly reset environment (pass@k, pass^k)
-    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
-    ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
-    ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
-    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
-    start_checks: bool = False  # read every check at each task's start (the audit)
     # --planner MODEL --grounder CARD (agent mode): `model` is then the pair's name; the
     # grounder's options are the planner's less those naming one model, then these
     planner: str | None = None
@@ -109,12 +88,11 @@ def _run_info(
     req: LiveRequest,
     agent: LiveAgent,
     fingerprint: str,
-    env_options: Mapping[str, Any],
     style: str,
 ) -> LiveRunInfo:
     env_opts = {
         k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in env_options.items()
+        for k, v in req.env_options.items()
     }
     return LiveRunInfo(
         model=req.model,
@@ -157,10 +135,6 @@ def _check_request(req: LiveRequest) -> None:
     _check_pair(req)
 
 
-# Files a fresh run folder may hold before its run.json (the lock; the log, opened lazily)
-_BEFORE_RUN_JSON = frozenset({LOCK, LIVE_LOG})
-
-
 def _check_pair(req: LiveRequest) -> None:
     """--planner and --grounder: both, in agent mode, models that can take these parts."""
     if not (req.planner or req.grounder):
@@ -196,90 +170,47 @@ def run_live(
 ) -> LiveOutcome:
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
-    env_options = check_env_options(req.env, req.env_options)
+    req = dataclasses.replace(req, env_options=check_env_options(req.env, req.env_options))
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
-    check_viewport(env_options, tasks)
-    out = req.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
-    with run_folder_lock(out):
-        return _run_locked(req, tasks, fingerprint, env_options, on_progress)
-
-
-def _run_locked(
-    req: LiveRequest,
-    tasks: list[LiveTask],
-    fingerprint: str,
-    env_options: dict[str, Any],
-    on_progress: Callable[[ProgressEvent], None] | None,
-) -> LiveOutcome:
-    out = req.out
-    journal_path = out / JOURNAL_NAME
-    run_json = out / RUN_JSON
-    if not run_json.exists() and any(p.name not in _BEFORE_RUN_JSON for p in out.iterdir()):
-        raise ConfigError(f"{out} is not empty and is not a live run folder; use another --out")
-    agent, style = _agent(req)
-    info = _run_info(req, agent, fingerprint, env_options, style)
-    if run_json.exists():
-        previous = LiveRunInfo.of(RunInfo.load(run_json))
-        if previous is None:
-            raise ConfigError(f"{out} holds a static run, not a live one; use another --out")
-        problems = previous.mismatches(info)
-        if problems:
-            raise ConfigError(
-                f"{out} holds a run made with other settings; use another --out, or delete "
-                "the folder to start again:\n  " + "\n  ".join(problems)
-            )
-        info.started = previous.started or info.started
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
-    atomic_write_json(run_json, info.model_dump())
-    opts = LiveOptions(
-        env=req.env, env_options=env_options, concurrency=req.concurrency,
-        env_retries=req.env_retries, history=req.history, seed=req.seed, workroot=req.workroot,
-        mode=req.mode, max_cost=req.max_cost, retry_env_errors=req.retry_env_errors,
-        repeats=req.repeats,
-        executor=req.executor, ray_address=req.ray_address,
-        ray_cpus_per_env=req.ray_cpus_per_env, call_timeout_s=req.call_timeout_s,
-        start_checks=req.start_checks,
-    )  # fmt: skip
-    try:
-        return _run_and_write(req, tasks, agent, info, opts, state, on_progress)
-    except Exception as e:  # run.json says why the run stopped, not "running"
-        record_failed_run(run_json, info, e)
-        raise
+    check_viewport(req.env_options, tasks)
+    # the command line's log (commands._runlog) may be there before run.json
+    with run_folder(req.out, before_run=(LIVE_LOG,)) as folder:
+        agent, style = _agent(req)
+        life = RunLife(folder, _run_info(req, agent, fingerprint, style))
+        life.start()
+        state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
+        with life.failure_recorded():
+            return _run_and_write(req, tasks, agent, life, state, on_progress)
 
 
 def _run_and_write(
     req: LiveRequest,
     tasks: list[LiveTask],
     agent: LiveAgent,
-    info: LiveRunInfo,
-    opts: LiveOptions,
+    life: RunLife,
     state: JournalState,
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> LiveOutcome:
-    out = req.out
-    journal_path = out / JOURNAL_NAME
+    folder, info = life.folder, life.info
+    assert isinstance(info, LiveRunInfo)
     stats = LiveStats()
     interrupted: KeyboardInterrupt | None = None
 
     async def main() -> LiveStats:
         try:
-            return await run_tasks(tasks, agent, journal, out, opts, state, on_progress)
+            return await run_tasks(tasks, agent, journal, folder.path, req, state, on_progress)
         finally:
             await agent.aclose()
 
     try:
-        with sigterm_stops(), LineJournal(journal_path) as journal:
+        with sigterm_stops(), Journal(folder.live_journal, fsync_interval=0) as journal:
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
-    state = JournalState.from_records(list(read_live_journal(journal_path)))
+    state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
     results = task_results(tasks, state, req.env, repeats=req.repeats)
-    metrics = write_live_results(out, req.env, results, n_boot=req.n_boot, seed=req.seed)
+    metrics = write_live_results(folder.path, req.env, results, n_boot=req.n_boot, seed=req.seed)
     asked = [
         s
         for repeat in state.repeats.values()
@@ -292,16 +223,11 @@ def _run_and_write(
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
     costs = [s.cost_usd for s in asked if s.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
-    info.finished = now_iso()
-    if interrupted is not None:
-        info.status = "interrupted"
-    elif stats.budget_reached:
-        info.status = "budget_reached"
-    else:
-        info.status = "complete" if all(r.scored for r in results) else "incomplete"
-    atomic_write_json(out / RUN_JSON, info.model_dump())
-    if interrupted is not None:
-        raise interrupted
+    life.finish(
+        complete=all(r.scored for r in results),
+        budget_reached=stats.budget_reached,
+        interrupted=interrupted,
+    )
     given_up = tuple(
         dict.fromkeys(t.id for st in state.repeats.values() for t in tasks if t.id in st.given_up)
     )

@@ -32,8 +32,8 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,36 +56,37 @@ from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observatio
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.executors import ExecutorName, create_executor
-from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
-from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
+from medspot.live.loop.executors.base import EnvSlot, SlotConfig
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
+from medspot.runfolder.journal import Journal
+from medspot.runfolder.layout import screen_rel
+from medspot.runfolder.runinfo import now_iso
+from medspot.runfolder.writer import atomic_write_bytes
 
 __all__ = [
     "HISTORY_MODES",
     "LiveOptions",
     "LiveStats",
     "run_tasks",
-    "screen_rel",
 ]
 
 log = logging.getLogger(__name__)
 
 HISTORY_MODES = ("none", "text", "actions")
-SCREENS = "screens"
 
 
 @dataclass(frozen=True)
-class LiveOptions:
-    env: str
-    env_options: Mapping[str, Any] = field(default_factory=dict)
+class LiveOptions(SlotConfig):
+    """How the loop runs: where environments are made (`SlotConfig`: the environment, its
+    options, the call timeout, the work root) and the rest of the run's options; a
+    `request.LiveRequest` is one, with what the request adds."""
+
     concurrency: int = 1  # environments side by side
     env_retries: int = 2  # fresh environments per task after a fault
     history: str = "actions"
     seed: int = 0
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
-    workroot: Path | None = None  # where environments' private folders go (default: temp)
     executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
@@ -110,10 +111,6 @@ class LiveStats:
     envs_started: int = 0
     previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
     budget_reached: bool = False  # `max_cost` stopped the run
-
-
-def screen_rel(sha: str) -> str:
-    return f"{SCREENS}/{sha}.png"
 
 
 def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
@@ -176,7 +173,7 @@ class _Run:
         self,
         tasks: Sequence[LiveTask],
         agent: LiveAgent,
-        journal: LineJournal,
+        journal: Journal,
         out: Path,
         opts: LiveOptions,
         state: JournalState,
@@ -402,9 +399,7 @@ class _Run:
             queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
         executor = create_executor(
-            self.opts.executor,
-            SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
-                       self.opts.workroot),
+            self.opts.executor, self.opts.slot_config(),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
         )  # fmt: skip
         slots: list[EnvSlot] = []
@@ -437,7 +432,7 @@ class _Run:
 async def run_tasks(
     tasks: Sequence[LiveTask],
     agent: LiveAgent,
-    journal: LineJournal,
+    journal: Journal,
     out: Path,
     opts: LiveOptions,
     state: JournalState,

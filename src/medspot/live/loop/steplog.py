@@ -1,7 +1,7 @@
 """The live journal, `live_journal.jsonl`: per step a line with the model's answer as soon as
 it arrives and a second with the action's effect (same task, attempt and `n`; the later
 wins), one line per environment fault, one per finished task attempt; appended and fsynced,
-torn last line tolerated (`LineJournal`).
+torn last line tolerated (the run folder's `Journal` and `read_records`).
 
 Every record names its repeat (`--repeats K`: each task runs K times, `repeat` 0..K-1; a
 journal written before repeats reads as repeat 0). Resume works per (task, repeat)
@@ -22,21 +22,19 @@ answer, is deterministic: the runner ends the task as an environment error with
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from medspot.errors import ConfigError
 from medspot.live.agents.turn import TurnCall
+from medspot.runfolder.journal import read_records
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
     "FINAL_OUTCOMES",
-    "JOURNAL_NAME",
     "FaultRecord",
     "JournalState",
     "LiveRecord",
@@ -46,9 +44,6 @@ __all__ = [
     "read_live_journal",
 ]
 
-log = logging.getLogger(__name__)
-
-JOURNAL_NAME = "live_journal.jsonl"
 Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
 FINAL_OUTCOMES = ("success", "harmful", "failure")
 
@@ -152,21 +147,7 @@ _ADAPTER: TypeAdapter[LiveRecord] = TypeAdapter(
 def read_live_journal(path: Path) -> Iterator[LiveRecord]:
     """Every well-formed record in file order; a torn or corrupt line is skipped (a torn last
     line is the normal trace of a killed run)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
-    lines = data.split(b"\n")
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            yield _ADAPTER.validate_json(line)
-        except (ValidationError, ValueError):
-            where = "last line (torn write)" if i >= len(lines) - 1 else f"line {i}"
-            log.warning("%s: ignoring unreadable %s", path, where)
+    return read_records(path, _ADAPTER.validate_json)
 
 
 @dataclass

@@ -23,7 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -54,12 +54,18 @@ DEFAULT_CALL_TIMEOUT_S = 180.0  # an environment call that never returns is a fa
 
 @dataclass(frozen=True)
 class SlotConfig:
-    """What every slot of a run needs to make its environment."""
+    """What every slot of a run needs to make its environment (the run's options,
+    `scheduler.LiveOptions`, are a `SlotConfig` with more)."""
 
     env: str
     env_options: Mapping[str, Any] = field(default_factory=dict)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+
+    def slot_config(self) -> SlotConfig:
+        """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
+        receives, pickled: never more of the run's options)."""
+        return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
 
 
 class EpisodeCalls(Protocol):
