@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
-from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
     "Journal",

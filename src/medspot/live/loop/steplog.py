@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from medspot.adapters.modelcall import ModelCall
 from medspot.live.agents.turn import TurnCall
 from medspot.runfolder.journal import read_records
-from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
     "FINAL_OUTCOMES",
