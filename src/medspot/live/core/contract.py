@@ -67,6 +67,10 @@ class PixelBox:
     def contains(self, x: float, y: float) -> bool:
         return self.x1 <= x < self.x2 and self.y1 <= y < self.y2
 
+    def to_json(self) -> list[float]:
+        """Its JSON form, `[x1, y1, x2, y2]` (the journals, Gymnasium's info)."""
+        return [self.x1, self.y1, self.x2, self.y2]
+
 
 @dataclass(frozen=True, slots=True)
 class Observation:
@@ -88,6 +92,10 @@ class ElementInfo:
     role: str  # tag or AT-SPI role
     name: str  # visible text / accessible name (trimmed)
     box: PixelBox
+
+    def to_json(self) -> dict[str, Any]:
+        """Its JSON form (the journals, Gymnasium's info)."""
+        return {"key": self.key, "role": self.role, "name": self.name, "box": self.box.to_json()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,8 @@ from medspot.live.core.actions import (
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
-from medspot.live.core.episode import Mode
+from medspot.live.core.contract import EnvironmentFault, Observation
+from medspot.live.core.episode import Boxes, Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import EnvSlot, SlotConfig
@@ -111,16 +111,6 @@ class LiveStats:
     envs_started: int = 0
     previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
     budget_reached: bool = False  # `max_cost` stopped the run
-
-
-def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
-    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
 
 
 @dataclass
@@ -266,12 +256,15 @@ class _Run:
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
+        boxes: Boxes | None = None  # the current step's boxes on this screen, once located
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
             place.n, place.action = n, None
             step = task.steps[k]
-            intended, intended_to = await slot.call(ep.intended)
+            if boxes is None:  # after the reset (located there: no environment work)
+                boxes = await slot.call(ep.intended)
+            intended, intended_to = boxes
             turn = AgentTurn(
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
@@ -282,7 +275,8 @@ class _Run:
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
                 target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
-                url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
+                url=obs.url, intended_box=intended.to_json() if intended is not None else None,
+                intended_to=intended_to.to_json() if intended_to is not None else None,
             )  # fmt: skip
             try:
                 ans = await self._ask(turn, replay.get(n))
@@ -301,20 +295,13 @@ class _Run:
             acts = action is not None and not isinstance(action, ENDINGS)
             if acts and n not in replay:  # the paid answer is on disk before the action is tried
                 self._append(_with(rec, **upd, time=now_iso()))
-            res = await slot.call(ep.step, action)
-            obs = res.observation
+            res = await slot.call(ep.step, action)  # the one environment call of a step
+            obs, boxes = res.observation, res.next_intended
             if res.executed:
                 sha = await self._save_screen(obs)
-                upd.update(
-                    executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
-                    url_after=obs.url, hit_intended=res.hit_intended,
-                    element=_element(res.element), achieved=list(res.achieved),
-                )  # fmt: skip
                 fired = res.fired
-            elif res.hit_intended is not None:
-                upd["hit_intended"] = res.hit_intended
             upd.update(
-                checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
+                res.journal_fields(), step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(_with(rec, **upd))

@@ -5,7 +5,8 @@ and runs every call on it, one at a time, each bounded by the call timeout; an *
 the slots and owns what they share (nothing for threads, the Ray connection for Ray actors).
 The runner drives a task through the slot's *episode*: the same `Episode` (`core/episode.py`)
 wherever the environment runs; it calls `await slot.call(ep.reset)`, `slot.call(ep.step,
-action)`, ... The agent, the journal and the run folder stay in the runner's process.
+action)` (one call a step: the step's result holds the next screen's boxes), ... The agent,
+the journal and the run folder stay in the runner's process.
 
 Every slot runs its calls in a worker thread of its own (`CallSlot`): the environment's own
 thread for `threads`, a thread waiting on the actor for `ray`. A call that does not return in
@@ -29,8 +30,8 @@ from typing import Any, Protocol, TypeVar
 
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
-from medspot.live.core.episode import Mode, StepResult
+from medspot.live.core.contract import Environment, EnvironmentFault, Observation
+from medspot.live.core.episode import Boxes, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import create_environment
 
@@ -82,10 +83,12 @@ class EpisodeCalls(Protocol):
     def achieved(self) -> Sequence[bool]: ...
     @property
     def reset_s(self) -> float: ...
+    @property
+    def located(self) -> Boxes | None: ...
 
     def reset(self) -> Observation: ...
     def start_checks(self) -> dict[str, list[bool]]: ...
-    def intended(self) -> tuple[PixelBox | None, PixelBox | None]: ...
+    def intended(self) -> Boxes: ...
     def oracle_action(self) -> LiveAction | None: ...
     def step(self, action: LiveAction | None) -> StepResult: ...
 
