@@ -196,3 +196,14 @@ def test_environment_packages_import_no_other_environment() -> None:
     }
     assert {(a, b) for a, b in pairs if b not in SHARED_ENV_PACKAGES} == set()
     assert ("ohif", "orthanc") in pairs  # not vacuous: the shared package is seen
+
+
+def test_no_command_module_imports_another() -> None:
+    """What several commands share comes from `commands._common` (or `_runlog`), never from
+    another command's module (docs/contributing.md "A command")."""
+    from medspot.cli import COMMAND_MODULES
+
+    commands = set(COMMAND_MODULES)
+    crossing = [f"{a} -> {b}" for a in commands for b, _ in GRAPH[a] if b in commands and b != a]
+    assert crossing == []
+    assert "medspot.commands.live" in commands  # not vacuous

@@ -20,13 +20,13 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_model_args,
     non_negative_float,
     non_negative_int,
     positive_int,
     progress_bar,
 )
 from medspot.commands._runlog import run_log
-from medspot.commands.eval import add_model_args
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
 
