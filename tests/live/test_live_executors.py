@@ -25,7 +25,7 @@ from medspot.live.loop.executors.base import SlotConfig
 from medspot.live.loop.executors.env_actor import ActorPlace, EpisodeState
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = "orthanc-explorer"
 
 

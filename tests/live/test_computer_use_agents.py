@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _computer_use_support import GOAL, drive, script, sha, turn
+
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, ModelCallError
 from medspot.live.agents.computer_use.agent import ComputerUseAgent
@@ -307,7 +307,7 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
     both = {"text": "clicking", "actions": [{"type": "click", "button": "left", "x": 1, "y": 2}],
             "tool_uses": [{"input": {"action": "left_click", "coordinate": [1, 2]}}]}  # fmt: skip
     f.write_text(json.dumps({"conversations": [{"match": "GARCIA^MARIA", "turns": [both]}]}))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     cmd = [sys.executable, "-m", "medspot", "serve-test", "--script", str(f)]
     srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)  # fmt: skip

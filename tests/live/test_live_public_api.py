@@ -12,7 +12,7 @@ import pytest
 
 import medspot.live as live
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = (
     "playwright", "gymnasium", "pydicom", "pyatspi", "torch", "transformers", "openai",
     "anthropic", "ray", "matplotlib", "rapidocr", "onnxruntime",

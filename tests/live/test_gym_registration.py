@@ -26,7 +26,7 @@ from medspot.live.envs.taskfiles import env_task_file  # noqa: E402
 from medspot.live.gym import LiveGymEnv, env_id, register_envs  # noqa: E402
 from medspot.live.gym.spaces import ActionSpace, observation_space, screen_size  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = "orthanc-explorer"
 
 

@@ -25,7 +25,7 @@ from medspot.runfolder.live_schema import (
 from medspot.runfolder.reader import load_run
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo
 
-OLD = Path(__file__).parent / "fixtures" / "live_run_before_typed_fields"
+OLD = Path(__file__).parents[1] / "fixtures" / "live_run_before_typed_fields"
 
 
 @pytest.fixture
