@@ -38,19 +38,15 @@ def placeholder_root(annotations_dir: Path, tmp_path_factory: pytest.TempPathFac
     return make_placeholder_root(tmp_path_factory.mktemp("placeholder"), annotations_dir)
 
 
-LIVE_DIR = Path(__file__).resolve().parent / "live"
-
-
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group of a test (`make test` runs `-n 2 --dist loadgroup`): the tests
-    under tests/live/ run on one worker in their order (many start applications and time
-    their ends), except CI's oracle pass through every packaged task (the longest, one test
-    per environment), which runs in order beside them; everything else goes where there is
-    room."""
-    path = Path(str(item.path)).resolve()
-    if LIVE_DIR not in path.parents:
+    marked `live` (they start an application or a process, and time their ends) run on one
+    worker in their order, except CI's oracle pass through every packaged task (the longest,
+    one test per environment), which runs in order beside them; everything else, the tests of
+    live code that start nothing included, goes where there is room."""
+    if item.get_closest_marker("live") is None:
         return None
-    if path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
+    if item.path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
         return "live-audit"
     return "live"
 

@@ -41,6 +41,7 @@ def _records(out: Path, task: str) -> tuple[list[FaultRecord], list[TaskRecord]]
     return faults, [r for r in recs if isinstance(r, TaskRecord)]
 
 
+@pytest.mark.live
 def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     assert {r["task_id"].split("/")[1] for r in rows} >= {"red", "green-then-crash"}
 
 
+@pytest.mark.live
 def test_a_reset_that_always_fails_is_given_up_across_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -115,6 +115,7 @@ def test_each_environment_declares_typed_options() -> None:
         check_env_options(ENV, {"seed": "1.5"})
 
 
+@pytest.mark.live
 def test_an_error_found_during_the_run_is_recorded_in_run_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,6 +136,7 @@ def test_an_error_found_during_the_run_is_recorded_in_run_json(
     assert info["finished"]
 
 
+@pytest.mark.live
 def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -> None:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
     out, work = tmp_path / "run", tmp_path / "w"

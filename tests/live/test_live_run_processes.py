@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from _lamp_panel import (
     NAME,
     lamp_command,
@@ -24,6 +25,8 @@ from _runner_support import kill, processes_mentioning
 
 from medspot.live.loop.steplog import TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
+
+pytestmark = pytest.mark.live  # each test starts `medspot` processes and lamp panels
 
 SLOW = "step_delay_s=0.8"
 

@@ -202,6 +202,7 @@ def _ends(out: Path) -> list[TaskRecord]:
     return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
 
 
+@pytest.mark.live
 def test_repeats_run_every_task_k_times_and_resume_per_repeat(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -242,6 +243,7 @@ def test_repeats_run_every_task_k_times_and_resume_per_repeat(
     assert "repeats" in capsys.readouterr().err
 
 
+@pytest.mark.live
 def test_repeats_ask_the_model_afresh_with_the_seed_of_the_repeat(tmp_path: Path) -> None:
     tasks, out = _lamp_tasks(tmp_path), tmp_path / "random"
     _run(tasks, out, "random", "--repeats", "2")
@@ -254,6 +256,7 @@ def test_repeats_ask_the_model_afresh_with_the_seed_of_the_repeat(tmp_path: Path
     assert "pass_hat_k" in m and m["repeats"] == 2
 
 
+@pytest.mark.live
 def test_noop_fails_every_repeat_and_no_infeasible_task(tmp_path: Path) -> None:
     tasks, out = _lamp_tasks(tmp_path), tmp_path / "noop"
     assert _run(tasks, out, "noop", "--repeats", "2") == 0
@@ -265,6 +268,7 @@ def test_noop_fails_every_repeat_and_no_infeasible_task(tmp_path: Path) -> None:
     assert np.all([r["ending"] == "done" for r in rows])
 
 
+@pytest.mark.live
 def test_leaderboard_and_compare_with_repeats(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
