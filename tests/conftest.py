@@ -41,13 +41,14 @@ def placeholder_root(annotations_dir: Path, tmp_path_factory: pytest.TempPathFac
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group of a test (`make test` runs `-n 2 --dist loadgroup`): the tests
     marked `live` (they start an application or a process, and time their ends) run on one
-    worker in their order, except CI's oracle pass through every packaged task (the longest,
-    one test per environment), which runs in order beside them; everything else, the tests of
-    live code that start nothing included, goes where there is room."""
+    worker in their order, except CI's oracle passes through every packaged task (the longest,
+    one test per environment: `test_task_audit.py`), which, like everything else (the tests of
+    live code that start nothing included), go to whichever worker has room: beside the live
+    group, and to both workers once it is done."""
     if item.get_closest_marker("live") is None:
         return None
     if item.path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
-        return "live-audit"
+        return None
     return "live"
 
 

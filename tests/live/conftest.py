@@ -19,9 +19,14 @@ def seed_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("live-seed")
 
 
-@pytest.fixture(scope="module")
+# The started environments below are shared by every test of the session that needs a started
+# one and not a fresh one (a reset brings it to each task's start: what `tests/live/test_resets.py`
+# holds it to); a test that kills, closes or compares with a fresh instance starts its own.
+
+
+@pytest.fixture(scope="session")
 def orthanc_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
-    """A started orthanc-explorer environment (its own Orthanc and chromium), per module."""
+    """A started orthanc-explorer environment (its own Orthanc and chromium)."""
     require_orthanc_stack()
     from medspot.live.envs.registry import create_environment
 
@@ -36,9 +41,9 @@ def orthanc_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> I
     env.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
-    """A started dicomscope environment (its own Xvfb, D-Bus and DICOMscope), per module."""
+    """A started dicomscope environment (its own Xvfb, D-Bus and DICOMscope)."""
     from _desktop_support import require_dicomscope
 
     require_dicomscope()
@@ -47,6 +52,23 @@ def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -
     env = create_environment(
         "dicomscope", workdir=tmp_path_factory.mktemp("dicomscope-env"), seed_cache=seed_cache
     )
+    env.start()
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="session")
+def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
+    """A started ohif environment (its own Orthanc, viewer server and chromium)."""
+    from test_ohif_env import require_ohif_stack
+
+    require_ohif_stack()
+    from medspot.live.envs.registry import create_environment
+
+    env = create_environment(
+        "ohif", workdir=tmp_path_factory.mktemp("ohif-env"), chromium=CHROMIUM,
+        seed_cache=seed_cache,
+    )  # fmt: skip
     env.start()
     yield env
     env.close()

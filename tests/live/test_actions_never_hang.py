@@ -70,27 +70,16 @@ def test_orthanc_explorer_repeats_a_click_and_a_drag(orthanc_env: Any) -> None:
     assert results[0].changed  # the first click opened the patient
 
 
-def test_ohif_repeats_a_click_and_a_drag(tmp_path: Path, seed_cache: Path) -> None:
-    from test_ohif_env import require_ohif_stack
-
-    from medspot.live.envs.registry import create_environment
-
-    require_ohif_stack()
+def test_ohif_repeats_a_click_and_a_drag(ohif_env: Any) -> None:
+    env = ohif_env
     task = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}["wl-drag-ct-doe-joan"]
-    env: Any = create_environment(
-        "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
-    )
-    env.start()
-    try:
-        env.reset(task)
-        p, q = env.locate(Locator(at=(0.3, 0.3))), env.locate(Locator(at=(0.4, 0.35)))
-        assert p is not None and q is not None
-        voi0 = env.state()["viewports"][0]["voi"]
-        results = _each_twice(env, task, [Click(*p.center), Drag(*p.center, *q.center)])
-        assert len(results) >= 3
-        assert env.state()["viewports"][0]["voi"] != voi0  # the drags did act
-    finally:
-        env.close()
+    env.reset(task)
+    p, q = env.locate(Locator(at=(0.3, 0.3))), env.locate(Locator(at=(0.4, 0.35)))
+    assert p is not None and q is not None
+    voi0 = env.state()["viewports"][0]["voi"]
+    results = _each_twice(env, task, [Click(*p.center), Drag(*p.center, *q.center)])
+    assert len(results) >= 3
+    assert env.state()["viewports"][0]["voi"] != voi0  # the drags did act
 
 
 def test_a_page_that_never_yields_is_a_fault_not_a_hang(tmp_path: Path) -> None:

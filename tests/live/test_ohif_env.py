@@ -8,7 +8,6 @@ import http.client
 import json
 import math
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +35,6 @@ def require_ohif_stack() -> None:
 @pytest.fixture(scope="module")
 def tasks() -> LiveTaskFile:
     return load_task_file(TASKS)
-
-
-@pytest.fixture(scope="module")
-def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[Any]:
-    require_ohif_stack()
-    from _orthanc_support import CHROMIUM
-
-    from medspot.live.envs.registry import create_environment
-
-    env = create_environment(
-        "ohif", workdir=tmp_path_factory.mktemp("ohif-env"), chromium=CHROMIUM,
-        seed_cache=seed_cache,
-    )  # fmt: skip
-    env.start()
-    yield env
-    env.close()
 
 
 def _task(tasks: LiveTaskFile, task_id: str) -> LiveTask:
