@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Infeasible,
         Key,
         LiveAction,
+        NotAnAction,
         Scroll,
         TypeText,
         action_from_json,
@@ -59,7 +60,14 @@ if TYPE_CHECKING:
         Observation,
         PixelBox,
     )
-    from medspot.live.core.episode import MODES, Episode, Mode, StepResult, hit_intended
+    from medspot.live.core.episode import (
+        MODES,
+        Episode,
+        EpisodeError,
+        Mode,
+        StepResult,
+        hit_intended,
+    )
     from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
     from medspot.live.envs.registry import (
         create_environment,
@@ -91,6 +99,7 @@ __all__ = [
     "Environment",
     "EnvironmentFault",
     "Episode",
+    "EpisodeError",
     "Infeasible",
     "Key",
     "LiveAction",
@@ -104,6 +113,7 @@ __all__ = [
     "Mode",
     "ModelAgent",
     "ModelCallError",
+    "NotAnAction",
     "Observation",
     "OracleAgent",
     "ParsedAction",
@@ -141,11 +151,11 @@ _PARTS = {
     "medspot.live.agents.model": "ModelAgent",
     "medspot.live.agents.scripted": "OracleAgent ReplayAgent",
     "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
-    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction Scroll TypeText "
-    "action_from_json action_to_json describe_action",
+    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction NotAnAction Scroll "
+    "TypeText action_from_json action_to_json describe_action",
     "medspot.live.core.contract": "ActResult ElementInfo EnvEntry Environment EnvironmentFault "
     "Observation PixelBox",
-    "medspot.live.core.episode": "MODES Episode Mode StepResult hit_intended",
+    "medspot.live.core.episode": "MODES Episode EpisodeError Mode StepResult hit_intended",
     "medspot.live.envs.registry": "create_environment env_entry env_names register_env",
     "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",

@@ -178,6 +178,8 @@ def _effects(s: LiveStepRow, e: Escape) -> str:
         parts.append(f"→ {s.url_after}")
     if s.replayed:
         parts.append("answer replayed from the journal")
+    if s.not_executed:
+        parts.append(f"not executed: {s.not_executed}")
     return f'<span class="note">{e(" · ".join(parts))}</span>'
 
 

@@ -19,6 +19,7 @@ from medspot.runfolder.live_schema import (
     HARMFUL,
     HIT_RATE,
     INFEASIBLE_ACCURACY,
+    ON_PATH_HIT_RATE,
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
@@ -49,7 +50,10 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
     LiveRow(STEPS_RATIO, "steps against the oracle", share=False,
             note="actions used over the oracle's steps, in successful tasks (1 = as short)"),
     LiveRow(HIT_RATE, "intended-element hits",
-            note="executed actions that hit the current step's element"),
+            note="executed actions (all of them) that hit the current step's element"),
+    LiveRow(ON_PATH_HIT_RATE, "intended-element hits on the path", optional=True,
+            note="the same over the executed actions whose intended element was on the "
+                 "screen (actions taken off the oracle's path left out)"),
     LiveRow(PASS_AT_K, "pass@k", optional=True,
             note="tasks that succeeded in at least one of their K repeats"),
     LiveRow(PASS_HAT_K, "pass^k", optional=True,
@@ -59,6 +63,14 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
     LiveRow(FALSE_INFEASIBLE, "feasible tasks called infeasible", optional=True,
             note="feasible tasks the agent ended with infeasible(...) (failures)"),
 )  # fmt: skip
+
+
+# a run written before the on-path hit rate: its intended_hit_rate left out the actions
+# taken off the oracle's path (today's on_path_hit_rate)
+OLD_HIT_RATE = (
+    "written before the intended-element hit rate was defined over every executed action: "
+    "this run's figure counts only the actions whose intended element was on the screen"
+)
 
 
 def shown_rows(metrics: Sequence[Mapping[str, Any]]) -> tuple[LiveRow, ...]:
@@ -85,6 +97,8 @@ def _cell(row: LiveRow, m: Mapping[str, Any], e: Escape) -> str:
         and all(isinstance(x, int | float) for x in ci)
     ):
         out += f' <span class="ci">[{e(_fmt(row, ci[0]))}, {e(_fmt(row, ci[1]))}]</span>'
+    if row.key == HIT_RATE and m.get(HIT_RATE) is not None and ON_PATH_HIT_RATE not in m:
+        out += f' <span class="ci" title="{e(OLD_HIT_RATE)}">(on-path actions only)</span>'
     return f"<td>{out}</td>"
 
 

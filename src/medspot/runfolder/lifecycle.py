@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterator
+import logging
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from medspot.runfolder.runinfo import RunInfo, now_iso
 from medspot.runfolder.writer import atomic_write_json, record_failed_run
 
 __all__ = ["RunLife", "run_folder"]
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -53,12 +56,23 @@ class RunLife:
         return previous
 
     @contextlib.contextmanager
-    def failure_recorded(self) -> Iterator[None]:
+    def failure_recorded(self, also: Callable[[], None] | None = None) -> Iterator[None]:
         """An error in the block is recorded in run.json (status "failed", the error), then
-        raised; an interruption is not an error (`finish` records it)."""
+        raised; `also()` first sets what else run.json should say of the failed run (the
+        calls paid until then: its own failure is logged, never raised in place of the run's).
+        An interruption is not an error (`finish` records it)."""
         try:
             yield
         except Exception as e:
+            if also is not None:
+                try:
+                    also()
+                except Exception as again:  # the journal itself may be what failed
+                    log.warning(
+                        "%s: the failed run's run.json lacks what could not be read: %s",
+                        self.folder.path,
+                        again,
+                    )
             record_failed_run(self.folder.run_json, self.info, e)
             raise
 

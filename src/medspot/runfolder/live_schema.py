@@ -35,6 +35,7 @@ __all__ = [
     "LIVE_KIND",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
@@ -66,7 +67,12 @@ LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.exec
 SUCCESS = "task_success_rate"
 HARMFUL = "harmful_failure_rate"
 RECOVERY = "recovery_rate"
+# over every executed action: it hit the intended element of the current step (an action
+# taken off the oracle's path, where that element is not on the screen, is no hit)
 HIT_RATE = "intended_hit_rate"
+# over the executed actions whose intended element was on the screen (on the oracle's path):
+# what `intended_hit_rate` counted in folders written before it was defined over every action
+ON_PATH_HIT_RATE = "on_path_hit_rate"
 STEPS_RATIO = "steps_ratio"
 # over the tasks whose right ending is infeasible: ended with infeasible(...), nothing changed
 INFEASIBLE_ACCURACY = "infeasible_accuracy"
@@ -75,9 +81,11 @@ FALSE_INFEASIBLE = "false_infeasible_rate"
 # with repeats (K > 1), over the tasks whose K repeats were all scored
 PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
 PASS_HAT_K = "pass_hat_k"  # all K succeeded
-# written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
-# written before has none of them
-LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)
+# written since repeats, infeasible tasks and the on-path hit rate (the pass keys only with
+# K > 1): a folder written before has none of them
+LIVE_OPTIONAL_KEYS = (
+    INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, ON_PATH_HIT_RATE,
+)  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
@@ -154,6 +162,9 @@ class LiveStepRow(StepRow):
     url_after: str | None = None
     replayed: bool = False  # the answer came from the journal
     thought: str | None = None  # the agent's own reasoning text, where it has one
+    # why the action was not executed (one the environment cannot execute, an answer that
+    # does not read as an action): a no-action step, scored as a miss
+    not_executed: str | None = None
 
 
 class LiveTaskRow(TaskRow):

@@ -28,7 +28,13 @@ from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.formats import AgentFormat, get_format
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
-from medspot.live.core.actions import LiveAction, action_from_json, action_to_json, point_of
+from medspot.live.core.actions import (
+    ActionFormatError,
+    LiveAction,
+    action_from_json,
+    action_to_json,
+    point_of,
+)
 
 __all__ = ["ModelAgent", "own_memories"]
 
@@ -95,7 +101,14 @@ class ModelAgent:
         pending = state.get("pending")
         if not isinstance(pending, list) or not pending:
             return None
-        action = action_from_json(pending[0])
+        try:
+            action = action_from_json(pending[0])
+        except ActionFormatError as e:  # a journal of a version that let it through
+            return AgentAnswer(
+                raw_text=None, action=None, source=f"{fmt.name}:queued", latency_s=0.0,
+                flags=[QUEUED, "actions_after_unreadable_dropped"],
+                not_executed=f"a queued action does not read: {e}",
+            )  # fmt: skip
         rest = pending[1:]
         return AgentAnswer(
             raw_text=None,

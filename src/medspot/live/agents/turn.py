@@ -90,6 +90,10 @@ class AgentAnswer(ModelCall):
     thought: str | None = None
     call_state: dict[str, Any] | None = None
     model_calls: list[TurnCall] | None = None  # each model's call (planner + grounder)
+    # why nothing is executed for this answer, when that is known before acting (an answer
+    # that cannot be turned into an action); the episode adds its own reason (an action the
+    # environment cannot execute)
+    not_executed: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
         """The fields a journal step record takes from this answer."""
@@ -100,6 +104,7 @@ class AgentAnswer(ModelCall):
             "call_state": self.call_state,
             "model_calls": self.model_calls,
             "action": action_to_json(self.action) if self.action is not None else None,
+            "not_executed": self.not_executed,
         }
 
 
@@ -122,6 +127,8 @@ class PastTurn:
     screen_path: Path
     screen_rel: str
     answer: AgentAnswer
+    # why the answer's action was not executed (an action the environment cannot execute)
+    not_executed: str | None = None
 
 
 class LiveAgent(Protocol):

@@ -20,9 +20,10 @@ Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_rea
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from medspot.errors import MedspotError
 from medspot.geometry import Point
@@ -30,17 +31,20 @@ from medspot.geometry import Point
 __all__ = [
     "ENDINGS",
     "WHEEL_NOTCH_PX",
+    "ActionFormatError",
     "Click",
     "Done",
     "Drag",
     "Infeasible",
     "Key",
     "LiveAction",
+    "NotAnAction",
     "Scroll",
     "TypeText",
     "action_from_json",
     "action_to_json",
     "describe_action",
+    "is_action",
     "normalise_key",
     "point_of",
 ]
@@ -94,12 +98,29 @@ class Infeasible:
 LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible
 ENDINGS = (Done, Infeasible)  # actions that end the task instead of acting
 WHEEL_NOTCH_PX = 100  # one wheel notch in pixels (Chromium's; what the web driver sends)
+_ACTION_TYPES = (Click, Drag, Scroll, TypeText, Key, Done, Infeasible)
+
+
+class ActionFormatError(MedspotError):
+    """A live action's JSON form that does not read (`action_from_json`)."""
+
+
+class NotAnAction(MedspotError, TypeError):
+    """Something given as a live action that is not one (a string, a number, a dict): refused
+    before anything is spent. Also a `TypeError`."""
+
+    exit_code = 2
+
+
+def is_action(x: object) -> TypeGuard[LiveAction]:
+    """Whether `x` is an action object of this module."""
+    return isinstance(x, _ACTION_TYPES)
 
 
 def _num(d: dict[str, Any], name: str) -> float:
     v = d.get(name)
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise MedspotError(f"live action {d!r}: field '{name}' must be a finite number")
+        raise ActionFormatError(f"live action {d!r}: field '{name}' must be a finite number")
     return float(v)
 
 
@@ -124,11 +145,14 @@ def action_to_json(action: LiveAction) -> dict[str, Any]:
 
 
 def action_from_json(d: dict[str, Any]) -> LiveAction:
+    """An action from its journal form; `ActionFormatError` when it does not read."""
+    if not isinstance(d, dict):
+        raise ActionFormatError(f"live action {d!r}: not a JSON object")
     kind = d.get("kind")
     if kind == "click":
         button = d.get("button", "left")
         if button not in ("left", "right"):
-            raise MedspotError(f"live action {d!r}: field 'button' must be left or right")
+            raise ActionFormatError(f"live action {d!r}: field 'button' must be left or right")
         return Click(_num(d, "x"), _num(d, "y"), button, bool(d.get("double", False)))
     if kind == "drag":
         return Drag(_num(d, "x1"), _num(d, "y1"), _num(d, "x2"), _num(d, "y2"))
@@ -136,20 +160,26 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
         return Scroll(_num(d, "x"), _num(d, "y"), int(_num(d, "dy")))
     if kind == "type":
         if not isinstance(d.get("text"), str):
-            raise MedspotError(f"live action {d!r}: field 'text' must be a string")
+            raise ActionFormatError(f"live action {d!r}: field 'text' must be a string")
         return TypeText(d["text"])
     if kind == "key":
         if not isinstance(d.get("key"), str) or not d["key"]:
-            raise MedspotError(f"live action {d!r}: field 'key' must be a non-empty string")
+            raise ActionFormatError(f"live action {d!r}: field 'key' must be a non-empty string")
         return Key(d["key"])
     if kind == "done":
         return Done()
     if kind == "infeasible":
         reason = d.get("reason", "")
         if not isinstance(reason, str):
-            raise MedspotError(f"live action {d!r}: field 'reason' must be a string")
+            raise ActionFormatError(f"live action {d!r}: field 'reason' must be a string")
         return Infeasible(reason)
-    raise MedspotError(f"live action {d!r}: unknown kind {kind!r}")
+    raise ActionFormatError(f"live action {d!r}: unknown kind {kind!r}")
+
+
+def _px(v: object) -> str:
+    """A coordinate in the text form: whole pixels (what an action object holds may be no
+    number at all: it is then shown as it is, never an error while describing it)."""
+    return f"{v:.0f}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else repr(v)
 
 
 def describe_action(action: LiveAction | None) -> str:
@@ -159,11 +189,11 @@ def describe_action(action: LiveAction | None) -> str:
             return "no action"
         case Click(x, y, button, double):
             name = "double_click" if double else ("right_click" if button == "right" else "click")
-            return f"{name}({x:.0f}, {y:.0f})"
+            return f"{name}({_px(x)}, {_px(y)})"
         case Drag(x1, y1, x2, y2):
-            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
+            return f"drag({_px(x1)}, {_px(y1)}, {_px(x2)}, {_px(y2)})"
         case Scroll(x, y, dy):
-            return f"scroll({x:.0f}, {y:.0f}, {dy})"
+            return f"scroll({_px(x)}, {_px(y)}, {dy})"
         case TypeText(text):
             return f"type({text!r})"
         case Key(key):

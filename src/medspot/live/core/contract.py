@@ -13,6 +13,13 @@ settled) raise `EnvironmentFault`: the runner records an environment error, thro
 environment away, and retries the task on a fresh one. They are never model failures. Bad task
 data raises `medspot.errors.DataError` with a location.
 
+An action reaches `act` only once `medspot.live.core.executable` found it executable (its
+points finite and on the screen, its scroll and text within bounds, its key in the
+environment's key table), so an action the model got wrong is never a fault. An environment
+declares the keys its driver presses as `key_table` (a `medspot.live.core.keys.KeyTable`:
+`drivers.web.KEY_TABLE`, `drivers.x11.KEY_TABLE`); without one, the action format's
+(Playwright's) names are the table.
+
 An environment family (one package of `medspot.live.envs`) declares itself with an `EnvEntry`:
 its factory, check kinds, locator keys, system packages, packaged tasks and hooks, as
 references; `medspot.live.envs.registry` lists the families.
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 __all__ = [
+    "REGISTERED",
     "ActResult",
     "ElementInfo",
     "EnvEntry",
@@ -164,3 +172,9 @@ class EnvEntry:
     # environment beyond its checks and locator keys (start keys, seeded names in routes,
     # landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
     task_check: Callable[[LiveTask], list[tuple[str, str]]] | None = None
+
+
+# Every environment family registered in this process, by name: `medspot.live.envs.registry`
+# fills it from its list (`ENVIRONMENTS`) when imported; core reads it (an `Episode` checks its
+# task against its environment's entry, when there is one).
+REGISTERED: dict[str, EnvEntry] = {}

@@ -19,6 +19,10 @@ the Gymnasium environment and the tests all go through it. Per step:
 - an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
   the right ending and the success checks hold (and every `requires`d step happened), else as a
   failure; no answer (`None`) uses one action of the budget and changes nothing;
+- an action the environment cannot execute (`medspot.live.core.executable`: a key its driver
+  does not have, a point that is not finite or off the screen, a scroll of no or too many
+  notches, text no keyboard types) is not executed either: one action of the budget, the flag
+  `not_executable:<why>` and `StepResult.not_executed` (the model's mistake, never a fault);
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
@@ -38,8 +42,11 @@ whose target (or drag release) is not on the screen is the task's data, not a fa
 environment's reset returns only once the application settled on the task's start, and its
 `act` only once the application settled after an action (or they raise `EnvironmentFault`), so
 a target missing from that screen does not exist there: a `DataError` located at
-`start.prepare.K.target` (0-based, as the task file's validation names it), at once. The
-Episode is synchronous and must be used from the environment's own thread.
+`start.prepare.K.target` (0-based, as the task file's validation names it), at once. After a fault
+the episode refuses every step until it is reset (`EpisodeError`, as before the first `reset()`).
+What is not an action is refused (`NotAnAction`) before anything is spent, and a task of
+another environment when the episode is made (a `DataError`). The Episode is synchronous and
+must be used from the environment's own thread.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from medspot.errors import DataError, Location
+from medspot.errors import DataError, Location, MedspotError
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -57,8 +64,10 @@ from medspot.live.core.actions import (
     Infeasible,
     Key,
     LiveAction,
+    NotAnAction,
     Scroll,
     TypeText,
+    is_action,
     normalise_key,
     point_of,
 )
@@ -69,6 +78,8 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
+from medspot.live.core.executable import capabilities_of, unexecutable
+from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 
 __all__ = [
@@ -76,6 +87,7 @@ __all__ = [
     "POINT_TOLERANCE_PX",
     "Boxes",
     "Episode",
+    "EpisodeError",
     "Mode",
     "Outcome",
     "StepResult",
@@ -88,6 +100,13 @@ MODES: tuple[Mode, ...] = ("guided", "agent")
 Outcome = Literal["success", "harmful", "failure"]
 # a step's target box and a drag's release box on a screen (None: not on it)
 Boxes = tuple[PixelBox | None, PixelBox | None]
+
+
+class EpisodeError(MedspotError, RuntimeError):
+    """An `Episode` used out of order: a step or the oracle before `reset()`, a step after the
+    episode ended or after the environment failed in it (reset again, on a fresh environment
+    after a fault). Also a `RuntimeError`."""
+
 
 # A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
 # pixels of it counts as hitting it.
@@ -203,6 +222,8 @@ class StepResult:
     # an ending evaluates them on the screen it ends on (the start, for `done()` at once)
     success_each: tuple[bool, ...] = ()
     fail_each: tuple[bool, ...] = ()
+    # an action the environment cannot execute (`core.executable`): why; it was not executed
+    not_executed: str | None = None
     # the current step's boxes on the screen after this step, located at once (the next turn
     # needs them); None when the episode ended or they could not be located (then
     # `Episode.intended()` locates them when asked)
@@ -225,11 +246,14 @@ class StepResult:
 
     def journal_fields(self) -> dict[str, Any]:
         """This step as the live journal's step record keeps it (`StepRecord`'s effect fields;
-        the runner adds the answer and the step's wall times): the effect, the checks, and for
-        an executed action its settle time and the URL after it."""
+        the runner adds the answer, its flags and the step's wall times): the effect, the
+        checks, for an executed action its settle time and the URL after it, for an action the
+        environment cannot execute why."""
         out = {**self.effect(), "checks": self.checks}
         if self.executed:
             out.update(settle_s=round(self.settle_s or 0.0, 4), url_after=self.observation.url)
+        if self.not_executed is not None:  # an action the environment cannot execute
+            out["not_executed"] = self.not_executed
         return out
 
     @property
@@ -253,6 +277,9 @@ class Episode:
     def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        if not isinstance(task, LiveTask):
+            raise TypeError(f"Episode takes a LiveTask, not {type(task).__name__}")
+        check_task_for_env(task, env.name)  # a task of another environment: a DataError
         self.env = env
         self.task = task
         self.mode: Mode = mode
@@ -274,6 +301,7 @@ class Episode:
         # happen (become true); and each required step's done_if at the start
         self._seen_false: set[str] = set()
         self.required_at_start: dict[str, bool] = {}
+        self._fault: str | None = None  # what failed in the environment during this episode
 
     # -- what the agent is told ---------------------------------------------------------------
 
@@ -308,9 +336,14 @@ class Episode:
     def reset(self) -> Observation:
         """The task's start state: the environment's reset, then the task's `start.prepare`."""
         t0 = time.perf_counter()
-        obs = self.env.reset(self.task)
-        for k, step in enumerate(self.task.start.prepare):
-            obs = self._prepare(k, step)
+        self.observation, self._fault = None, None  # not reset until the reset is done
+        try:
+            obs = self.env.reset(self.task)
+            for k, step in enumerate(self.task.start.prepare):
+                obs = self._prepare(k, step)
+        except BaseException as e:
+            self._fault = f"the reset failed: {type(e).__name__}: {_first_line(e)}"
+            raise
         self.achieved = [False] * len(self.task.steps)
         self.happened = set()
         self.required_at_start = {
@@ -355,7 +388,7 @@ class Episode:
         required step's `done_if` there (in `requires` order): the audit's reading of the
         start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`)."""
         if self.observation is None or self.n:
-            raise RuntimeError("Episode.start_checks: after reset(), before the first step")
+            raise EpisodeError("Episode.start_checks: after reset(), before the first step")
         return {
             "success_each": self._check_all(self.task.success),
             "fail_if_each": self._check_all(self.task.fail_if),
@@ -373,6 +406,7 @@ class Episode:
     def intended(self) -> Boxes:
         """The current step's target box (and a drag's release box) on the current screen;
         located once per screen (at once when the screen appears: `_located_ahead`)."""
+        self._usable("intended")
         if self._intended is None:
             step = self.current_step
             box = self.env.locate(step.target) if step.target is not None else None
@@ -393,6 +427,7 @@ class Episode:
 
     def oracle_action(self) -> LiveAction | None:
         """The action of the task's own path for the current step, on the current screen."""
+        self._usable("oracle_action")
         return oracle_step_action(self.current_step, *self.intended())
 
     # -- one step -------------------------------------------------------------------------------
@@ -404,12 +439,36 @@ class Episode:
         """Every success check holds (`each`) and every required step happened."""
         return all(each) and all(name in self.happened for name in self._required)
 
-    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
-        """Take one action (None: the agent gave no readable action; it costs one action)."""
+    def _usable(self, what: str) -> None:
+        """`EpisodeError` when `what` cannot be done now: before `reset()`, after a fault."""
+        if self._fault is not None:
+            raise EpisodeError(
+                f"Episode.{what}: the environment failed in this episode ({self._fault}); "
+                "reset() it (a fresh environment, when the fault was the environment's)"
+            )
         if self.observation is None:
-            raise RuntimeError("Episode.step before reset()")
+            raise EpisodeError(f"Episode.{what} before reset()")
+
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        """Take one action (None: the agent gave no readable action; it costs one action).
+        An action the environment cannot execute (`core.executable`) is not executed: a
+        no-action step with the flag `not_executable:<why>`. Anything that is not an action is
+        refused (`NotAnAction`) and costs nothing."""
+        if action is not None and not is_action(action):
+            raise NotAnAction(
+                f"Episode.step takes a live action (medspot.live.core.actions: Click, Drag, "
+                f"Scroll, TypeText, Key, Done, Infeasible) or None, not {action!r}"
+            )
+        self._usable("step")
         if self.ended:
-            raise RuntimeError(f"Episode.step after the episode ended ({self.outcome})")
+            raise EpisodeError(f"Episode.step after the episode ended ({self.outcome})")
+        try:
+            return self._step(action, tuple(flags))
+        except BaseException as e:
+            self._fault = f"action {self.n}: {type(e).__name__}: {_first_line(e)}"
+            raise
+
+    def _step(self, action: LiveAction | None, flags: tuple[str, ...]) -> StepResult:
         env_t = time.perf_counter()
         self.n += 1
         k = self.current
@@ -417,6 +476,12 @@ class Episode:
         box, to_box = self.intended()
         if action is None or isinstance(action, Done | Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
+        assert self.observation is not None
+        refused = unexecutable(action, capabilities_of(self.env, self.observation))
+        if refused is not None:
+            return self._ending(
+                action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
+            )
         p = point_of(action)
         element = self.env.element_at(p.x, p.y) if p is not None else None
         hit = hit_intended(step, action, box, to_box)
@@ -501,7 +566,10 @@ class Episode:
         to_box: PixelBox | None,
         flags: tuple[str, ...],
         env_t: float,
+        not_executed: str | None = None,
     ) -> StepResult:
+        """A step that executes nothing: an ending, no answer, or an action the environment
+        cannot execute (`not_executed` says why)."""
         assert self.observation is not None
         success, terminated = False, False
         hit: bool | None = None
@@ -542,6 +610,10 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            success_each=tuple(each), fail_each=tuple(fail),
+            success_each=tuple(each), fail_each=tuple(fail), not_executed=not_executed,
             next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
         )  # fmt: skip
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]

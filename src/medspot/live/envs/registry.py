@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.core.contract import EnvEntry, Environment
+from medspot.live.core.contract import REGISTERED, EnvEntry, Environment
 from medspot.live.envs import dicomscope, ohif, orthanc_explorer
 
 __all__ = [
@@ -29,7 +29,8 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     ohif.ENTRY,
 )
 
-_ENVS: dict[str, EnvEntry] = {entry.name: entry for entry in ENVIRONMENTS}
+_ENVS = REGISTERED  # the lookups' table, core's too
+_ENVS.update({entry.name: entry for entry in ENVIRONMENTS})
 
 
 def register_env(entry: EnvEntry) -> None:

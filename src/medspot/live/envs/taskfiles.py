@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
-from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
+from medspot.live.core.taskcheck import check_against_entry
+from medspot.live.core.tasks import LiveTask, LiveTaskFile, location_of
 from medspot.live.envs.registry import env_entry
 
 __all__ = [
@@ -22,7 +23,6 @@ __all__ = [
     "packaged_task_files",
     "parse_task_file",
     "select_tasks",
-    "task_checks",
 ]
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[3]  # holds the `medspot` package
@@ -42,70 +42,8 @@ def parse_task_file(data: Any, file: str) -> LiveTaskFile:
         if task.id in seen:
             raise DataError(f"duplicate task id {task.id!r}", Location(file, task=i, field="id"))
         seen.add(task.id)
-    _check_against_env(parsed, file)
+    check_against_entry(parsed, file, env_entry(parsed.env))  # ConfigError: an unknown env
     return parsed
-
-
-def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
-    """Every check of a task with its dotted place: `success.0`, `fail_if.1`,
-    `steps.2.done_if`, `start.prepare.0.done_if` (0-based, as pydantic's locations)."""
-    out: list[tuple[str, CheckSpec]] = []
-    out += [(f"success.{j}", c) for j, c in enumerate(task.success)]
-    out += [(f"fail_if.{j}", c) for j, c in enumerate(task.fail_if)]
-    out += [(f"steps.{k}.done_if", s.done_if) for k, s in enumerate(task.steps) if s.done_if]
-    out += [
-        (f"start.prepare.{k}.done_if", s.done_if)
-        for k, s in enumerate(task.start.prepare)
-        if s.done_if is not None
-    ]
-    return out
-
-
-def _where(file: str, i: int, place: str) -> Location:
-    parts: list[int | str] = [int(p) if p.isdigit() else p for p in place.split(".")]
-    return location_of(file, ("tasks", i, *parts))
-
-
-def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
-    """Check kinds, their parameters (seeded names, locators inside them), an infeasible task's
-    success checks that need a change (`CheckParams.needs_change`), locator keys of every step
-    (the path and `start.prepare`) and the environment's own task rules: the first problem is a
-    located `DataError`."""
-    entry = env_entry(parsed.env)  # ConfigError for an unknown env
-    keys = set(entry.locator_keys)
-    lint = entry.task_check
-
-    def bad_keys(loc: Locator) -> str | None:
-        if loc.keys() <= keys:
-            return None
-        bad = ", ".join(sorted(loc.keys() - keys))
-        return f"locator key(s) {bad} not understood by {parsed.env}"
-
-    for i, task in enumerate(parsed.tasks):
-        for place, check in task_checks(task):
-            try:
-                params = entry.check_kinds.parse(check, parsed.env)
-            except DataError as exc:
-                raise DataError(exc.message, _where(file, i, place)) from None
-            for name, loc in params.locators():
-                why = bad_keys(loc)
-                if why is not None:
-                    raise DataError(
-                        f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
-                    )
-            change = params.needs_change(task.start) if task.infeasible else None
-            if change is not None and place.startswith("success."):
-                raise DataError(
-                    f"check {check.kind!r} needs a change ({change}), but an infeasible "
-                    "task's success checks say that nothing changed: no agent can succeed",
-                    _where(file, i, place),
-                )
-        for place, name, loc in task.step_locators():
-            why = bad_keys(loc)
-            if why is not None:
-                raise DataError(why, _where(file, i, f"{place}.{name}"))
-        for place, message in lint(task) if lint is not None else ():
-            raise DataError(message, _where(file, i, place))
 
 
 def load_task_file(path: Path) -> LiveTaskFile:

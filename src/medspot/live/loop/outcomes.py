@@ -37,6 +37,7 @@ from medspot.runfolder.live_schema import (
     HIT_RATE,
     INFEASIBLE_ACCURACY,
     LIVE_KEYS,
+    ON_PATH_HIT_RATE,
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
@@ -53,6 +54,7 @@ __all__ = [
     "HIT_RATE",
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
+    "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
@@ -70,8 +72,8 @@ __all__ = [
 # Bootstrap columns; each metric is sum(numerator column) / sum(denominator column). A row is
 # one task, its repeats' columns summed (the pass columns are the task's own: `_task_columns`).
 BOOTSTRAP_COLUMNS = (
-    "scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle",
-    "infeasible", "infeasible_right", "feasible", "false_infeasible",
+    "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
+    "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
     "all_scored", "pass_any", "pass_all",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
@@ -79,7 +81,8 @@ _RATIOS = {
     SUCCESS: ("success", "scored"),
     HARMFUL: ("harmful", "scored"),
     RECOVERY: ("recovered", "missed"),
-    HIT_RATE: ("hits", "judged"),
+    HIT_RATE: ("hits", "executed"),
+    ON_PATH_HIT_RATE: ("hits", "judged"),
     STEPS_RATIO: ("used", "oracle"),
     INFEASIBLE_ACCURACY: ("infeasible_right", "infeasible"),
     FALSE_INFEASIBLE: ("false_infeasible", "feasible"),
@@ -149,15 +152,24 @@ class TaskResult:
         return [s for s in self.steps if s.executed]
 
     @property
+    def hits(self) -> int:
+        """Executed actions that hit the intended element of the current step."""
+        return sum(1 for s in self.executed if s.hit_intended)
+
+    @property
     def judged(self) -> list[bool]:
-        """Per executed action whose intended element was on screen: did it hit it."""
+        """Per executed action whose intended element was on screen (on the oracle's path):
+        did it hit it."""
         return [bool(s.hit_intended) for s in self.executed if s.hit_intended is not None]
 
     @property
     def missed(self) -> bool:
-        """Some action missed the intended element (the static protocol would stop here)."""
+        """Some action missed the intended element (the static protocol would stop here): an
+        executed action that missed it, a turn with no readable action, or an action the
+        environment could not execute (both the static `no_prediction`)."""
         return any(s.hit_intended is False for s in self.steps if s.executed) or any(
-            s.action is None and s.ok and not s.executed for s in self.steps
+            s.ok and not s.executed and (s.action is None or s.not_executed is not None)
+            for s in self.steps
         )
 
     @property
@@ -193,7 +205,6 @@ class TaskResult:
         if not self.scored:
             return [0.0] * len(BOOTSTRAP_COLUMNS)
         ok = self.outcome == "success"
-        judged = self.judged
         feasible = not self.task.infeasible
         return [
             1.0,
@@ -201,8 +212,9 @@ class TaskResult:
             float(self.outcome == "harmful"),
             float(self.missed),
             float(self.recovered),
-            float(sum(judged)),
-            float(len(judged)),
+            float(self.hits),
+            float(len(self.executed)),
+            float(len(self.judged)),
             float(self.steps_used if ok else 0),
             float(len(self.task.steps) if ok else 0),
             float(not feasible),
@@ -311,6 +323,11 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_harmful=sum(1 for r in scored if r.outcome == "harmful"),
         num_missed=sum(1 for r in scored if r.missed),
         num_recovered=sum(1 for r in scored if r.recovered),
+        # the counts behind the hit rates: hits over every executed action (intended) and
+        # over those whose intended element was on the screen (on the oracle's path)
+        num_actions_executed=int(s[BOOTSTRAP_COLUMNS.index("executed")]),
+        num_actions_on_path=int(s[BOOTSTRAP_COLUMNS.index("judged")]),
+        num_intended_hits=int(s[BOOTSTRAP_COLUMNS.index("hits")]),
         mean_steps_used=float(np.mean([r.steps_used for r in ok])) if ok else None,
         mean_oracle_steps=float(np.mean([len(r.task.steps) for r in ok])) if ok else None,
         num_env_errors=sum(1 for r in results if r.outcome == "env_error"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from medspot.live.agents.factory import (
     create_planner_grounder,
     live_prompt_style,
 )
-from medspot.live.agents.turn import QUEUED, LiveAgent
+from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.episode import MODES
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options, check_viewport
@@ -50,6 +51,8 @@ __all__ = [
     "LiveRequest",
     "run_live",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,8 +183,31 @@ def run_live(
         life = RunLife(folder, _run_info(req, agent, fingerprint, style))
         life.start()
         state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
-        with life.failure_recorded():
+        info = life.info
+        assert isinstance(info, LiveRunInfo)
+
+        def paid_until_now() -> None:  # a failed run's run.json counts the calls it paid
+            journaled = list(read_live_journal(folder.live_journal))
+            _count_calls(info, tasks, JournalState.from_records(journaled))
+
+        with life.failure_recorded(also=paid_until_now):
             return _run_and_write(req, tasks, agent, life, state, on_progress)
+
+
+def _count_calls(info: LiveRunInfo, tasks: list[LiveTask], state: JournalState) -> None:
+    """run.json's `calls` (every paid model call journaled, a computer-use turn's API calls
+    each) and `cost_usd`."""
+    asked = [
+        s
+        for repeat in state.repeats.values()
+        for t in tasks
+        for steps in repeat.steps.get(t.id, {}).values()
+        for s in steps
+        if not s.replayed
+    ]
+    info.calls = sum(s.calls_made for s in asked)
+    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
+    info.cost_usd = round(sum(costs), 6) if costs else None
 
 
 def _run_and_write(
@@ -211,18 +237,8 @@ def _run_and_write(
     state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
     results = task_results(tasks, state, req.env, repeats=req.repeats)
     metrics = write_live_results(folder.path, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    asked = [
-        s
-        for repeat in state.repeats.values()
-        for t in tasks
-        for steps in repeat.steps.get(t.id, {}).values()
-        for s in steps
-        if not s.replayed and QUEUED not in s.flags
-    ]
-    info.calls = len(asked)
+    _count_calls(info, tasks, state)
     info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
-    costs = [s.cost_usd for s in asked if s.cost_usd is not None]
-    info.cost_usd = round(sum(costs), 6) if costs else None
     life.finish(
         complete=all(r.scored for r in results),
         budget_reached=stats.budget_reached,

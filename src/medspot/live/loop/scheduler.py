@@ -48,6 +48,7 @@ from medspot.live.agents.turn import (
 )
 from medspot.live.core.actions import (
     ENDINGS,
+    ActionFormatError,
     LiveAction,
     action_from_json,
     describe_action,
@@ -74,6 +75,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 HISTORY_MODES = ("none", "text", "actions")
+# the flag of a turn whose answer (or journaled action) cannot be turned into an action
+UNREADABLE_ACTION = "unreadable_action"
 
 
 @dataclass(frozen=True)
@@ -193,26 +196,42 @@ class _Run:
             await asyncio.to_thread(atomic_write_bytes, path, obs.png)
         return sha
 
-    def _history_line(self, step: StepSpec, action: LiveAction | None) -> str | None:
+    def _history_line(
+        self, step: StepSpec, action: LiveAction | None, not_executed: str | None
+    ) -> str | None:
         if self.opts.history == "none":
             return None
+        did = describe_action(action) + (" (not executed)" if not_executed else "")
         if self.opts.mode == "agent":  # its own actions only: nothing of the oracle's path
-            return describe_action(action)
+            return did
         if self.opts.history == "text":
             return step.instruction
-        return f"{step.instruction} -> {describe_action(action)}"
+        return f"{step.instruction} -> {did}"
+
+    def _replayed(self, replay: StepRecord) -> AgentAnswer:
+        """A journaled answer as the agent's answer; an action that does not read back (a
+        journal written by hand, or by a version that wrote it) is no action, flagged."""
+        self.stats.replayed += 1
+        fields = {**replay.call_fields(), "latency_s": 0.0}
+        try:
+            action = action_from_json(replay.action) if replay.action is not None else None
+        except ActionFormatError as e:
+            log.warning("task %s, turn %d: a journaled action does not read (%s); it is no "
+                        "action", replay.task, replay.n, e)  # fmt: skip
+            action = None
+            fields["flags"] = [*fields["flags"], UNREADABLE_ACTION]
+        return AgentAnswer(
+            **fields,
+            action=action,
+            source=replay.source or "replay",
+            thought=replay.thought,
+            call_state=replay.call_state,
+            model_calls=replay.model_calls,
+        )
 
     async def _ask(self, turn: AgentTurn, replay: StepRecord | None) -> AgentAnswer:
         if replay is not None:
-            self.stats.replayed += 1
-            return AgentAnswer(
-                **{**replay.call_fields(), "latency_s": 0.0},
-                action=action_from_json(replay.action) if replay.action is not None else None,
-                source=replay.source or "replay",
-                thought=replay.thought,
-                call_state=replay.call_state,
-                model_calls=replay.model_calls,
-            )
+            return self._replayed(replay)
         cap = self.opts.max_cost
         if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
             self.stats.budget_reached = True
@@ -223,6 +242,15 @@ class _Run:
             except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
                 self.stats.cost_usd += e.answer.cost_usd or 0.0
                 raise
+            except ActionFormatError as e:  # an answer that cannot become an action
+                log.warning(
+                    "task %s, turn %d: the agent's answer cannot be turned into an action "
+                    "(%s); it is a no-action turn", turn.task.id, turn.n, e,
+                )  # fmt: skip
+                ans = AgentAnswer(
+                    action=None, source=UNREADABLE_ACTION, flags=[UNREADABLE_ACTION],
+                    not_executed=f"the answer cannot be read as an action: {e}",
+                )  # fmt: skip
         if QUEUED not in ans.flags:  # a later action of an earlier answer is no new call
             self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
@@ -286,7 +314,9 @@ class _Run:
                 retries = getattr(e, "retries", 0)  # CallFailed says how many were made
                 update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
                 self._append(_with(rec, **update))
-                return end("error", f"model call failed: {e}", sha)
+                log.warning("task %s, turn %d: the model call failed (asked again when the run "
+                            "is resumed): %s", task.id, n, e)  # fmt: skip
+                return end("error", f"model call failed at turn {n}: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
             place.action, place.replayed = upd["action"], place.replayed and n in replay
@@ -301,15 +331,16 @@ class _Run:
                 sha = await self._save_screen(obs)
                 fired = res.fired
             upd.update(
-                res.journal_fields(), step_s=round(time.perf_counter() - ts, 4),
+                res.journal_fields(), flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
+                step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(_with(rec, **upd))
             if not (action is not None and isinstance(action, ENDINGS)):
-                history_line = self._history_line(step, action)
+                history_line = self._history_line(step, action, res.not_executed)
                 if history_line:
                     history.append(history_line)
-            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans))
+            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed))
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from medspot.adapters.modelcall import ModelCall
-from medspot.live.agents.turn import TurnCall
+from medspot.live.agents.turn import QUEUED, TurnCall
 from medspot.runfolder.journal import read_records
 
 __all__ = [
@@ -72,6 +72,9 @@ class StepRecord(ModelCall):
     model_calls: list[TurnCall] | None = None
     action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
     executed: bool = False
+    # why the answer was not executed: an action the environment cannot execute (flag
+    # not_executable:<why>), an answer that cannot be turned into an action
+    not_executed: str | None = None
     settle_s: float | None = None
     changed: bool | None = None
     intended_box: tuple[float, float, float, float] | None = None  # pixels
@@ -83,6 +86,22 @@ class StepRecord(ModelCall):
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
+
+    @property
+    def calls_made(self) -> int:
+        """The model calls this answer made (each one paid): none for an answer replayed
+        from the journal or a later action of an earlier answer (`queued`); a computer-use
+        turn's API calls (its `call` events: none for a batched action, several when the model
+        only looked first); a planner + grounder turn's calls; else one."""
+        if self.replayed or QUEUED in self.flags:
+            return 0
+        if self.model_calls:
+            return len(self.model_calls)
+        state = self.call_state or {}
+        events = state.get("events")
+        if state.get("api") and isinstance(events, list):
+            return sum(1 for e in events if isinstance(e, dict) and e.get("e") == "call")
+        return 1
 
 
 class FaultRecord(BaseModel):

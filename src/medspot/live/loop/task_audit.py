@@ -39,9 +39,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import env_entry
-from medspot.live.envs.taskfiles import env_task_file, select_tasks, task_checks
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
     ResumeState,

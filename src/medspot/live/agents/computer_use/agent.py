@@ -2,7 +2,8 @@
 
 Per runner turn (`answer`):
 
-1. the item acted on in the turn before is resolved with this turn's screen;
+1. the item acted on in the turn before is resolved with this turn's screen (and, when the
+   environment could not execute it, with the reason: the model is told);
 2. the next items of the last API call are taken in order: observation-only items
    (`screenshot`, `wait`, a pointer move) are resolved with this screen at once; the first
    item that acts (or is unsupported) is this turn's action: a batch of several actions is
@@ -145,7 +146,11 @@ class ComputerUseAgent(ABC):
         state = pending(past)
         work = _TurnWork()
         if state.awaiting is not None:
-            work.events.append({"e": "result", "id": state.awaiting})
+            resolved: dict[str, Any] = {"e": "result", "id": state.awaiting}
+            last = turn.previous[-1] if turn.previous else None
+            if last is not None and last.not_executed:  # the environment could not do it
+                resolved["not_executed"] = last.not_executed
+            work.events.append(resolved)
         queue = list(state.queue)
         cursor = state.cursor
         while True:

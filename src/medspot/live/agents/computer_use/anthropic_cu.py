@@ -39,7 +39,7 @@ from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
-from medspot.errors import AdapterUnavailable, ConfigError
+from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
     DisplayMap,
@@ -116,9 +116,15 @@ def _image(b64: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
 
 
-def _tool_result(item: CuItem | None, ident: str, image: dict[str, Any]) -> dict[str, Any]:
+def _tool_result(
+    item: CuItem | None, ident: str, image: dict[str, Any], refused: str | None = None
+) -> dict[str, Any]:
+    note = None
     if item is not None and item.kind == "unsupported":
         note = f"Not executed (this harness cannot do it): {item.note}"
+    elif refused:  # executable in the tool's terms, but not in the application's
+        note = f"Not executed (the application cannot do it): {refused}"
+    if note is not None:
         return {"type": "tool_result", "tool_use_id": ident, "is_error": True,
                 "content": [{"type": "text", "text": note}, image]}  # fmt: skip
     return {"type": "tool_result", "tool_use_id": ident, "content": [image]}
@@ -147,7 +153,9 @@ def build_messages(
             kind = ev.get("e")
             if kind == "result":
                 ident = str(ev.get("id"))
-                results.append(_tool_result(items.get(ident), ident, image(log.screen_path)))
+                refused = ev.get("not_executed")
+                results.append(_tool_result(items.get(ident), ident, image(log.screen_path),
+                                            str(refused) if refused else None))  # fmt: skip
             elif kind == "call":
                 messages.append(user(log.screen_path))
                 results = []
@@ -180,9 +188,54 @@ def _keep_last_images(messages: list[dict[str, Any]], keep: int) -> list[dict[st
     return rebuilt[::-1]
 
 
-def _block(b: Any) -> dict[str, Any] | None:
+def _kind(v: Any) -> str:
+    return "missing" if v is None else type(v).__name__
+
+
+def _content(resp: Any) -> list[dict[str, Any]]:
+    """The response's content blocks as they are sent back, checked to be what the Messages
+    API returns (a `ValueError` naming what is not): a list of blocks with a `type`, a
+    `tool_use` with its id, name and input object, and a `stop_reason`."""
+    raw = getattr(resp, "content", None)
+    if not isinstance(raw, list):
+        raise ValueError(f"'content' is {_kind(raw)}, not a list of blocks")
+    stop = getattr(resp, "stop_reason", None)
+    if not isinstance(stop, str) or not stop:
+        raise ValueError(f"'stop_reason' is {_kind(stop)}, not a string")
+    out = []
+    for b in raw:
+        d = (
+            b.model_dump(mode="json", exclude_none=True, warnings=False)
+            if hasattr(b, "model_dump")
+            else b
+        )
+        if not isinstance(d, Mapping) or not isinstance(d.get("type"), str):
+            raise ValueError(f"a content block is {str(d)[:80]!r}, not an object with a type")
+        if d["type"] == "tool_use" and not (
+            isinstance(d.get("id"), str) and isinstance(d.get("name"), str)
+            and isinstance(d.get("input"), Mapping)
+        ):  # fmt: skip
+            raise ValueError("a tool_use block without its id, name or input object")
+        block = _block(d)
+        if block is not None:
+            out.append(block)
+    return out
+
+
+def _usage(resp: Any) -> Usage | None:
+    usage = getattr(resp, "usage", None)
+    if usage is None:
+        return None
+    counts = [getattr(usage, n, None) for n in ("input_tokens", "output_tokens")]
+    extra = [getattr(usage, n, None) or 0 for n in ("cache_creation_input_tokens",
+                                                     "cache_read_input_tokens")]  # fmt: skip
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (*counts, *extra)):
+        raise ValueError(f"'usage' is {str(usage)[:80]!r}, without its token counts")
+    return Usage(int(counts[0]) + sum(extra), int(counts[1]))  # type: ignore[arg-type]
+
+
+def _block(d: Mapping[str, Any]) -> dict[str, Any] | None:
     """A response content block as it is sent back (only the fields the API takes)."""
-    d = b.model_dump(mode="json", exclude_none=True) if hasattr(b, "model_dump") else dict(b)
     kind = d.get("type")
     if kind == "text":
         return {"type": "text", "text": d.get("text", "")}
@@ -295,7 +348,15 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         return self._read(resp, dmap, pending(logs).cursor)
 
     def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
-        content = [c for c in (_block(b) for b in getattr(resp, "content", None) or []) if c]
+        """What a message says. A reply that is not the Messages API's shape is a failed call
+        (`TransientModelError`: retried, then an error asked again on resume), never read as
+        the model's turn."""
+        try:
+            content, tokens = _content(resp), _usage(resp)
+        except ValueError as e:
+            raise TransientModelError(
+                f"{self.url}: the reply is not a Messages API response: {e}"
+            ) from None
         texts: list[str] = []
         items: list[CuItem] = []
         for b in content:
@@ -321,12 +382,6 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             "ending": ending,
             "stop_reason": stop,
         }
-        usage = getattr(resp, "usage", None)
-        tokens = None
-        if usage is not None:
-            extra = (getattr(usage, "cache_creation_input_tokens", None) or 0) + (
-                getattr(usage, "cache_read_input_tokens", None) or 0)  # fmt: skip
-            tokens = Usage(int(usage.input_tokens) + int(extra), int(usage.output_tokens))
         raw = {"id": event["message_id"], "stop_reason": stop, "content": content}
         return CallResult(event=event, text=text, raw=json.loads(json.dumps(raw)),
                           usage=tokens, flags=flags)  # fmt: skip

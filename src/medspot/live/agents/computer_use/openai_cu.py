@@ -35,7 +35,7 @@ from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
-from medspot.errors import AdapterUnavailable, ConfigError
+from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, openai_item
 from medspot.live.agents.computer_use.agent import (
     CallResult,
@@ -70,8 +70,52 @@ def _data_url(png: bytes) -> str:
 
 
 def _dump(obj: Any) -> Any:
+    """An item of the response as JSON, as it came (the client's types are not enforced: a
+    number where the type says int is kept as it is, without pydantic's warnings)."""
     dump = getattr(obj, "model_dump", None)
-    return dump(mode="json", exclude_none=True) if callable(dump) else obj
+    return dump(mode="json", exclude_none=True, warnings=False) if callable(dump) else obj
+
+
+def _kind(v: Any) -> str:
+    return "missing" if v is None else type(v).__name__
+
+
+def _output(resp: Any) -> list[dict[str, Any]]:
+    """The response's `output` items, checked to be what the Responses API returns (a
+    `ValueError` naming what is not): a list of objects with a `type`, a computer call with
+    its `call_id` and its actions as objects, a message's content as a list of parts."""
+    if not isinstance(getattr(resp, "id", None), str) or not resp.id:
+        raise ValueError(f"the response id is {_kind(getattr(resp, 'id', None))}, not a string")
+    raw = getattr(resp, "output", None)
+    if not isinstance(raw, list):
+        raise ValueError(f"'output' is {_kind(raw)}, not a list of items")
+    items = [_dump(o) for o in raw]
+    for o in items:
+        if not isinstance(o, Mapping) or not isinstance(o.get("type"), str):
+            raise ValueError(f"an output item is {str(o)[:80]!r}, not an object with a type")
+        if o["type"] == "computer_call":
+            actions = o.get("actions", [o["action"]] if o.get("action") else [])
+            if not isinstance(o.get("call_id"), str) or not o["call_id"]:
+                raise ValueError("a computer_call without its call_id")
+            if not isinstance(actions, list) or not all(isinstance(a, Mapping) for a in actions):
+                raise ValueError("a computer_call whose actions are not objects")
+        for name in ("content", "summary"):
+            parts = o.get(name)
+            if parts is not None and (
+                not isinstance(parts, list) or not all(isinstance(c, Mapping) for c in parts)
+            ):
+                raise ValueError(f"a {o['type']} item whose {name} is not a list of objects")
+    return items
+
+
+def _usage(resp: Any) -> Usage | None:
+    usage = getattr(resp, "usage", None)
+    if usage is None:
+        return None
+    tokens = (getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+        raise ValueError(f"'usage' is {str(usage)[:80]!r}, without its token counts")
+    return Usage(int(tokens[0]), int(tokens[1]))  # type: ignore[arg-type]
 
 
 class OpenAIComputerUseAgent(ComputerUseAgent):
@@ -169,6 +213,11 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         if notes:
             text = "Not executed (this harness cannot do it): " + "; ".join(notes)
             out.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
+        refused = [str(e["not_executed"]) for e in logs[-1].events
+                   if e.get("e") == "result" and e.get("not_executed")]  # fmt: skip
+        if refused:
+            text = "Not executed (the application cannot do it): " + "; ".join(refused)
+            out.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
         if not prev.get("calls"):
             out.append({"role": "user", "content": [
                 {"type": "input_text", "text": "Continue with the task."},
@@ -193,15 +242,21 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         return self._read(resp, dmap, pending(logs).cursor)
 
     def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
-        output = [_dump(o) for o in (getattr(resp, "output", None) or [])]
+        """What a response says. A reply that is not the Responses API's shape is a failed
+        call (`TransientModelError`: retried, then an error asked again on resume), never
+        read as the model saying it is done."""
+        try:
+            output, usage = _output(resp), _usage(resp)
+        except ValueError as e:
+            raise TransientModelError(
+                f"{self.url}: the reply is not a Responses API response: {e}"
+            ) from None
         texts: list[str] = []
         items: list[CuItem] = []
         calls: list[dict[str, Any]] = []
         flags: list[str] = []
         checks: list[dict[str, Any]] = []
         for o in output:
-            if not isinstance(o, Mapping):
-                continue
             kind = o.get("type")
             if kind == "reasoning":
                 texts += [str(s.get("text", "")) for s in o.get("summary") or () if s.get("text")]
@@ -231,7 +286,6 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             ending = ending_json(text)
         elif not calls:
             flags.append(f"response_status:{status}")
-        usage = getattr(resp, "usage", None)
         event = {
             "response_id": str(getattr(resp, "id", "")),
             "calls": calls,
@@ -241,7 +295,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         raw = {"id": event["response_id"], "output": output}
         return CallResult(
             event=event, text=text, raw=json.loads(json.dumps(raw, default=str)),
-            usage=Usage(int(usage.input_tokens), int(usage.output_tokens)) if usage else None,
+            usage=usage,
             flags=flags, pending_checks=checks,
         )  # fmt: skip
 

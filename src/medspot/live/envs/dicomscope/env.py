@@ -51,7 +51,7 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeStat
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.file_reads import FileReads
-from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
 from medspot.live.envs.dicomscope.checks import (
     VIEWER_KINDS,
     ImageRef,
@@ -99,6 +99,7 @@ PACKAGES = (
 
 class DicomscopeEnv:
     name = "dicomscope"
+    key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.tasks import CheckSpec, Locator
-from medspot.live.drivers.web import WebSession
+from medspot.live.drivers.web import KEY_TABLE, WebSession
 from medspot.live.drivers.web_checks import web_readers
 from medspot.live.envs.orthanc.checks import read_orthanc_state
 from medspot.live.services.names import NameTable
@@ -41,6 +41,7 @@ class OrthancWebEnv:
 
     name = "orthanc-web"
     check_kinds: ClassVar[CheckKinds] = CheckKinds()
+    key_table = KEY_TABLE  # the keys the browser presses (Playwright's table)
 
     def __init__(
         self,
