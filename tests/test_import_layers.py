@@ -38,6 +38,7 @@ LIVE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),
     ("loop",),
     ("gym",),
+    ("serve",),  # `medspot live serve`: MCP and OpenEnv servers over the loop's episodes
     ("",),  # medspot.live itself: its public face
 )
 

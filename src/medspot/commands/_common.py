@@ -19,6 +19,7 @@ __all__ = [
     "non_negative_float",
     "non_negative_int",
     "parse_apps",
+    "parse_env_options",
     "positive_int",
     "progress_bar",
 ]
@@ -250,3 +251,18 @@ def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -
         metavar="FILE",
         help="JSON/TOML price table overriding the built-in one",
     )
+
+
+def parse_env_options(items: list[str] | None) -> dict[str, str]:
+    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
+    check them (`medspot.live.envs.envoptions`)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        name = key.strip().replace("-", "_")
+        if not sep or not name:
+            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
+        if name in out:
+            raise ConfigError(f"--env-option {name} is given twice")
+        out[name] = raw
+    return out

@@ -23,6 +23,7 @@ from medspot.commands._common import (
     add_model_args,
     non_negative_float,
     non_negative_int,
+    parse_env_options,
     positive_int,
     progress_bar,
 )
@@ -35,21 +36,6 @@ __all__ = ["GIVEN_UP_EXIT_STATUS", "parse_env_options", "register"]
 # The run finished, but tasks ended as environment errors whose fault recurs on every fresh
 # environment: running the command again does not retry them (--retry-env-errors does).
 GIVEN_UP_EXIT_STATUS = 4
-
-
-def parse_env_options(items: list[str] | None) -> dict[str, str]:
-    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
-    check them (`medspot.live.envs.envoptions`)."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        name = key.strip().replace("-", "_")
-        if not sep or not name:
-            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
-        if name in out:
-            raise ConfigError(f"--env-option {name} is given twice")
-        out[name] = raw
-    return out
 
 
 def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
@@ -167,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
         executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env,
+        ray_cpus_per_env=args.ray_cpus_per_env, tools=args.tools,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -473,6 +459,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="openai-computer-use: acknowledge the API's pending safety checks and go on "
         "(default: such a turn is an error and nothing is executed)",
     )  # fmt: skip
+    r.add_argument(
+        "--tools", default=None, metavar="NAME",
+        help="the tools track: offer typed tools over the application's API beside the GUI "
+        "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
+    )  # fmt: skip
     _executor_args(r)
     r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
     r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
@@ -519,3 +510,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it has everything for",
     )  # fmt: skip
     d.set_defaults(func=_doctor)
+
+    from medspot.commands.live_serve import register_serve
+
+    register_serve(lsub)

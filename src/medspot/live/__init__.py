@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         LiveAction,
         NotAnAction,
         Scroll,
+        ToolCall,
         TypeText,
         action_from_json,
         action_to_json,
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
         select_tasks,
     )
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+    from medspot.live.serve.openenv_client import MedspotAction, MedspotEnvClient
 
 __all__ = [
     "MODES",
@@ -109,6 +111,8 @@ __all__ = [
     "LiveTask",
     "LiveTaskFile",
     "Locator",
+    "MedspotAction",
+    "MedspotEnvClient",
     "MedspotError",
     "Mode",
     "ModelAgent",
@@ -123,6 +127,7 @@ __all__ = [
     "Scroll",
     "StepResult",
     "StepSpec",
+    "ToolCall",
     "TypeText",
     "action_from_json",
     "action_to_json",
@@ -152,7 +157,7 @@ _PARTS = {
     "medspot.live.agents.scripted": "OracleAgent ReplayAgent",
     "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
     "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction NotAnAction Scroll "
-    "TypeText action_from_json action_to_json describe_action",
+    "ToolCall TypeText action_from_json action_to_json describe_action",
     "medspot.live.core.contract": "ActResult ElementInfo EnvEntry Environment EnvironmentFault "
     "Observation PixelBox",
     "medspot.live.core.episode": "MODES Episode EpisodeError Mode StepResult hit_intended",
@@ -160,6 +165,8 @@ _PARTS = {
     "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
+    # openenv-core, imported only when asked for (`pip install 'medspot[openenv]'`)
+    "medspot.live.serve.openenv_client": "MedspotAction MedspotEnvClient",
 }
 _HOMES = {name: module for module, names in _PARTS.items() for name in names.split()}
 

@@ -16,6 +16,7 @@ beside one frame), `task_ending` (how a task ended), `task_heading`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -126,6 +127,9 @@ def _action_text(a: Mapping[str, Any] | None) -> str:
         return f"key {a.get('key', '')}"
     if kind == "infeasible":
         return f"infeasible(“{a.get('reason', '')}”)"
+    if kind == "tool":  # the tools track: a tool over the application's API
+        args = json.dumps(a.get("args") or {}, ensure_ascii=False, sort_keys=True)
+        return f"tool {a.get('name', '')} {args}"
     return str(kind or "done")
 
 
@@ -147,19 +151,27 @@ def _picture(thumb: Thumb | None, full: str | None, alt: str, e: Escape, overlay
     return frame
 
 
+def _unfolding(label: str, text: str, e: Escape) -> str:
+    short = shorten(text, THOUGHT_TEXT)
+    if short == " ".join(text.split()):
+        return f'<span class="thought">{label}: {e(short)}</span>'
+    return (
+        f'<details class="thought"><summary>{label}: {e(short)}</summary>'
+        f'<pre class="raw">{e(text)}</pre></details>'
+    )
+
+
 def frame_notes(s: LiveStepRow, e: Escape) -> str:
     """What is shown beside one frame below its action and outcome: the agent's thought when
-    it wrote one (shortened; the whole text unfolds). Agents' further per-frame text goes
-    here."""
-    if not s.thought:
-        return ""
-    short = shorten(s.thought, THOUGHT_TEXT)
-    if short == " ".join(s.thought.split()):
-        return f'<span class="thought">thought: {e(short)}</span>'
-    return (
-        f'<details class="thought"><summary>thought: {e(short)}</summary>'
-        f'<pre class="raw">{e(s.thought)}</pre></details>'
-    )
+    it wrote one, what a tool call returned (the tools track); each shortened, the whole text
+    unfolds. Agents' further per-frame text goes here."""
+    out = _unfolding("thought", s.thought, e) if s.thought else ""
+    tool = s.tool_result or {}
+    if "error" in tool:
+        out += _unfolding("tool error", str(tool["error"]), e)
+    elif tool.get("text"):
+        out += _unfolding("tool result", str(tool["text"]), e)
+    return out
 
 
 def _effects(s: LiveStepRow, e: Escape) -> str:
@@ -218,6 +230,7 @@ ENDINGS = {
     "infeasible": "the agent said infeasible",
     "budget": "the budget of actions was spent",
     "checks": "the application's state ended it",
+    "abandoned": "the agent left before the task ended (a served agent disconnected)",
     "error": "a model call failed (asked again on resume)",
     "env_error": "the environment kept failing",
     "missing": "not run yet",

@@ -25,6 +25,7 @@ from medspot.runfolder.live_schema import (
     RECOVERY,
     STEPS_RATIO,
     SUCCESS,
+    TOOL_RATE,
     LiveRun,
 )
 
@@ -62,6 +63,8 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
             note="infeasible tasks ended with infeasible(...) and nothing changed"),
     LiveRow(FALSE_INFEASIBLE, "feasible tasks called infeasible", optional=True,
             note="feasible tasks the agent ended with infeasible(...) (failures)"),
+    LiveRow(TOOL_RATE, "tool invocation rate", optional=True,
+            note="tasks offered tools (--tools) in which the agent called one"),
 )  # fmt: skip
 
 
@@ -104,8 +107,15 @@ def _cell(row: LiveRow, m: Mapping[str, Any], e: Escape) -> str:
 
 def live_settings(lr: LiveRun) -> list[tuple[str, str]]:
     """A live run's settings shown under its name (label, value)."""
-    return [("environment", lr.info.env), ("mode", lr.info.mode),
-            ("repeats", str(lr.info.repeats))]  # fmt: skip
+    out = [
+        ("environment", lr.info.env),
+        ("mode", lr.info.mode),
+        ("repeats", str(lr.info.repeats)),
+        ("tools", lr.info.tools or "none (GUI only)"),
+    ]
+    if lr.info.served:
+        out.append(("agent served over", lr.info.served))
+    return out
 
 
 def _counts(lr: LiveRun) -> str:

@@ -25,6 +25,7 @@ before the field existed; it reads the same way.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,17 +141,18 @@ class RunFolder:
     def has_run(self) -> bool:
         return self.run_json.exists()
 
-    def resume_guard(self, info: RunInfo) -> RunInfo | None:
+    def resume_guard(self, info: RunInfo, ignore: Collection[str] = ()) -> RunInfo | None:
         """The run already in this folder that `info` continues (None: a fresh folder).
         Refuses a folder holding a run of another kind (a static run for a live one) or made
-        with other prediction settings, and a journal without its run.json."""
+        with other prediction settings (but those named in `ignore`), and a journal without
+        its run.json."""
         if self.run_json.exists():
             previous = info.resuming(RunInfo.load(self.run_json))
             if previous is None:
                 raise ConfigError(
                     f"{self.path} holds a static run, not a live one; use another --out"
                 )
-            problems = previous.mismatches(info)
+            problems = [p for p in previous.mismatches(info) if p.partition(":")[0] not in ignore]
             if problems:
                 raise ConfigError(
                     f"{self.path} holds a run made with other settings; use another --out, or "

@@ -46,10 +46,11 @@ class RunLife:
     folder: RunFolder
     info: RunInfo
 
-    def start(self) -> RunInfo | None:
-        """Check the folder's run against this one (None: a fresh folder), then write
-        run.json; a resumed run keeps its first start time."""
-        previous = self.folder.resume_guard(self.info)
+    def start(self, *, ignore: Collection[str] = ()) -> RunInfo | None:
+        """Check the folder's run against this one (None: a fresh folder; the settings named
+        in `ignore` may differ), then write run.json; a resumed run keeps its first start
+        time."""
+        previous = self.folder.resume_guard(self.info, ignore)
         if previous is not None:
             self.info.started = previous.started or self.info.started
         atomic_write_json(self.folder.run_json, self.info.model_dump())
@@ -85,14 +86,19 @@ class RunLife:
     ) -> None:
         """run.json's final state: interrupted, budget_reached, complete or incomplete (the
         caller has set the counts); an interruption is raised again once it is written."""
-        info = self.info
-        info.finished = now_iso()
         if interrupted is not None:
-            info.status = "interrupted"
+            status = "interrupted"
         elif budget_reached:
-            info.status = "budget_reached"
+            status = "budget_reached"
         else:
-            info.status = "complete" if complete else "incomplete"
-        atomic_write_json(self.folder.run_json, info.model_dump())
+            status = "complete" if complete else "incomplete"
+        self.save(status)
         if interrupted is not None:
             raise interrupted
+
+    def save(self, status: str) -> None:
+        """run.json as it stands now, with `status` (`running` for a run that goes on and has
+        written its results so far: `medspot live serve` after each episode)."""
+        self.info.finished = now_iso()
+        self.info.status = status
+        atomic_write_json(self.folder.run_json, self.info.model_dump())

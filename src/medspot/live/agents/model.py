@@ -27,6 +27,7 @@ from medspot.adapters.base import Adapter, Prediction, StepRequest
 from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.formats import AgentFormat, get_format
+from medspot.live.agents.tools_prompt import tool_result_line, with_tools
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
 from medspot.live.core.actions import (
     ActionFormatError,
@@ -76,7 +77,9 @@ class ModelAgent:
             image_rel=turn.screen_rel,
             image_path=turn.screen_path,
             image_size=turn.size,
-            instruction=turn.task.instruction if agent else turn.step.instruction,
+            instruction=with_tools(turn.task.instruction, turn.tools)
+            if agent
+            else turn.step.instruction,
             task_overview=None if agent else turn.task.instruction,
             history=self.memories(turn),
             seed=turn.seed,
@@ -167,9 +170,11 @@ def own_memories(turn: AgentTurn, memory: Callable[[str], str]) -> tuple[str, ..
     out = []
     for past in turn.previous:
         text = past.answer.raw_text
-        if QUEUED in past.answer.flags or not text or not text.strip():
-            continue
-        out.append(memory(text))
+        if QUEUED not in past.answer.flags and text and text.strip():
+            out.append(memory(text))
+        result = tool_result_line(past.tool_result)
+        if result is not None:  # what a tool call returned (the tools track)
+            out.append(result)
     return tuple(out)
 
 

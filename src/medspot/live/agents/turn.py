@@ -4,7 +4,7 @@ implements (`medspot.live.agents.model`, `.scripted`; `create_agent` in `.factor
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -17,6 +17,7 @@ from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.core.tools import ToolSpec
 
 __all__ = [
     "QUEUED",
@@ -52,6 +53,8 @@ class AgentTurn:
     previous: tuple[PastTurn, ...] = ()  # the earlier turns of this attempt, in order
     attempt: int = 1  # a fresh environment after an environment fault is a new attempt
     repeat: int = 0  # which run of the task (`--repeats`); nothing of other repeats is given
+    # the tools offered beside the GUI actions (`--tools`; none for a GUI-only task)
+    tools: tuple[ToolSpec, ...] = ()
 
     @property
     def step(self) -> StepSpec:
@@ -129,6 +132,9 @@ class PastTurn:
     answer: AgentAnswer
     # why the answer's action was not executed (an action the environment cannot execute)
     not_executed: str | None = None
+    # the tools track: what the turn's tool call returned (`name`, `text`, `data`) or why it
+    # did not run (`error`); None for a GUI action
+    tool_result: Mapping[str, Any] | None = None
 
 
 class LiveAgent(Protocol):

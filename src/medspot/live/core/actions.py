@@ -15,10 +15,12 @@ Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_rea
     key("Enter")                one key or chord ("Escape", "ctrl+a"); Playwright key names
     done()                      the model declares the task finished
     infeasible("reason")        the model declares the request impossible (it ends the task)
+    tool(name, {"arg": ..})     a typed tool of the tools track (`--tools orthanc`), JSON args
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import re
@@ -40,6 +42,7 @@ __all__ = [
     "LiveAction",
     "NotAnAction",
     "Scroll",
+    "ToolCall",
     "TypeText",
     "action_from_json",
     "action_to_json",
@@ -95,10 +98,19 @@ class Infeasible:
     reason: str = ""
 
 
-LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call of one of the tools offered beside the GUI (`medspot.live.core.tools`): its
+    name and its arguments as JSON values."""
+
+    name: str
+    args: dict[str, Any]
+
+
+LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible | ToolCall
 ENDINGS = (Done, Infeasible)  # actions that end the task instead of acting
 WHEEL_NOTCH_PX = 100  # one wheel notch in pixels (Chromium's; what the web driver sends)
-_ACTION_TYPES = (Click, Drag, Scroll, TypeText, Key, Done, Infeasible)
+_ACTION_TYPES = (Click, Drag, Scroll, TypeText, Key, Done, Infeasible, ToolCall)
 
 
 class ActionFormatError(MedspotError):
@@ -141,6 +153,8 @@ def action_to_json(action: LiveAction) -> dict[str, Any]:
             return {"kind": "done"}
         case Infeasible(reason):
             return {"kind": "infeasible", "reason": reason}
+        case ToolCall(name, args):
+            return {"kind": "tool", "name": name, "args": dict(args)}
     raise TypeError(f"not a live action: {action!r}")
 
 
@@ -173,6 +187,13 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
         if not isinstance(reason, str):
             raise ActionFormatError(f"live action {d!r}: field 'reason' must be a string")
         return Infeasible(reason)
+    if kind == "tool":
+        name, args = d.get("name"), d.get("args", {})
+        if not isinstance(name, str) or not name:
+            raise ActionFormatError(f"live action {d!r}: field 'name' must be a non-empty string")
+        if not isinstance(args, dict):
+            raise ActionFormatError(f"live action {d!r}: field 'args' must be an object")
+        return ToolCall(name, args)
     raise ActionFormatError(f"live action {d!r}: unknown kind {kind!r}")
 
 
@@ -202,6 +223,8 @@ def describe_action(action: LiveAction | None) -> str:
             return "done()"
         case Infeasible(reason):
             return f"infeasible({reason!r})"
+        case ToolCall(name, args):
+            return f"tool({name}, {json.dumps(args, ensure_ascii=False, sort_keys=True)})"
     return repr(action)
 
 

@@ -172,6 +172,9 @@ class EnvEntry:
     # environment beyond its checks and locator keys (start keys, seeded names in routes,
     # landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
     task_check: Callable[[LiveTask], list[tuple[str, str]]] | None = None
+    # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
+    # `toolset(name)` makes one: `medspot.live.core.tools`)
+    toolsets: tuple[str, ...] = ()
 
 
 # Every environment family registered in this process, by name: `medspot.live.envs.registry`

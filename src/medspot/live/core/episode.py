@@ -23,6 +23,10 @@ the Gymnasium environment and the tests all go through it. Per step:
   does not have, a point that is not finite or off the screen, a scroll of no or too many
   notches, text no keyboard types) is not executed either: one action of the budget, the flag
   `not_executable:<why>` and `StepResult.not_executed` (the model's mistake, never a fault);
+- a tool call (`ToolCall`, the tools track: `tools`, a `Toolset` of the environment) runs the
+  tool instead of a GUI action (what it found is `info["tool"]`), then the path and the checks
+  as below (a tool hits no element: `hit_intended` is None); an unknown tool or arguments that
+  do not fit is a no-action step with its flag (`unknown_tool`, `bad_tool_args`);
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
@@ -66,12 +70,14 @@ from medspot.live.core.actions import (
     LiveAction,
     NotAnAction,
     Scroll,
+    ToolCall,
     TypeText,
     is_action,
     normalise_key,
     point_of,
 )
 from medspot.live.core.contract import (
+    ActResult,
     ElementInfo,
     Environment,
     EnvironmentFault,
@@ -81,6 +87,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.executable import capabilities_of, unexecutable
 from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
+from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
 
 __all__ = [
     "MODES",
@@ -246,14 +253,19 @@ class StepResult:
 
     def journal_fields(self) -> dict[str, Any]:
         """This step as the live journal's step record keeps it (`StepRecord`'s effect fields;
-        the runner adds the answer, its flags and the step's wall times): the effect, the
-        checks, for an executed action its settle time and the URL after it, for an action the
-        environment cannot execute why."""
+        the runner and `medspot live serve` add the answer, its flags and the step's wall
+        times): the effect, the checks, for an executed action its settle time and the URL
+        after it, for an action the environment cannot execute why, for a tool call what the
+        tool said."""
         out = {**self.effect(), "checks": self.checks}
         if self.executed:
             out.update(settle_s=round(self.settle_s or 0.0, 4), url_after=self.observation.url)
         if self.not_executed is not None:  # an action the environment cannot execute
             out["not_executed"] = self.not_executed
+        if "tool" in self.info:  # a tool call (the tools track): what the tool said
+            out["tool_result"] = dict(self.info["tool"])
+        elif "tool_error" in self.info:  # or why it could not run
+            out["tool_result"] = {"error": str(self.info["tool_error"])}
         return out
 
     @property
@@ -274,7 +286,14 @@ class StepResult:
 class Episode:
     """One task in one environment: `reset()`, then `step(action)` until it ends."""
 
-    def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
+    def __init__(
+        self,
+        env: Environment,
+        task: LiveTask,
+        *,
+        mode: Mode = "guided",
+        tools: Toolset | None = None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
         if not isinstance(task, LiveTask):
@@ -282,6 +301,7 @@ class Episode:
         check_task_for_env(task, env.name)  # a task of another environment: a DataError
         self.env = env
         self.task = task
+        self.tools = tools  # the tools offered beside the GUI (the tools track), or none
         self.mode: Mode = mode
         self.achieved = [False] * len(task.steps)
         self.happened: set[str] = set()
@@ -457,7 +477,7 @@ class Episode:
         if action is not None and not is_action(action):
             raise NotAnAction(
                 f"Episode.step takes a live action (medspot.live.core.actions: Click, Drag, "
-                f"Scroll, TypeText, Key, Done, Infeasible) or None, not {action!r}"
+                f"Scroll, TypeText, Key, Done, Infeasible, ToolCall) or None, not {action!r}"
             )
         self._usable("step")
         if self.ended:
@@ -476,16 +496,25 @@ class Episode:
         box, to_box = self.intended()
         if action is None or isinstance(action, Done | Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
-        assert self.observation is not None
-        refused = unexecutable(action, capabilities_of(self.env, self.observation))
-        if refused is not None:
-            return self._ending(
-                action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
-            )
-        p = point_of(action)
-        element = self.env.element_at(p.x, p.y) if p is not None else None
-        hit = hit_intended(step, action, box, to_box)
-        result = self.env.act(action)
+        if isinstance(action, ToolCall):
+            try:
+                result = self._tool(action)
+            except ToolArgsError as e:  # nothing ran: a no-action step that says why
+                return self._ending(
+                    None, k, box, to_box, (*flags, e.flag), env_t, str(e), {"tool_error": str(e)}
+                )
+            element, hit = None, None
+        else:
+            assert self.observation is not None
+            refused = unexecutable(action, capabilities_of(self.env, self.observation))
+            if refused is not None:
+                return self._ending(
+                    action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
+                )
+            p = point_of(action)
+            element = self.env.element_at(p.x, p.y) if p is not None else None
+            hit = hit_intended(step, action, box, to_box)
+            result = self.env.act(action)
         obs = self.env.observe()
         self.observation = obs
         self._intended = None
@@ -513,6 +542,15 @@ class Episode:
             info=dict(result.info), success_each=tuple(each), fail_each=tuple(fail),
             next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
         )  # fmt: skip
+
+    def _tool(self, call: ToolCall) -> ActResult:
+        """Run a tool call of the tools track; what it found goes to the step's info."""
+        if self.tools is None:
+            raise ToolArgsError(f"no tools are offered for this task ({call.name!r})", UNKNOWN_TOOL)
+        t0 = time.perf_counter()
+        out = self.tools.call(call.name, call.args)
+        tool = {"name": call.name, "text": out.text, "data": dict(out.data)}
+        return ActResult(settle_s=time.perf_counter() - t0, changed=None, info={"tool": tool})
 
     def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
         """Achieve the current step and the following ones whose `done_if` already holds."""
@@ -567,6 +605,7 @@ class Episode:
         flags: tuple[str, ...],
         env_t: float,
         not_executed: str | None = None,
+        info: Mapping[str, Any] | None = None,
     ) -> StepResult:
         """A step that executes nothing: an ending, no answer, or an action the environment
         cannot execute (`not_executed` says why)."""
@@ -610,8 +649,9 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            success_each=tuple(each), fail_each=tuple(fail), not_executed=not_executed,
-            next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
+            info=dict(info or {}), success_each=tuple(each), fail_each=tuple(fail),
+            not_executed=not_executed, next_intended=self._located_ahead(),
+            env_s=time.perf_counter() - env_t,
         )  # fmt: skip
 
 

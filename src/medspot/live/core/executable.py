@@ -29,6 +29,7 @@ from medspot.live.core.actions import (
     Key,
     LiveAction,
     Scroll,
+    ToolCall,
     TypeText,
 )
 from medspot.live.core.contract import Environment, Observation
@@ -148,6 +149,6 @@ def unexecutable(action: LiveAction, caps: Capabilities) -> Unexecutable | None:
             return _text(text, caps)
         case Key(key):
             return _key(key, caps)
-        case Done() | Infeasible():
-            return None
+        case Done() | Infeasible() | ToolCall():
+            return None  # a tool call's arguments are the toolset's to check
     return Unexecutable("not_an_action", f"{action!r} is not a live action")

@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from medspot.errors import ConfigError, MedspotError
-from medspot.live.agents.answer_reader import parse_action
+from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import LiveAction, NotAnAction, action_to_json, describe_action
 from medspot.live.core.contract import (
     Environment,
@@ -69,7 +69,6 @@ __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-NO_ACTION = "no_action"  # info flag: the action text held no readable action
 RESET_OPTIONS = ("task", "mode")
 Obs = dict[str, Any]
 

@@ -43,6 +43,7 @@ from medspot.runfolder.live_schema import (
     RECOVERY,
     STEPS_RATIO,
     SUCCESS,
+    TOOL_RATE,
     LiveEnding,
 )
 from medspot.scoring.metrics import percentile_intervals, resample_counts
@@ -60,6 +61,7 @@ __all__ = [
     "RECOVERY",
     "STEPS_RATIO",
     "SUCCESS",
+    "TOOL_RATE",
     "TaskResult",
     "bootstrap_ratios",
     "by_task",
@@ -74,7 +76,7 @@ __all__ = [
 BOOTSTRAP_COLUMNS = (
     "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
     "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
-    "all_scored", "pass_any", "pass_all",
+    "all_scored", "pass_any", "pass_all", "tools_offered", "tool_invoked",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
@@ -88,6 +90,7 @@ _RATIOS = {
     FALSE_INFEASIBLE: ("false_infeasible", "feasible"),
     PASS_AT_K: ("pass_any", "all_scored"),
     PASS_HAT_K: ("pass_all", "all_scored"),
+    TOOL_RATE: ("tool_invoked", "tools_offered"),
 }
 _PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
 Array = npt.NDArray[np.float64]
@@ -95,8 +98,8 @@ Array = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One run of a task (one repeat): `outcome` is success / harmful / failure (scored), or
-    error / env_error / missing (left out of the metrics)."""
+    """One run of a task (one repeat): `outcome` is success / harmful / failure / abandoned
+    (scored), or error / env_error / missing (left out of the metrics)."""
 
     task: LiveTask
     env: str
@@ -117,7 +120,7 @@ class TaskResult:
         """How the run ended: the agent said `done` or `infeasible(...)`, the budget was spent,
         the checks ended it after an action (success or a fail_if), or it was not scored
         (error, env_error, missing)."""
-        if not self.scored:
+        if not self.scored or self.outcome == "abandoned":
             return self.outcome  # type: ignore[return-value]
         last = self.steps[-1] if self.steps else None
         kind = (last.action or {}).get("kind") if last is not None else None
@@ -177,6 +180,15 @@ class TaskResult:
         return self.outcome == "success" and self.missed
 
     @property
+    def tools_offered(self) -> bool:
+        """The tools track offered this run tools (a task the toolset can reach)."""
+        return bool(self.record is not None and self.record.tools_offered)
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(1 for s in self.steps if (s.action or {}).get("kind") == "tool")
+
+    @property
     def steps_used(self) -> int:
         return len(self.steps)
 
@@ -224,6 +236,8 @@ class TaskResult:
             0.0,
             0.0,
             0.0,
+            float(self.tools_offered),
+            float(self.tools_offered and self.tool_calls > 0),
         ]
 
 
@@ -307,6 +321,11 @@ def _repeats(results: Sequence[TaskResult]) -> int:
     return max((r.repeats for r in results), default=1)
 
 
+def _tools_track(results: Sequence[TaskResult]) -> bool:
+    """Some run of these was in the tools track (`--tools`)."""
+    return any(r.record is not None and r.record.tools_offered is not None for r in results)
+
+
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
     s = task_matrix(results).sum(axis=0)
@@ -321,6 +340,7 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_tasks=len(scored),
         num_success=len(ok),
         num_harmful=sum(1 for r in scored if r.outcome == "harmful"),
+        num_abandoned=sum(1 for r in scored if r.outcome == "abandoned"),
         num_missed=sum(1 for r in scored if r.missed),
         num_recovered=sum(1 for r in scored if r.recovered),
         # the counts behind the hit rates: hits over every executed action (intended) and
@@ -339,6 +359,12 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         endings=dict(sorted(Counter(r.ending for r in results).items())),
         repeats=k,
     )
+    if _tools_track(results):
+        vals.update(
+            num_tools_offered=sum(1 for r in scored if r.tools_offered),
+            num_tool_invoked=sum(1 for r in scored if r.tools_offered and r.tool_calls),
+            num_tool_calls=sum(r.tool_calls for r in scored),
+        )
     if k > 1:
         vals.update(
             num_task_repeats_complete=int(s[BOOTSTRAP_COLUMNS.index("all_scored")]),
@@ -361,10 +387,15 @@ def live_metrics(
     }
     groups: dict[str, dict[str, list[TaskResult]]] = {"by_env": defaultdict(list),
                                                       "by_tag": defaultdict(list)}  # fmt: skip
+    tools_track = _tools_track(results)
+    if tools_track:  # success with tools against the GUI-only tasks of the same run
+        groups["by_tools"] = defaultdict(list)
     for r in results:
         groups["by_env"][r.env].append(r)
         for tag in r.task.tags or ("untagged",):
             groups["by_tag"][tag].append(r)
+        if tools_track:
+            groups["by_tools"]["tools offered" if r.tools_offered else "gui-only"].append(r)
     for name, by in groups.items():
         out[name] = {k: _rates(v) for k, v in sorted(by.items())}
     return out

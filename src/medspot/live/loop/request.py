@@ -1,12 +1,14 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
 The request is checked first (options, environment options typed by the environment, the task
-file and ids, the agent), then the run folder is locked (one writer: `run_folder_lock`, a second
-writer is refused naming the holder), run.json is checked against an existing one (the same
-model, prompt style, history, seed and task file, or the run is refused), the journal is read
-back (`ResumeState`), the runner runs what is not finished, and the results are written from
-the whole journal. run.json is written only once the request is valid; an error after that
-leaves it with status "failed" and the error (an interruption: "interrupted").
+file and ids, the agent), then the run folder goes through the run-folder lifecycle
+(`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is guarded and locked (one
+writer, a second one is refused naming the holder), run.json is checked against an existing one
+(the same model, prompt style, history, seed and task file, or the run is refused), the journal
+is read back (`ResumeState`), the runner runs what is not finished, and the results are written
+from the whole journal (`write_run_results`, which `medspot live serve` shares). run.json is
+written only once the request is valid; an error after that leaves it with status "failed" and
+the error (an interruption: "interrupted").
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,26 +32,33 @@ from medspot.live.agents.factory import (
     live_prompt_style,
 )
 from medspot.live.agents.turn import LiveAgent
-from medspot.live.core.episode import MODES
+from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options, check_viewport
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.executors import check_executor_options
-from medspot.live.loop.outcomes import task_results
+from medspot.live.loop.livefolder import (
+    LiveRunInfo,
+    RunLife,
+    journal_state,
+    live_run_folder,
+    now_iso,
+    open_journal,
+)
+from medspot.live.loop.outcomes import TaskResult, task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
-from medspot.live.loop.steplog import JournalState, read_live_journal
+from medspot.live.loop.steplog import JournalState
 from medspot.progress import ProgressEvent
-from medspot.runfolder.journal import Journal
-from medspot.runfolder.layout import LIVE_LOG
-from medspot.runfolder.lifecycle import RunLife, run_folder
-from medspot.runfolder.live_schema import LiveRunInfo
-from medspot.runfolder.runinfo import DatasetInfo, git_revision, now_iso, package_versions
+from medspot.runfolder.runinfo import DatasetInfo, git_revision, package_versions
 
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "new_run_info",
     "run_live",
+    "write_run_results",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,38 +96,56 @@ class LiveOutcome:
     given_up: tuple[str, ...] = ()
 
 
-def _run_info(
-    req: LiveRequest,
-    agent: LiveAgent,
+def new_run_info(
+    *,
+    env: str,
+    out: Path,
     fingerprint: str,
-    style: str,
+    env_options: Mapping[str, Any],
+    model: str,
+    adapter: dict[str, Any],
+    prompt_style: str,
+    history: str,
+    seed: int,
+    mode: Mode,
+    **live: Any,
 ) -> LiveRunInfo:
+    """run.json of a live run starting now (`run_live`'s, and `medspot live serve`'s); `live`
+    holds further `LiveRunInfo` fields (repeats, executor, tools, served)."""
     env_opts = {
         k: v if isinstance(v, str | int | float | bool) or v is None else str(v)
-        for k, v in req.env_options.items()
+        for k, v in env_options.items()
     }
     return LiveRunInfo(
-        model=req.model,
-        adapter=agent.describe(),
+        model=model,
+        adapter=adapter,
         protocol=PROTOCOL,
-        prompt_style=style,
-        history=req.history,
-        seed=req.seed,
+        prompt_style=prompt_style,
+        history=history,
+        seed=seed,
         dataset=DatasetInfo(
-            source=f"live:{req.env}",
-            root=str(req.out.resolve()),
+            source=f"live:{env}",
+            root=str(out.resolve()),
             fingerprint=fingerprint,
-            apps=[req.env],
+            apps=[env],
         ),
         versions=package_versions(),
         git_revision=git_revision(),
         started=now_iso(),
-        env=req.env,
+        env=env,
         env_options=env_opts,
-        mode=req.mode,
-        repeats=req.repeats,
-        executor=req.executor,
+        mode=mode,
+        **live,
     )
+
+
+def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str, style: str) -> LiveRunInfo:
+    return new_run_info(
+        env=req.env, out=req.out, fingerprint=fingerprint, env_options=req.env_options,
+        model=req.model, adapter=agent.describe(), prompt_style=style, history=req.history,
+        seed=req.seed, mode=req.mode, repeats=req.repeats, executor=req.executor,
+        tools=req.tools,
+    )  # fmt: skip
 
 
 def _check_request(req: LiveRequest) -> None:
@@ -173,28 +200,28 @@ def run_live(
 ) -> LiveOutcome:
     _check_request(req)
     check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
+    if req.tools is not None:
+        toolset_info(req.env, req.tools)
     req = dataclasses.replace(req, env_options=check_env_options(req.env, req.env_options))
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
     tasks = select_tasks(tf, req.task_ids)
     check_viewport(req.env_options, tasks)
-    # the command line's log (commands._runlog) may be there before run.json
-    with run_folder(req.out, before_run=(LIVE_LOG,)) as folder:
+    with live_run_folder(req.out) as folder:
         agent, style = _agent(req)
         life = RunLife(folder, _run_info(req, agent, fingerprint, style))
         life.start()
-        state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
+        state = journal_state(folder)
         info = life.info
         assert isinstance(info, LiveRunInfo)
 
         def paid_until_now() -> None:  # a failed run's run.json counts the calls it paid
-            journaled = list(read_live_journal(folder.live_journal))
-            _count_calls(info, tasks, JournalState.from_records(journaled))
+            _count_calls(info, tasks, journal_state(folder))
 
         with life.failure_recorded(also=paid_until_now):
             return _run_and_write(req, tasks, agent, life, state, on_progress)
 
 
-def _count_calls(info: LiveRunInfo, tasks: list[LiveTask], state: JournalState) -> None:
+def _count_calls(info: LiveRunInfo, tasks: Sequence[LiveTask], state: JournalState) -> None:
     """run.json's `calls` (every paid model call journaled, a computer-use turn's API calls
     each) and `cost_usd`."""
     asked = [
@@ -208,6 +235,31 @@ def _count_calls(info: LiveRunInfo, tasks: list[LiveTask], state: JournalState) 
     info.calls = sum(s.calls_made for s in asked)
     costs = [s.cost_usd for s in asked if s.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
+
+
+def write_run_results(
+    life: RunLife,
+    tasks: Sequence[LiveTask],
+    *,
+    repeats: int,
+    n_boot: int,
+    seed: int,
+    keep: Callable[[TaskResult], bool] | None = None,
+) -> tuple[JournalState, list[TaskResult], dict[str, Any]]:
+    """The results of a live run folder from its whole journal, and run.json's counts (the
+    caller then writes run.json: `life.finish`, or `life.save` for a run still going): what
+    `run_live` writes at its end and `medspot live serve` after every episode. `keep` picks the
+    task results written (the served agent's: the (task, repeat) it ran)."""
+    info = life.info
+    assert isinstance(info, LiveRunInfo)
+    state = journal_state(life.folder)
+    results = task_results(tasks, state, info.env, repeats=repeats)
+    if keep is not None:
+        results = [r for r in results if keep(r)]
+    metrics = write_live_results(life.folder.path, info.env, results, n_boot=n_boot, seed=seed)
+    _count_calls(info, tasks, state)
+    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
+    return state, results, metrics
 
 
 def _run_and_write(
@@ -230,15 +282,13 @@ def _run_and_write(
             await agent.aclose()
 
     try:
-        with sigterm_stops(), Journal(folder.live_journal, fsync_interval=0) as journal:
+        with sigterm_stops(), open_journal(folder) as journal:
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
-    state = JournalState.from_records(list(read_live_journal(folder.live_journal)))
-    results = task_results(tasks, state, req.env, repeats=req.repeats)
-    metrics = write_live_results(folder.path, req.env, results, n_boot=req.n_boot, seed=req.seed)
-    _count_calls(info, tasks, state)
-    info.errors = sum(1 for r in results if r.outcome in ("error", "env_error"))
+    state, results, metrics = write_run_results(
+        life, tasks, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed
+    )
     life.finish(
         complete=all(r.scored for r in results),
         budget_reached=stats.budget_reached,

@@ -142,14 +142,15 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
         replayed=s.replayed,
         thought=s.thought,
         not_executed=s.not_executed,
+        tool_result=s.tool_result,
     )
 
 
 def _failure_type(r: TaskResult) -> str | None:
     if not r.scored or r.outcome == "success":
         return None
-    if r.outcome == "harmful":
-        return "harmful"
+    if r.outcome in ("harmful", "abandoned"):
+        return r.outcome
     return "gave_up" if r.ending in ("done", "infeasible") else "budget_spent"
 
 
@@ -198,6 +199,9 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         task_successes=wins,
         task_runs_scored=runs,
         success_fraction=wins / runs if runs else None,
+        tools_offered=r.record.tools_offered if r.record is not None else None,
+        tool_calls=r.tool_calls,
+        gui_only=r.record.gui_only if r.record is not None else None,
     )
 
 

@@ -29,7 +29,6 @@ is left unfinished (resumed later, its answers replayed) and no new task starts.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -56,14 +55,13 @@ from medspot.live.core.actions import (
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Boxes, Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import EnvSlot, SlotConfig
+from medspot.live.loop.livefolder import RunFolder, now_iso, save_screen, screen_rel
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
 from medspot.runfolder.journal import Journal
-from medspot.runfolder.layout import screen_rel
-from medspot.runfolder.runinfo import now_iso
-from medspot.runfolder.writer import atomic_write_bytes
 
 __all__ = [
     "HISTORY_MODES",
@@ -176,6 +174,7 @@ class _Run:
         self.agent = agent
         self.journal = journal
         self.out = out
+        self.folder = RunFolder(out)
         self.opts = opts
         self.state = state
         self.on_progress = on_progress
@@ -190,11 +189,7 @@ class _Run:
         self.state.add(rec)
 
     async def _save_screen(self, obs: Observation) -> str:
-        sha = hashlib.sha256(obs.png).hexdigest()
-        path = self.out / screen_rel(sha)
-        if not path.exists():
-            await asyncio.to_thread(atomic_write_bytes, path, obs.png)
-        return sha
+        return await save_screen(self.folder, obs)
 
     def _history_line(
         self, step: StepSpec, action: LiveAction | None, not_executed: str | None
@@ -268,6 +263,7 @@ class _Run:
             at_start = dict(await slot.call(ep.start_checks))
         history: list[str] = []
         previous: list[PastTurn] = []
+        tools, reach = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
 
@@ -281,6 +277,7 @@ class _Run:
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
+                **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -297,7 +294,7 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt, repeat=repeat,
+                previous=tuple(previous), attempt=attempt, repeat=repeat, tools=tools,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
@@ -340,7 +337,10 @@ class _Run:
                 history_line = self._history_line(step, action, res.not_executed)
                 if history_line:
                     history.append(history_line)
-            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed))
+            tool = upd.get("tool_result")
+            previous.append(
+                PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed, tool)
+            )
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 

@@ -44,8 +44,9 @@ __all__ = [
     "read_live_journal",
 ]
 
-Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
-FINAL_OUTCOMES = ("success", "harmful", "failure")
+Outcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error"]
+# a served agent's episode it left unfinished (`medspot live serve`) is scored: never a success
+FINAL_OUTCOMES = ("success", "harmful", "failure", "abandoned")
 
 
 class StepRecord(ModelCall):
@@ -83,6 +84,9 @@ class StepRecord(ModelCall):
     element: dict[str, Any] | None = None  # ElementInfo of what the action hit
     achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
     checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
+    # a tool call (the tools track): what the tool said (`name`, `text`, `data`), or why it
+    # could not run (`error`)
+    tool_result: dict[str, Any] | None = None
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
@@ -154,6 +158,10 @@ class TaskRecord(BaseModel):
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
+    # the tools track (`--tools`): the tools offered in this attempt (None: no tools track) and,
+    # for a task the toolset cannot reach, why it stays GUI-only
+    tools_offered: list[str] | None = None
+    gui_only: str | None = None
     time: str = ""
 
 

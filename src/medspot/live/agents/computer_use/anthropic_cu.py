@@ -51,6 +51,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
 from medspot.live.agents.turn import AgentTurn
@@ -117,8 +119,15 @@ def _image(b64: str) -> dict[str, Any]:
 
 
 def _tool_result(
-    item: CuItem | None, ident: str, image: dict[str, Any], refused: str | None = None
+    item: CuItem | None,
+    ident: str,
+    image: dict[str, Any],
+    refused: str | None = None,
+    output: str | None = None,
 ) -> dict[str, Any]:
+    if output is not None:  # a tool of the tools track: what it returned, and the screen
+        return {"type": "tool_result", "tool_use_id": ident, "is_error": output.startswith(
+            "Tool error"), "content": [{"type": "text", "text": output}, image]}  # fmt: skip
     note = None
     if item is not None and item.kind == "unsupported":
         note = f"Not executed (this harness cannot do it): {item.note}"
@@ -131,7 +140,11 @@ def _tool_result(
 
 
 def build_messages(
-    goal: str, logs: Sequence[TurnLog], image: Callable[[Path], dict[str, Any]], keep: int
+    goal: str,
+    logs: Sequence[TurnLog],
+    image: Callable[[Path], dict[str, Any]],
+    keep: int,
+    outputs: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Messages API conversation of `logs` (the current turn last), ending with the user
     message of the call to make now (pure but for `image`, which reads a screen)."""
@@ -155,7 +168,8 @@ def build_messages(
                 ident = str(ev.get("id"))
                 refused = ev.get("not_executed")
                 results.append(_tool_result(items.get(ident), ident, image(log.screen_path),
-                                            str(refused) if refused else None))  # fmt: skip
+                                            str(refused) if refused else None,
+                                            (outputs or {}).get(ident)))  # fmt: skip
             elif kind == "call":
                 messages.append(user(log.screen_path))
                 results = []
@@ -329,11 +343,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         def image(path: Path) -> dict[str, Any]:
             return _image(_png_b64(str(path), size))
 
-        messages = build_messages(turn.task.instruction, logs, image, KEEP_IMAGES)
+        messages = build_messages(
+            turn.task.instruction, logs, image, KEEP_IMAGES, tool_outputs(turn)
+        )
         kind = "browser" if turn.observation.url is not None else "desktop"
+        custom = [{"name": s.name, "description": s.description, "input_schema": s.schema}
+                  for s in turn.tools]  # fmt: skip
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": MAX_TOKENS, "messages": messages,
-            "system": harness_instructions(kind), "tools": [self._tool(dmap)],
+            "system": harness_instructions(kind, bool(turn.tools)),
+            "tools": [self._tool(dmap), *custom],
         }  # fmt: skip
         try:
             if self.beta is not None:
@@ -345,9 +364,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
                 self._anthropic, e, self.url, self.timeout,
                 lambda t: redact_secrets(t, self._secrets),
             ) from None  # fmt: skip
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
         """What a message says. A reply that is not the Messages API's shape is a failed call
         (`TransientModelError`: retried, then an error asked again on resume), never read as
         the model's turn."""
@@ -362,6 +388,9 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         for b in content:
             if b["type"] in ("text", "thinking"):
                 texts.append(str(b.get("text") or b.get("thinking") or ""))
+            elif b["type"] == "tool_use" and b["name"] in offered and "toolset_name" not in b:
+                item = tool_item(str(b["id"]), str(b["name"]), b["input"], cursor, offered)
+                items.append(item)
             elif b["type"] == "tool_use":
                 item = anthropic_item(str(b["name"]), b["input"], str(b["id"]), dmap, cursor)
                 if b["name"] != "computer" and "toolset_name" not in b:

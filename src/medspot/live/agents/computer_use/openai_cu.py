@@ -42,6 +42,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, last_call, pending
 from medspot.live.agents.turn import AgentTurn
@@ -99,6 +101,10 @@ def _output(resp: Any) -> list[dict[str, Any]]:
                 raise ValueError("a computer_call without its call_id")
             if not isinstance(actions, list) or not all(isinstance(a, Mapping) for a in actions):
                 raise ValueError("a computer_call whose actions are not objects")
+        if o["type"] == "function_call" and (
+            not isinstance(o.get("call_id"), str) or not o["call_id"]
+        ):
+            raise ValueError("a function_call without its call_id")
         for name in ("content", "summary"):
             parts = o.get(name)
             if parts is not None and (
@@ -116,6 +122,12 @@ def _usage(resp: Any) -> Usage | None:
     if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
         raise ValueError(f"'usage' is {str(usage)[:80]!r}, without its token counts")
     return Usage(int(tokens[0]), int(tokens[1]))  # type: ignore[arg-type]
+
+
+def _functions(turn: AgentTurn) -> list[dict[str, Any]]:
+    """The tools track's tools as the Responses API's function tools."""
+    return [{"type": "function", "name": s.name, "description": s.description,
+             "parameters": s.schema, "strict": False} for s in turn.tools]  # fmt: skip
 
 
 class OpenAIComputerUseAgent(ComputerUseAgent):
@@ -194,6 +206,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
     def _input(self, turn: AgentTurn, logs: list[TurnLog]) -> tuple[list[Any], str | None]:
         url = _data_url(turn.observation.png)
         prev = last_call(logs)
+        outputs = tool_outputs(turn)
         if prev is None:
             detail = "original" if self.tool == "computer" else "high"
             first = [{"type": "input_text", "text": turn.task.instruction},
@@ -209,7 +222,12 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             if c.get("acknowledged"):
                 item["acknowledged_safety_checks"] = c.get("pending_safety_checks") or []
             out.append(item)
-        notes = [f"{i.name}: {i.note}" for i in call_items(prev) if i.kind == "unsupported"]
+        for f in prev.get("function_calls") or ():
+            note = next((i.note for i in call_items(prev) if i.id == f["call_id"]), "")
+            text = outputs.get(f["call_id"]) or f"Not executed: {note or 'not reached'}"
+            out.append({"type": "function_call_output", "call_id": f["call_id"], "output": text})
+        notes = [f"{i.name}: {i.note}" for i in call_items(prev)
+                 if i.kind == "unsupported" and not i.name.startswith("tool:")]  # fmt: skip
         if notes:
             text = "Not executed (this harness cannot do it): " + "; ".join(notes)
             out.append({"role": "user", "content": [{"type": "input_text", "text": text}]})
@@ -228,8 +246,8 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         items, previous_id = self._input(turn, logs)
         kind = "browser" if turn.observation.url is not None else "desktop"
         body: dict[str, Any] = {
-            "model": self.model, "tools": [self._tool(turn)], "input": items,
-            "truncation": "auto", "instructions": harness_instructions(kind),
+            "model": self.model, "tools": [self._tool(turn), *_functions(turn)], "input": items,
+            "truncation": "auto", "instructions": harness_instructions(kind, bool(turn.tools)),
         }  # fmt: skip
         if previous_id:
             body["previous_response_id"] = previous_id
@@ -239,9 +257,16 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             raise map_openai_error(
                 self._openai, e, self.url, self.timeout, lambda t: redact_secrets(t, self._secrets)
             ) from None
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
         """What a response says. A reply that is not the Responses API's shape is a failed
         call (`TransientModelError`: retried, then an error asked again on resume), never
         read as the model saying it is done."""
@@ -254,6 +279,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         texts: list[str] = []
         items: list[CuItem] = []
         calls: list[dict[str, Any]] = []
+        functions: list[dict[str, Any]] = []
         flags: list[str] = []
         checks: list[dict[str, Any]] = []
         for o in output:
@@ -279,16 +305,25 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
                     item = openai_item(a, f"{call_id}#{i}", dmap, cursor)
                     cursor = item.cursor or cursor
                     items.append(item)
+            elif kind == "function_call":  # a tool of the tools track
+                call_id, name = str(o.get("call_id", "")), str(o.get("name", ""))
+                try:
+                    args = json.loads(str(o.get("arguments") or "{}"))
+                except ValueError:
+                    args = None
+                functions.append({"call_id": call_id, "name": name})
+                items.append(tool_item(call_id, name, args, cursor, offered))
         text = "\n".join(t for t in texts if t)
         ending = None
         status = getattr(resp, "status", None)
-        if not calls and status not in ("incomplete", "failed"):
+        if not calls and not functions and status not in ("incomplete", "failed"):
             ending = ending_json(text)
-        elif not calls:
+        elif not calls and not functions:
             flags.append(f"response_status:{status}")
         event = {
             "response_id": str(getattr(resp, "id", "")),
             "calls": calls,
+            "function_calls": functions,
             "items": [i.to_json() for i in items],
             "ending": ending,
         }

@@ -15,6 +15,7 @@ from medspot.live.envs.ohif.env import (
     setup,
     task_check,
 )
+from medspot.live.envs.orthanc.tools import TOOLSET
 
 __all__ = ["ENTRY"]
 
@@ -23,6 +24,7 @@ ENTRY = EnvEntry(
     factory=create,
     summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
     check_kinds=CHECK_KINDS,
+    toolsets=(TOOLSET,),
     locator_keys=LOCATOR_KEYS,
     system_packages=PACKAGES,
     tasks=resources.files(__name__) / "tasks",

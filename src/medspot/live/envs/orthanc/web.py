@@ -25,9 +25,11 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.tasks import CheckSpec, Locator
+from medspot.live.core.tools import Toolset
 from medspot.live.drivers.web import KEY_TABLE, WebSession
 from medspot.live.drivers.web_checks import web_readers
 from medspot.live.envs.orthanc.checks import read_orthanc_state
+from medspot.live.envs.orthanc.tools import TOOLSET, OrthancTools
 from medspot.live.services.names import NameTable
 from medspot.live.services.orthanc import OrthancIds, OrthancServer
 from medspot.live.services.seed import SeedSet, seed_files
@@ -161,3 +163,11 @@ class OrthancWebEnv:
 
     def check(self, spec: CheckSpec) -> bool:
         return self.check_kinds.evaluate(spec, self.readers(), self.name)
+
+    # -- the tools track: Orthanc's REST API beside the GUI -------------------------------------
+
+    def toolset(self, name: str) -> Toolset | None:
+        """The toolset `name` over this environment (`orthanc`), or None."""
+        if name != TOOLSET:
+            return None
+        return OrthancTools(self.orthanc, lambda: self.workdir / "tool-archives")

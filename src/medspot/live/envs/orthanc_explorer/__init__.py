@@ -4,6 +4,7 @@
 from importlib import resources
 
 from medspot.live.core.contract import EnvEntry
+from medspot.live.envs.orthanc.tools import TOOLSET
 from medspot.live.envs.orthanc_explorer.env import (
     CHECK_KINDS,
     LOCATOR_KEYS,
@@ -21,6 +22,7 @@ ENTRY = EnvEntry(
     factory=create,
     summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
     check_kinds=CHECK_KINDS,
+    toolsets=(TOOLSET,),
     locator_keys=LOCATOR_KEYS,
     system_packages=PACKAGES,
     tasks=resources.files(__name__) / "tasks",

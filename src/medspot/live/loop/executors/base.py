@@ -33,7 +33,8 @@ from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation
 from medspot.live.core.episode import Boxes, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
-from medspot.live.envs.registry import create_environment
+from medspot.live.core.tools import Toolset, tool_reach
+from medspot.live.envs.registry import create_environment, env_entry
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -43,6 +44,7 @@ __all__ = [
     "Executor",
     "SlotConfig",
     "create_for_slot",
+    "episode_tools",
     "fault_from",
     "private_workdir",
     "timeout_fault",
@@ -62,11 +64,25 @@ class SlotConfig:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
 
     def slot_config(self) -> SlotConfig:
         """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
         receives, pickled: never more of the run's options)."""
         return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
+
+
+def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset | None:
+    """The toolset an episode of `task` is offered (`cfg.tools`): none for a task whose end
+    state the toolset cannot reach (`tool_reach`: it stays GUI-only)."""
+    if cfg.tools is None:
+        return None
+    make = getattr(env, "toolset", None)
+    toolset: Toolset | None = make(cfg.tools) if callable(make) else None
+    if toolset is None:
+        raise ConfigError(f"{cfg.env} offers no toolset {cfg.tools!r} (--tools)")
+    reach = tool_reach(task, env_entry(cfg.env).check_kinds, toolset.reads)
+    return toolset if reach.reachable else None
 
 
 class EpisodeCalls(Protocol):

@@ -33,6 +33,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
     SlotConfig,
     create_for_slot,
+    episode_tools,
     fault_from,
     private_workdir,
 )
@@ -153,7 +154,8 @@ class EnvironmentHost:
         def go() -> tuple[Observation, Boxes | None]:
             if self.env is None:
                 raise RuntimeError("the environment is not started")
-            self.ep = Episode(self.env, task, mode=mode)
+            tools = episode_tools(self.env, task, self.cfg)
+            self.ep = Episode(self.env, task, mode=mode, tools=tools)
             return self.ep.reset(), self.ep.located
 
         return self._guard(go)
