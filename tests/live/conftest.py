@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _orthanc_support import CHROMIUM, require_orthanc_stack
+from _runner_support import KillAndResume, kill, processes_mentioning
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +75,22 @@ def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iter
     env.start()
     yield env
     env.close()
+
+
+@pytest.fixture
+def kill_and_resume() -> Iterator[Callable[[Sequence[str], Mapping[str, str]], KillAndResume]]:
+    """`kill_and_resume(cmd, env)`: the command killed in mid-run and resumed
+    (`KillAndResume`), its environments' private folders (its TMPDIR) in a short private
+    folder of its own (chromium's socket path must stay short); whatever still runs from the
+    folders is killed and they are removed after the test."""
+    folders: list[Path] = []
+
+    def make(cmd: Sequence[str], env: Mapping[str, str]) -> KillAndResume:
+        workroot = Path(tempfile.mkdtemp(prefix="mskr", dir="/tmp"))
+        folders.append(workroot)
+        return KillAndResume(cmd, {**env, "TMPDIR": str(workroot)}, workroot)
+
+    yield make
+    for folder in folders:
+        kill(processes_mentioning(str(folder)))
+        shutil.rmtree(folder, ignore_errors=True)

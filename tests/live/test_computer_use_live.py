@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
-from _runner_support import ENV, descendants, kill, processes_mentioning
+from _runner_support import ENV, KillAndResume, kill, processes_mentioning, steps_journaled
 
 from medspot.live.core.actions import Click, LiveAction, TypeText, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
@@ -108,9 +108,9 @@ def _cmd(model: str, url: str, out: Path, tasks: list[str], *extra: str) -> list
     ]  # fmt: skip
 
 
-def _env(workroot: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY="test",
-                TMPDIR=str(workroot))  # fmt: skip
+def _env(workroot: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY="test")
+    return env if workroot is None else {**env, "TMPDIR": str(workroot)}
 
 
 @pytest.fixture
@@ -169,31 +169,18 @@ def test_openai_computer_use_completes_typing_tasks(
 
 
 def test_anthropic_run_killed_mid_task_resumes_without_asking_a_journaled_turn(
-    tmp_path: Path, oracle_paths: dict[str, Any], workroot: Path
+    tmp_path: Path, oracle_paths: dict[str, Any], kill_and_resume: Callable[..., KillAndResume]
 ) -> None:
     cu = ScriptedComputerUse(_script(oracle_paths, "anthropic", TASKS))
     out = tmp_path / "run"
     with OpenAITestServer(responder=cu, latency=0.3) as srv:
         cmd = _cmd("anthropic-computer-use", srv.root_url, out, TASKS)
-        proc = subprocess.Popen(cmd, env=_env(workroot), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)  # fmt: skip
-        journal = out / LIVE_JOURNAL
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and journal.read_bytes().count(b'"type":"step"') >= 5:
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        below = descendants(proc.pid)
-        kill([proc.pid])
-        proc.wait()
-        kill(below)
-        kill(processes_mentioning(str(workroot)))
+        run = kill_and_resume(cmd, _env())
+        run.kill_when(lambda: steps_journaled(out / LIVE_JOURNAL) >= 5)
         first = srv.request_count
         asked_before = _journaled_turns(out)
         assert asked_before, "the killed run had journaled answers"
-        done = subprocess.run(cmd, env=_env(workroot), capture_output=True, text=True,
-                              timeout=600)  # fmt: skip
+        done = run.resume()
         assert done.returncode == 0, done.stderr[-3000:]
         after = [e for e in cu.exchanges if e.request > first]
     assert {t: r.outcome for t, r in _finals(out).items()} == dict.fromkeys(TASKS, "success")

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
-from _runner_support import ENV, descendants, kill, processes_mentioning
+from _runner_support import ENV, KillAndResume, processes_mentioning, steps_journaled
 
 from medspot.cli import main
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
@@ -32,7 +29,9 @@ def _cli_env() -> dict[str, str]:
 
 
 @pytest.mark.live
-def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> None:
+def test_killed_run_resumes_without_repeating_a_model_call(
+    tmp_path: Path, kill_and_resume: Callable[..., KillAndResume]
+) -> None:
     """A served card's run is killed (SIGKILL, its environment's processes too) after a few
     steps; the same command again finishes it, and the server never sees a step twice."""
     require_orthanc_stack()
@@ -40,9 +39,6 @@ def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> No
 
     ids = ["open-series-ct-doe-john-axial", "open-study-mr-doe-john"]
     out = tmp_path / "run"
-    # the environments' private folders: a short path (chromium's singleton socket path must
-    # stay under the unix socket limit), found and cleaned by the test
-    workroot = Path(tempfile.mkdtemp(prefix="mslv", dir="/tmp"))
     asked: Counter[tuple[str, str, int]] = Counter()
 
     def answer(req: Any) -> str:
@@ -61,26 +57,13 @@ def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> No
             "--api-key-env", "MEDSPOT_TEST_KEY", "--tasks", ",".join(ids), "--out", str(out),
             "--env-option", f"chromium={CHROMIUM}", "--no-progress", "--bootstrap", "50",
         ]  # fmt: skip
-        env = _cli_env()
-        env["TMPDIR"] = str(workroot)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        run = kill_and_resume(cmd, _cli_env())
         journal = out / LIVE_JOURNAL
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            n = journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0
-            if n >= 5:
-                break
-            time.sleep(0.2)
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        below = descendants(proc.pid)
-        kill([proc.pid])
-        proc.wait()
-        kill(below)
-        kill(processes_mentioning(str(workroot)))
+        run.kill_when(lambda: steps_journaled(journal) >= 5, timeout_s=240)
         first = srv.request_count
         steps_before = [r for r in read_live_journal(journal) if isinstance(r, StepRecord)]
         assert first >= 2 and steps_before
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        done = run.resume()
         assert done.returncode == 0, done.stderr[-2000:]
         total = srv.request_count
     recs = list(read_live_journal(journal))
@@ -94,8 +77,7 @@ def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> No
     assert asked_again < total
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "complete" and info["kind"] == "live"
-    assert not processes_mentioning(str(workroot))
-    shutil.rmtree(workroot, ignore_errors=True)
+    assert not processes_mentioning(str(run.workroot))
 
 
 def test_bad_task_file_is_exit_2_with_location(
