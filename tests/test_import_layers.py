@@ -19,7 +19,7 @@ PACKAGE = SRC / "medspot"
 # what goes into a model and what one call of it answered, is below the run folder that
 # journals the calls; the adapters themselves are above it)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress"),
+    ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress", "limits"),
     ("dataset",),
     ("scoring",),
     ("adapters.options", "adapters.base", "adapters.modelcall"),

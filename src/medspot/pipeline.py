@@ -23,6 +23,15 @@ from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_RETRIES_LIMIT,
+    check_number,
+    check_seed,
+    check_whole,
+)
+from medspot.runfolder.guard import refuse_foreign_folder
 from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
 from medspot.runfolder.layout import JOURNAL, RunFolder
 from medspot.runfolder.lifecycle import RunLife, run_folder
@@ -88,20 +97,42 @@ def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
 def evaluate(
     req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> EvalOutcome:
-    """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
-    with run_folder(req.out) as folder:
-        return _evaluate_locked(req, folder, on_progress)
-
-
-def _evaluate_locked(
-    req: EvalRequest, folder: RunFolder, on_progress: Callable[[ProgressEvent], None] | None
-) -> EvalOutcome:
+    """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results.
+    What can be refused is refused before the run folder is made: the request's options, a
+    folder that is not ours, then the model (its key, its options, its files)."""
+    _check_request(req)
+    out = req.out
+    refuse_foreign_folder(out)
     images = ImageStore(req.dataset.root)
     options = AdapterOptions.from_mapping(req.options).with_defaults(
         model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
     )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
+    with run_folder(out) as folder:
+        return _evaluate_locked(req, folder, adapter, images, on_progress)
+
+
+def _check_request(req: EvalRequest) -> None:
+    """The request's own numbers (the command line checks them too; a library caller may
+    not), against `medspot.limits`."""
+    check_whole("--concurrency", req.concurrency, 1, MAX_CONCURRENCY)
+    check_whole("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT)
+    check_whole("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP)
+    check_seed(req.seed)
+    if req.max_cost is not None:
+        check_number("--max-cost", req.max_cost)
+    if req.limit is not None:
+        check_whole("--limit", req.limit, 1)
+
+
+def _evaluate_locked(
+    req: EvalRequest,
+    folder: RunFolder,
+    adapter: Adapter,
+    images: ImageStore,
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> EvalOutcome:
     zoom: ZoomInfo | None = None
     if req.zoom is not None and req.zoom.multi_pass:
         adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)

@@ -17,6 +17,8 @@ from typing import Any
 
 from _orthanc_support import CHROMIUM
 
+from _children import start
+
 ENV = "orthanc-explorer"
 
 
@@ -121,7 +123,8 @@ def steps_journaled(journal: Path) -> int:
 class KillAndResume:
     """A `medspot` command (`cmd`, its environment `env`, its environments' private folders
     under `workroot`) killed in mid-run and run again: `kill_when(until)` starts it as a child
-    and, once `until()` holds while it runs, SIGKILLs it, everything below it and whatever
+    (`_children.start`: SIGINT and SIGTERM at their defaults) and, once `until()` holds while
+    it runs, SIGKILLs it, everything below it and whatever
     still runs from `workroot`; `resume()` runs the same command again to its end."""
 
     cmd: Sequence[str]
@@ -129,9 +132,7 @@ class KillAndResume:
     workroot: Path
 
     def kill_when(self, until: Callable[[], bool], timeout_s: float = 300.0) -> None:
-        proc = subprocess.Popen(
-            list(self.cmd), env=dict(self.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        proc = start(self.cmd, env=dict(self.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and proc.poll() is None and not until():
             time.sleep(0.1)

@@ -22,6 +22,7 @@ from _lamp_panel import process_env
 from _orthanc_support import CHROMIUM
 from _runner_support import ENV, processes_of
 
+from _children import start
 from medspot.live.core.actions import LiveAction, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import ResumeState, read_live_journal
@@ -56,17 +57,12 @@ def serve_args(out: Path, *extra: str) -> list[str]:
             f"chromium={CHROMIUM}", "--bootstrap", "50", *extra]  # fmt: skip
 
 
-def _signal_defaults() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def start_server(args: list[str], workroot: Path) -> tuple[subprocess.Popen[str], str]:
     """A server on HTTP (SIGINT and SIGTERM at their defaults) and the URL it printed."""
     workroot.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
+    proc: subprocess.Popen[str] = start(
         args, env=process_env(workroot), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, preexec_fn=_signal_defaults,
+        text=True,
     )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -38,6 +38,7 @@ from medspot.adapters.base import Adapter, Convention, Prediction, StepRequest, 
 from medspot.adapters.parsing import OUT_OF_IMAGE
 from medspot.errors import ConfigError, DataError
 from medspot.geometry import Point
+from medspot.limits import MAX_ZOOM_PASSES
 from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash, read_journal
 
 __all__ = [
@@ -71,8 +72,8 @@ class ZoomSpec:
     crop: float = DEFAULT_CROP
 
     def __post_init__(self) -> None:
-        if self.passes < 1:
-            raise ConfigError("--zoom needs 1 or more passes")
+        if not 1 <= self.passes <= MAX_ZOOM_PASSES:
+            raise ConfigError(f"--zoom {self.passes}: must be from 1 to {MAX_ZOOM_PASSES} passes")
         if not 0.0 < self.crop < 1.0:
             raise ConfigError(f"--zoom-crop must be between 0 and 1 (exclusive), not {self.crop}")
 

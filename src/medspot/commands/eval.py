@@ -13,15 +13,18 @@ from medspot.commands._common import (
     add_data_args,
     add_model_args,
     add_protocol_args,
+    concurrency_number,
     non_negative_float,
-    non_negative_int,
     out_dir,
     parse_apps,
-    positive_int,
     progress_bar,
+    retries_number,
+    seed_number,
+    whole_number,
 )
 from medspot.errors import BudgetExceeded
 from medspot.interrupts import exit_status
+from medspot.limits import MAX_SEED, MAX_ZOOM_PASSES
 
 __all__ = ["register"]
 
@@ -152,14 +155,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=concurrency_number,
         default=16,
         metavar="N",
         help="model calls in flight (default 16)",
     )
     p.add_argument(
         "--max-retries",
-        type=non_negative_int,
+        type=retries_number,
         default=MAX_RETRIES,
         metavar="N",
         help=f"retries of a failed call before it is recorded as an error (default {MAX_RETRIES})",
@@ -178,7 +181,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--zoom",
-        type=positive_int,
+        type=whole_number(1, MAX_ZOOM_PASSES),
         default=1,
         metavar="K",
         help="K passes per step: after the answer, ask again on a crop of the screenshot "
@@ -192,6 +195,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="each zoom pass looks at F (0 < F < 1) of the width and height of the pass "
         "before (default: half)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
+    p.add_argument(
+        "--seed", type=seed_number, default=0,
+        help=f"seed for baselines and bootstrap (0 to {MAX_SEED}; default 0)",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from medspot.commands._common import non_negative_float, parse_env_options, positive_int
+from medspot.commands._common import (
+    bootstrap_number,
+    concurrency_number,
+    non_negative_float,
+    parse_env_options,
+    positive_int,
+    seed_number,
+)
 from medspot.commands._runlog import run_log
 from medspot.errors import ConfigError
 
@@ -89,7 +96,7 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="agent: the goal only (default); guided: also each step's instruction",
     )  # fmt: skip
     s.add_argument(
-        "--concurrency", type=positive_int, default=1, metavar="N",
+        "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side; with more than one, every call names its episode",
     )  # fmt: skip
     s.add_argument("--env-option", action="append", metavar="KEY=VALUE",
@@ -104,7 +111,7 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="HTTP: a client silent this long has left; its episodes end as abandoned "
         f"(default {IDLE_TIMEOUT_S:g})",
     )  # fmt: skip
-    s.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-    s.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
+    s.add_argument("--seed", type=seed_number, default=0, help="seed of the bootstrap")
+    s.add_argument("--bootstrap", type=bootstrap_number, default=2000, metavar="N",
                    help="bootstrap resamples for the 95%% intervals")  # fmt: skip
     s.set_defaults(func=_serve)

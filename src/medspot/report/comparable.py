@@ -1,7 +1,9 @@
 """Which runs may be ranked or compared together: the same data (annotation fingerprint, apps,
 `--limit`, number of tasks), each run once, live runs of one mode and one K, and single-pass
-runs apart from multi-pass (zoom-in) ones, as the grounding leaderboards keep them. Protocols
-are checked by the callers; this module owns the rest and the labels of `--mixed` tables."""
+runs apart from multi-pass (zoom-in) ones, as the grounding leaderboards keep them, live runs
+apart from static ones, and one protocol (with the advice that fits: a static run can be
+re-scored under another preset, a live run cannot). This module owns these rules and the labels
+of `--mixed` tables."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ __all__ = [
     "DataKey",
     "data_key",
     "data_mismatch",
+    "kind_mismatch",
     "mode_mismatch",
     "passes_label",
     "passes_mismatch",
+    "protocol_mismatch",
     "refuse_repeated_runs",
     "repeats_mismatch",
     "run_mode",
@@ -87,6 +91,41 @@ def mode_mismatch(runs: Sequence[Run]) -> str | None:
         detail = ", ".join(f"{r.name}: {m}" for r, m in zip(runs, modes, strict=True) if m)
         return f"the live runs were made in different modes ({detail})"
     return None
+
+
+def kind_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why live and static runs may not be ranked or compared together, or None: a live run
+    is scored on the application's state after each action, a static one on screenshots, and
+    neither can be re-scored as the other."""
+    live = [r for r in runs if run_mode(r) is not None]
+    if not live or len(live) == len(runs):
+        return None
+    static = [r for r in runs if run_mode(r) is None]
+    return (
+        f"live runs ({', '.join(r.name for r in live)}) and static runs "
+        f"({', '.join(r.name for r in static)}) measure different things: a live run is "
+        "scored on the application's state after each action, a static one on screenshots, "
+        "and neither can be re-scored as the other"
+    )
+
+
+def protocol_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why runs scored under different protocols are not comparable, with the advice that
+    fits them (static runs: re-score under one preset; live runs are scored by their own
+    protocol and cannot be re-scored), or None."""
+    if len({r.protocol for r in runs}) <= 1:
+        return None
+    detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
+    if any(run_mode(r) is not None for r in runs):
+        return (
+            f"the runs were scored under different protocols ({detail}); a live run's "
+            "protocol is the one of the medspot that ran it and cannot be re-scored: run it "
+            "again with this medspot"
+        )
+    return (
+        f"the runs were scored under different protocols ({detail}); re-score them under one "
+        "preset with `medspot score RUN_DIR --protocol NAME --out NEW_DIR`"
+    )
 
 
 def run_repeats(run: Run) -> int | None:

@@ -15,9 +15,11 @@ import numpy as np
 from medspot.errors import ConfigError
 from medspot.report.comparable import (
     data_mismatch,
+    kind_mismatch,
     mode_mismatch,
     passes_label,
     passes_mismatch,
+    protocol_mismatch,
     repeats_mismatch,
     same_task,
 )
@@ -156,12 +158,12 @@ def compare_runs(
     a: Run, b: Run, *, n_boot: int = 2000, seed: int = 0, mixed: bool = False
 ) -> Comparison:
     """Compare run `b` against run `a` on the tasks both scored (status "scored")."""
-    if a.protocol != b.protocol and not mixed:
-        raise ConfigError(
-            f"the runs were scored under different protocols ({a.name}: {a.protocol}, "
-            f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
-            "--mixed to compare anyway"
-        )
+    kinds_problem = kind_mismatch([a, b])
+    if kinds_problem is not None and not mixed:
+        raise ConfigError(f"{kinds_problem}; compare runs of one kind, or pass --mixed")
+    protocol_problem = protocol_mismatch([a, b])
+    if protocol_problem is not None and not mixed:
+        raise ConfigError(f"{protocol_problem}; or pass --mixed to compare anyway")
     repeats_problem = repeats_mismatch([a, b])  # before the data: K changes the task rows
     if repeats_problem is not None and not mixed:
         raise ConfigError(f"{repeats_problem}; compare runs of one K, or pass --mixed")

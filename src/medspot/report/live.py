@@ -135,12 +135,13 @@ def _action_text(a: Mapping[str, Any] | None) -> str:
 
 def _picture(thumb: Thumb | None, full: str | None, alt: str, e: Escape, overlay: str = "") -> str:
     """The frame: the thumbnail (with its overlay); a link to the full screenshot when the
-    report holds it."""
+    report holds it; without a thumbnail, a note naming the screenshot that is missing (`alt`,
+    its path in the run folder)."""
     img = (
         f'<img src="{e(thumb.rel)}" width="{thumb.size[0]}" height="{thumb.size[1]}" '
         f'loading="lazy" alt="{e(alt)}">'
         if thumb
-        else ""
+        else f'<p class="nopic">screenshot missing: {e(alt)}</p>'
     )
     frame = f'<div class="frame{"" if thumb else " noimg"}">{img}{overlay}</div>'
     if full and thumb:
@@ -279,7 +280,8 @@ def task_heading(t: LiveTaskRow, e: Escape) -> str:
 
 
 def repeat_table(lr: LiveRun, e: Escape) -> str:
-    """With repeats: each task's successes over its K runs and how each run ended."""
+    """With repeats: each task's successes over its K runs and how each run ended (a run
+    of an interrupted folder that never started: "not run")."""
     if lr.info.repeats <= 1:
         return ""
     by_task: dict[str, list[LiveTaskRow]] = {}
@@ -289,10 +291,13 @@ def repeat_table(lr: LiveRun, e: Escape) -> str:
     for task, runs in by_task.items():
         first = runs[0]
         frac = first.success_fraction
+        by_repeat = {t.repeat: t for t in runs}
         cells = "".join(
             f'<td><a href="#{e(t.task_id)}">{e(t.live_outcome)}</a>'
             f"{f' · {e(t.ending)}' if t.ending else ''}</td>"
-            for t in sorted(runs, key=lambda r: r.repeat)
+            if t is not None
+            else "<td>not run</td>"
+            for t in (by_repeat.get(k) for k in range(lr.info.repeats))
         )
         rows.append(
             f'<tr><td class="text">{e(task)}</td><td>{e(_fraction(first))}</td>'
@@ -309,7 +314,7 @@ def _task(t: LiveTaskRow, thumbs: Mapping[str, Thumb], full: Mapping[str, str], 
     frames = [_frame(s, thumbs.get(s.image_path), full.get(s.image_path), e, False)
               for s in t.steps]  # fmt: skip
     if t.final_screen:
-        pic = _picture(thumbs.get(t.final_screen), full.get(t.final_screen), "final screen", e)
+        pic = _picture(thumbs.get(t.final_screen), full.get(t.final_screen), t.final_screen, e)
         frames.append(
             f'<figure class="step live final out-{e(t.live_outcome)}">{pic}'
             f"<figcaption>{task_ending(t, e)}</figcaption></figure>"

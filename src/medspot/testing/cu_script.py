@@ -46,13 +46,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from medspot.errors import ConfigError
 from medspot.testing.messages_protocol import messages_body
 from medspot.testing.openai_server import Refusal, SeenRequest
 
-__all__ = ["CuExchange", "CuScript", "ScriptedComputerUse", "load_script"]
+__all__ = [
+    "SCRIPT_FORMAT_VERSION",
+    "CuExchange",
+    "CuScript",
+    "ScriptedComputerUse",
+    "load_script",
+]
 
 
 class SafetyCheck(BaseModel):
@@ -90,13 +96,23 @@ class ScriptTurn(BaseModel):
 class Conversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     match: str
-    turns: list[ScriptTurn]
+    turns: list[ScriptTurn] = Field(min_length=1)
+
+
+SCRIPT_FORMAT_VERSION = 1  # the script format this module reads
 
 
 class CuScript(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    format_version: int = 1
-    conversations: list[Conversation]
+    format_version: int = SCRIPT_FORMAT_VERSION
+    conversations: list[Conversation] = Field(min_length=1)
+
+    @field_validator("format_version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v != SCRIPT_FORMAT_VERSION:
+            raise ValueError(f"format {v} is not one this medspot reads ({SCRIPT_FORMAT_VERSION})")
+        return v
 
 
 def load_script(path: Path) -> CuScript:

@@ -3,8 +3,10 @@ them, and the packaged task files of each environment."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import shlex
 from collections.abc import Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -23,6 +25,8 @@ __all__ = [
     "packaged_task_files",
     "parse_task_file",
     "select_tasks",
+    "tasks_listing",
+    "unknown_task_ids",
 ]
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[3]  # holds the `medspot` package
@@ -134,14 +138,44 @@ def _json(text: bytes, name: str) -> Any:
         ) from None
 
 
-def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
+def tasks_listing(env: str, tasks_file: Path | None = None) -> str:
+    """The command that lists the tasks a run chooses from: the packaged ones, or a file's."""
+    if tasks_file is None:
+        return f"medspot live tasks --env {env}"
+    return f"medspot live tasks --env {env} --tasks-file {shlex.quote(str(tasks_file))}"
+
+
+def unknown_task_ids(
+    tf: LiveTaskFile, ids: Sequence[str], tasks_file: Path | None = None
+) -> str | None:
+    """What to say of the ids in `ids` that `tf` does not hold (None: it holds them all):
+    them, the nearest known id of each, and the command that lists the known ones."""
+    known = [t.id for t in tf.tasks]
+    missing = [i for i in dict.fromkeys(ids) if i not in set(known)]
+    if not missing:
+        return None
+    near = []
+    for i in missing:
+        close = difflib.get_close_matches(i, known, n=1)
+        if close:
+            near.append(f"{i!r}: did you mean {close[0]!r}?")
+    where = f"in {tasks_file}" if tasks_file is not None else f"for {tf.env}"
+    return (
+        f"unknown task id(s) {where}: {', '.join(missing)}"
+        + (f" ({'; '.join(near)})" if near else "")
+        + f"; `{tasks_listing(tf.env, tasks_file)}` lists them"
+    )
+
+
+def select_tasks(
+    tf: LiveTaskFile, ids: Sequence[str] | None, tasks_file: Path | None = None
+) -> list[LiveTask]:
+    """The tasks `ids` names (all when none), in that order; an unknown id is a `ConfigError`
+    pointing to the listing of `tasks_file`'s tasks (the packaged ones when None)."""
     if not ids:
         return list(tf.tasks)
+    problem = unknown_task_ids(tf, ids, tasks_file)
+    if problem is not None:
+        raise ConfigError(problem)
     known = {t.id: t for t in tf.tasks}
-    missing = [i for i in ids if i not in known]
-    if missing:
-        raise ConfigError(
-            f"unknown task id(s) for {tf.env}: {', '.join(missing)} "
-            f"(`medspot live tasks --env {tf.env}` lists them)"
-        )
     return [known[i] for i in dict.fromkeys(ids)]

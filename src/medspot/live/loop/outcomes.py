@@ -242,14 +242,21 @@ class TaskResult:
 
 
 def task_results(
-    tasks: Sequence[LiveTask], state: ResumeState | JournalState, env: str, *, repeats: int = 1
+    tasks: Sequence[LiveTask],
+    state: ResumeState | JournalState,
+    env: str,
+    *,
+    repeats: int = 1,
+    ran: int | None = None,
 ) -> list[TaskResult]:
     """One result per (task, repeat), repeat-major, from the journal read back (a
-    `ResumeState` is repeat 0's, for runs without repeats)."""
+    `ResumeState` is repeat 0's, for runs without repeats); with `ran`, only the first `ran`
+    repeats (those that ran: nothing is built for repeats never started), each still one of
+    `repeats`."""
     if isinstance(state, ResumeState):
         state = JournalState({0: state})
     out = []
-    for repeat in range(repeats):
+    for repeat in range(repeats if ran is None else min(ran, repeats)):
         st = state.of(repeat)
         for i, t in enumerate(tasks):
             rec = st.last.get(t.id)

@@ -1,8 +1,10 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-The request is checked first (options, environment options typed by the environment, the task
-file and ids, the agent), then the run folder goes through the run-folder lifecycle
-(`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is guarded and locked (one
+The request is checked first (options against `medspot.limits`, the executor and its Ray
+address, environment options typed by the environment, the task file and ids, the output
+folder), the agent is built (its key, its mode, its files; a replay file held against the
+tasks), and only then does the run folder go through the run-folder lifecycle
+(`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made and locked (one
 writer, a second one is refused naming the holder), run.json is checked against an existing one
 (the same model, prompt style, history, seed and task file, or the run is refused), the journal
 is read back (`ResumeState`), the runner runs what is not finished, and the results are written
@@ -21,21 +23,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medspot._version import __version__
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    MAX_RETRIES_LIMIT,
+    check_number,
+    check_seed,
+    check_whole,
+)
 from medspot.live.agents.factory import (
     check_planner_grounder,
     create_agent,
     create_planner_grounder,
     live_prompt_style,
 )
+from medspot.live.agents.scripted import ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.episode import MODES, Mode
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask, LiveTaskFile
 from medspot.live.envs.envoptions import check_env_options, check_viewport
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.taskfiles import env_task_file, select_tasks, tasks_listing
 from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.executors import check_executor_options
 from medspot.live.loop.livefolder import (
@@ -51,11 +64,14 @@ from medspot.live.loop.results import PROTOCOL, write_live_results
 from medspot.live.loop.scheduler import HISTORY_MODES, LiveOptions, LiveStats, run_tasks
 from medspot.live.loop.steplog import JournalState
 from medspot.progress import ProgressEvent
+from medspot.runfolder.guard import refuse_foreign_folder
+from medspot.runfolder.layout import LIVE_LOG
 from medspot.runfolder.runinfo import DatasetInfo, git_revision, package_versions
 
 __all__ = [
     "LiveOutcome",
     "LiveRequest",
+    "check_replay",
     "new_run_info",
     "run_live",
     "write_run_results",
@@ -154,14 +170,17 @@ def _check_request(req: LiveRequest) -> None:
         raise ConfigError(f"unknown history {req.history!r} (known: {', '.join(HISTORY_MODES)})")
     if req.mode not in MODES:
         raise ConfigError(f"unknown mode {req.mode!r} (known: {', '.join(MODES)})")
-    for name, value, least in (
-        ("--concurrency", req.concurrency, 1),
-        ("--env-retries", req.env_retries, 0),
-        ("--max-retries", req.max_retries, 0),
-        ("--repeats", req.repeats, 1),
+    for name, value, least, most in (
+        ("--concurrency", req.concurrency, 1, MAX_CONCURRENCY),
+        ("--env-retries", req.env_retries, 0, MAX_RETRIES_LIMIT),
+        ("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT),
+        ("--repeats", req.repeats, 1, MAX_REPEATS),
+        ("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP),  # 0: no intervals (the audit)
     ):
-        if value < least:
-            raise ConfigError(f"{name} {value}: must be {least} or more")
+        check_whole(name, value, least, most)
+    check_seed(req.seed)
+    if req.max_cost is not None:
+        check_number("--max-cost", req.max_cost)
     _check_pair(req)
 
 
@@ -204,21 +223,58 @@ def run_live(
         toolset_info(req.env, req.tools)
     req = dataclasses.replace(req, env_options=check_env_options(req.env, req.env_options))
     tf, fingerprint = env_task_file(req.env, req.tasks_file)
-    tasks = select_tasks(tf, req.task_ids)
+    tasks = select_tasks(tf, req.task_ids, req.tasks_file)
     check_viewport(req.env_options, tasks)
-    with live_run_folder(req.out) as folder:
-        agent, style = _agent(req)
-        life = RunLife(folder, _run_info(req, agent, fingerprint, style))
-        life.start()
-        state = journal_state(folder)
-        info = life.info
-        assert isinstance(info, LiveRunInfo)
+    # everything that can be refused is refused before the run folder is made: the options,
+    # the executor, the environment's options, the tasks, the folder (new, empty or this
+    # run's), then the agent (its keys, its mode, its replay file)
+    refuse_foreign_folder(req.out, before_run=(LIVE_LOG,))
+    agent, style = _agent(req)
+    started = False  # from here on the run closes the agent
+    try:
+        check_replay(agent, tf, tasks, req.tasks_file)
+        with live_run_folder(req.out) as folder:
+            life = RunLife(folder, _run_info(req, agent, fingerprint, style))
+            life.start()
+            state = journal_state(folder)
+            info = life.info
+            assert isinstance(info, LiveRunInfo)
+            log.info(
+                "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) into %s",
+                __version__, req.model, req.env, req.mode, req.executor, req.repeats, req.out,
+            )  # fmt: skip
+            started = True
 
-        def paid_until_now() -> None:  # a failed run's run.json counts the calls it paid
-            _count_calls(info, tasks, journal_state(folder))
+            def paid_until_now() -> None:  # a failed run's run.json counts the calls it paid
+                _count_calls(info, tasks, journal_state(folder))
 
-        with life.failure_recorded(also=paid_until_now):
-            return _run_and_write(req, tasks, agent, life, state, on_progress)
+            with life.failure_recorded(also=paid_until_now):
+                return _run_and_write(req, tasks, agent, life, state, on_progress)
+    finally:
+        if not started and req.agent is None:  # a caller's own agent stays the caller's
+            _discard(agent)
+
+
+def check_replay(
+    agent: LiveAgent, tf: LiveTaskFile, tasks: Sequence[LiveTask], tasks_file: Path | None
+) -> None:
+    """A replay agent's file against the run's tasks: a task named nowhere is refused, lines
+    for tasks not run and tasks run without a line are warned of (`ReplayAgent.check_tasks`)."""
+    if not isinstance(agent, ReplayAgent):
+        return
+    known = [t.id for t in tf.tasks]
+    where = str(tasks_file) + "'s tasks" if tasks_file else f"the packaged {tf.env} tasks"
+    listing = tasks_listing(tf.env, tasks_file)
+    for warning in agent.check_tasks(known, [t.id for t in tasks], where=where, listing=listing):
+        log.warning("%s", warning)
+
+
+def _discard(agent: LiveAgent) -> None:
+    """Close an agent whose run never started (its clients, its model's threads)."""
+    try:
+        asyncio.run(agent.aclose())
+    except Exception as e:  # closing what was never used must not hide the refusal
+        log.debug("closing the unused agent: %s", e)
 
 
 def _count_calls(info: LiveRunInfo, tasks: Sequence[LiveTask], state: JournalState) -> None:
@@ -245,15 +301,19 @@ def write_run_results(
     n_boot: int,
     seed: int,
     keep: Callable[[TaskResult], bool] | None = None,
+    ran_only: bool = False,
 ) -> tuple[JournalState, list[TaskResult], dict[str, Any]]:
     """The results of a live run folder from its whole journal, and run.json's counts (the
     caller then writes run.json: `life.finish`, or `life.save` for a run still going): what
     `run_live` writes at its end and `medspot live serve` after every episode. `keep` picks the
-    task results written (the served agent's: the (task, repeat) it ran)."""
+    task results written (the served agent's: the (task, repeat) it ran); `ran_only` leaves
+    out the repeats never started (an interrupted run of K repeats), keeping at least the
+    first."""
     info = life.info
     assert isinstance(info, LiveRunInfo)
     state = journal_state(life.folder)
-    results = task_results(tasks, state, info.env, repeats=repeats)
+    ran = max(1, state.highest_repeat() + 1) if ran_only else None
+    results = task_results(tasks, state, info.env, repeats=repeats, ran=ran)
     if keep is not None:
         results = [r for r in results if keep(r)]
     metrics = write_live_results(life.folder.path, info.env, results, n_boot=n_boot, seed=seed)
@@ -286,8 +346,10 @@ def _run_and_write(
             stats = asyncio.run(main())
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
+    # rows and intervals over the repeats that ran (an interrupted run of K repeats builds
+    # nothing for the ones never started), at least the first (its tasks: "not run yet")
     state, results, metrics = write_run_results(
-        life, tasks, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed
+        life, tasks, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed, ran_only=True
     )
     life.finish(
         complete=all(r.scored for r in results),

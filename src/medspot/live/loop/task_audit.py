@@ -248,7 +248,7 @@ def audit_env(
     --model oracle` completes every task), reading every check at each task's start; then
     every task judged. Bad input (a task file, an id) raises before anything starts."""
     tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids)
+    tasks = select_tasks(tf, task_ids, tasks_file)
     ids = tuple(t.id for t in tasks)
     run_live(
         LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",

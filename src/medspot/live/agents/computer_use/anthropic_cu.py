@@ -24,7 +24,6 @@ import base64
 import functools
 import io
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,9 +36,10 @@ from medspot.adapters.backends.anthropic_api import (
 from medspot.adapters.backends.openai import check_base_url, redact_secrets, sanitize_url
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import ANTHROPIC_KEY_ENV, GIVEN, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
-from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
+from medspot.errors import ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
     DisplayMap,
@@ -275,7 +275,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self,
         *,
         model: str,
-        api_key: str,
+        api_key: ApiKey | str,
         tool: str,
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -292,10 +292,12 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self.beta = TOOL_BETAS[tool]
         self.timeout = float(timeout)
         self.url = sanitize_url(base_url or ANTHROPIC_URL)
-        self._secrets = (api_key,)
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -305,12 +307,10 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         if len(options.base_urls) > 1:
             raise ConfigError("anthropic-computer-use talks to one server: give one --base-url")
         url = options.base_urls[0].rstrip("/") if options.base_urls else None
-        key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise AdapterUnavailable(
-                "anthropic-computer-use needs a key: set ANTHROPIC_API_KEY (or name another "
-                "variable with --api-key-env)"
-            )
+        key = api_key(
+            options, default_env=ANTHROPIC_KEY_ENV,
+            needed_by="anthropic-computer-use on the Anthropic API" if url is None else None,
+        )  # fmt: skip
         if options.acknowledge_safety_checks:
             raise ConfigError(
                 "--acknowledge-safety-checks is for openai-computer-use (the Messages API has "
@@ -318,7 +318,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             )
         model = str(options.api_model or DEFAULT_MODEL)
         return cls(
-            model=model, api_key=str(key), tool=tool_for(model, options.computer_tool),
+            model=model, api_key=key, tool=tool_for(model, options.computer_tool),
             base_url=url, timeout=float(options.timeout or DEFAULT_TIMEOUT),
             prices=load_price_table(options.price_file),
             concurrency=int(options.concurrency or 4), retry=RetryPolicy(max_retries),
@@ -422,6 +422,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             "api_model": self.model, "tool": self.tool, "beta": self.beta,
             "base_url": self.url, "timeout_s": self.timeout,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }  # fmt: skip
 
     async def aclose(self) -> None:

@@ -33,6 +33,7 @@ from medspot.adapters.backends.openai import (
 )
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import GIVEN, OPENAI_KEY_ENV, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
 from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
@@ -139,7 +140,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         *,
         model: str,
         base_url: str,
-        api_key: str,
+        api_key: ApiKey | str,
         tool: str,
         timeout: float = DEFAULT_TIMEOUT,
         prices: PriceTable | None = None,
@@ -161,10 +162,12 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         self.tool = tool
         self.timeout = float(timeout)
         self.url = sanitize_url(base_url)
-        self._secrets = (api_key,)
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)
         self._openai = openai
         self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -174,17 +177,14 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
         ) or OPENAI_URL  # fmt: skip
         if len(options.base_urls) > 1:
             raise ConfigError("openai-computer-use talks to one server: give one --base-url")
-        key = options.api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if urlsplit(url).hostname == "api.openai.com":
-                raise AdapterUnavailable(
-                    "openai-computer-use on the OpenAI API needs a key: set OPENAI_API_KEY (or "
-                    "name another variable with --api-key-env)"
-                )
-            key = "EMPTY"
+        official = urlsplit(url).hostname == "api.openai.com"
+        key = api_key(
+            options, default_env=OPENAI_KEY_ENV,
+            needed_by="openai-computer-use on the OpenAI API" if official else None,
+        )  # fmt: skip
         model = str(options.api_model or DEFAULT_MODEL)
         return cls(
-            model=model, base_url=url.rstrip("/"), api_key=str(key),
+            model=model, base_url=url.rstrip("/"), api_key=key,
             tool=tool_for(model, options.computer_tool),
             timeout=float(options.timeout or DEFAULT_TIMEOUT),
             prices=load_price_table(options.price_file),
@@ -341,6 +341,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             "api_model": self.model, "tool": self.tool, "base_url": self.url,
             "timeout_s": self.timeout, "acknowledge_safety_checks": self.acknowledge,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }  # fmt: skip
 
     async def aclose(self) -> None:
