@@ -169,6 +169,8 @@ _PARTS = {
     "medspot.live.serve.openenv_client": "MedspotAction MedspotEnvClient",
 }
 _HOMES = {name: module for module, names in _PARTS.items() for name in names.split()}
+# The homes that need an extra, by the extra's name: resolving their names imports it.
+EXTRA_HOMES = {"medspot.live.serve.openenv_client": "openenv"}
 
 
 def __getattr__(name: str) -> Any:

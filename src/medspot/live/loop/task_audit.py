@@ -10,7 +10,8 @@ Findings, per task (`Finding.kind`):
   the `fail_if` that fired); `env_error`: the environment kept failing on it;
 - `target_missing`: the oracle's step had no target on its screen (the oracle could not act);
 - `lands_elsewhere`: the element under the oracle's point is not there or does not contain
-  the point (the click would not land on its own target);
+  the point (the click would not land on its own target), or the oracle's action cannot be
+  carried out at all (its point is off the screen);
 - `no_change`: an oracle action changed nothing in the application: the screen, the URL and
   every success and `fail_if` check read the same before and after it;
 - `solved_at_start`: a `done()` at once would succeed (the task is feasible, requires no named
@@ -186,6 +187,9 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
         if not s.executed:
             if s.action is None and s.error is None:
                 add("target_missing", f"{where}: the step's target is not on the screen")
+            elif s.not_executed:
+                add("lands_elsewhere", f"{where}: the oracle's action cannot be carried out "
+                    f"({s.not_executed})")  # fmt: skip
             continue
         pointer = s.action is not None and s.action.get("kind") in ("click", "drag", "scroll")
         if pointer and not _point_in(s.element, s.action):
