@@ -35,11 +35,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.envoptions import check_env_options
-from medspot.live.core.taskfiles import env_task_file
+from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 SPARES: dict[str, bool | None] = {"default": None, "on": True, "off": False}
 
@@ -73,7 +74,7 @@ def one(
                                concurrency=n_envs, n_boot=0, env_options=opts,
                                executor=executor, spare=spare, repeats=repeats))  # fmt: skip
     wall = time.perf_counter() - t0
-    recs = list(read_live_journal(out / JOURNAL_NAME))
+    recs = list(read_live_journal(out / LIVE_JOURNAL))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     tasks = [r for r in recs if isinstance(r, TaskRecord)]
     runs = len(ids) * repeats

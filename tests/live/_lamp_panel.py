@@ -39,13 +39,14 @@ from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
+    EnvEntry,
     EnvironmentFault,
     Observation,
     PixelBox,
     SparePlan,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.envs.registry import register_env
 
 NAME = "lamp-panel"
 LAMPS = ("red", "green", "blue", "crash")
@@ -64,14 +65,6 @@ def _lamp_on(params: LampParams, lamps: dict[str, bool]) -> bool:
 
 
 KINDS = CheckKinds(CheckKind("lamp.on", LampParams, "lamps", _lamp_on, "a lamp is on (off)"))
-ENTRY = EnvEntry(
-    name=NAME,
-    target="_lamp_panel:create",
-    summary="a panel of lamps (the live commands' tests)",
-    check_kinds=KINDS,
-    locator_keys=("text",),
-    python_modules=("PIL",),
-)
 
 
 # what a crashed browser's error looks like: a first line, then the application's whole log
@@ -244,3 +237,13 @@ def create(
         workdir, step_delay_s, fail_reset, broken_observation, reset_delay_s, start_log,
         starts_allowed,
     )  # fmt: skip
+
+
+ENTRY = EnvEntry(
+    name=NAME,
+    factory=create,
+    summary="a panel of lamps (the live commands' tests)",
+    check_kinds=KINDS,
+    locator_keys=("text",),
+    python_modules=("PIL",),
+)

@@ -18,14 +18,15 @@ from _lamp_panel import ENTRY, NAME, LampPanel, switch_task, task_file
 from _runner_support import processes_mentioning
 
 from medspot.errors import ConfigError, DataError
-from medspot.live.core import registry
 from medspot.live.core.contract import Environment, EnvironmentFault, SparePlan, spare_plan
 from medspot.live.core.episode import Episode, Mode
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs import registry
+from medspot.live.envs.taskfiles import load_task_file
 from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SeatPair
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, FaultRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import FaultRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET, live_view
 from medspot.runfolder.reader import load_run
 
@@ -54,7 +55,7 @@ def _run(
         env=NAME, model="oracle", out=out, tasks_file=tasks, n_boot=0, env_options=options,
         workroot=tmp_path / "w", **kw,
     ))  # fmt: skip
-    recs = list(read_live_journal(out / JOURNAL_NAME))
+    recs = list(read_live_journal(out / LIVE_JOURNAL))
     ends = [r for r in recs if isinstance(r, TaskRecord)]
     faults = [r for r in recs if isinstance(r, FaultRecord)]
     return res, ends, faults

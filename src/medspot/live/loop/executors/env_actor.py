@@ -5,10 +5,11 @@ placed it.
 
 It creates, starts, resets, steps and closes the environment through the same `Episode` and
 environment contract as the thread executor; it returns plain data (the `Observation` with its
-screen as PNG bytes, `StepResult`, boxes, actions) and the episode's counters (`EpisodeState`)
-with every answer, so that the runner's stand-in (`ray_actors.RemoteEpisode`) reads them
-without a second round trip. It uses no shared file system: its private folder is on its node
-(the instances' folders inside it).
+screen as PNG bytes, `StepResult` with the next screen's boxes, actions) and the episode's
+counters (`EpisodeState`) with every answer, so that the runner's stand-in
+(`ray_actors.RemoteEpisode`) reads them without a second round trip: a step is one call. It
+uses no shared file system: its private folder is on its node (the instances' folders inside
+it).
 Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
 """
 
@@ -30,8 +31,8 @@ from medspot._version import __version__
 from medspot.errors import MedspotError
 from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, Observation, PixelBox
-from medspot.live.core.episode import Episode, Mode, StepResult
+from medspot.live.core.contract import Environment, Observation
+from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
 from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
@@ -44,28 +45,22 @@ from medspot.live.loop.executors.base import (
 )
 from medspot.live.loop.executors.seats import Key, SeatPair
 
-__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState"]
+__all__ = ["ActorPlace", "EnvironmentHost", "EpisodeState"]
 
 T = TypeVar("T")
-
-
-Boxes = tuple[PixelBox | None, PixelBox | None]
 
 
 @dataclass(frozen=True)
 class EpisodeState:
     """The counters of the actor's episode after a call, the time the call took inside the
-    actor (the rest of a round trip is Ray's), and after `reset` / `step` the current step's
-    target boxes on the new screen (`Episode.intended()`, located at once: the next turn
-    needs them; None when the episode ended or locating failed: then asked for again); and
-    what the slot's spare does (`swapped`: the last reset was the spare swapped in)."""
+    actor (the rest of a round trip is Ray's), and what the slot's spare does (`swapped`: the
+    last reset was the spare swapped in)."""
 
     n: int
     current: int
     achieved: tuple[bool, ...]
     reset_s: float
     inside_s: float
-    intended: Boxes | None = None
     swapped: bool = False
     keeps_spare: bool = False
     spares: SpareCounts = field(default_factory=SpareCounts)
@@ -115,7 +110,7 @@ class EnvironmentHost:
             raise RuntimeError("the environment is not started")
         return self.pair.run(self.pair.active, fn, *args)
 
-    def _guard(self, fn: Callable[[], T], *, prefetch: bool = False) -> tuple[T, EpisodeState]:
+    def _guard(self, fn: Callable[[], T]) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
         try:
             out = fn()
@@ -123,19 +118,9 @@ class EnvironmentHost:
             raise
         except Exception as e:
             raise fault_from(self.cfg.env, e) from None
-        boxes = self._prefetch() if prefetch else None
-        return out, self._state(time.perf_counter() - t0, boxes)
+        return out, self._state(time.perf_counter() - t0)
 
-    def _prefetch(self) -> Boxes | None:
-        ep = self.ep
-        if ep is None or ep.ended:
-            return None
-        try:
-            return self._on_env(ep.intended)
-        except Exception:  # asked for again by the runner, where a fault is handled
-            return None
-
-    def _state(self, inside_s: float, boxes: Boxes | None = None) -> EpisodeState:
+    def _state(self, inside_s: float) -> EpisodeState:
         ep, pair = self.ep, self.pair
         spare: dict[str, Any] = {}
         if pair is not None:
@@ -145,9 +130,7 @@ class EnvironmentHost:
             }  # fmt: skip
         if ep is None:
             return EpisodeState(0, 0, (), 0.0, inside_s, **spare)
-        return EpisodeState(
-            ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes, **spare
-        )
+        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, **spare)
 
     def _episode(self) -> Episode:
         if self.ep is None:
@@ -202,11 +185,13 @@ class EnvironmentHost:
 
     def reset(
         self, task: LiveTask, mode: Mode, key: Key | None = None
-    ) -> tuple[Observation, EpisodeState]:
+    ) -> tuple[tuple[Observation, Boxes | None], EpisodeState]:
         """The task's start: the spare prepared for `key` swapped in, or a reset of the
-        active instance (a new one after a fault)."""
+        active instance (a new one after a fault); and its first step's boxes on it as the
+        reset located them (None: locating failed; the runner asks `intended` then, where a
+        fault is handled)."""
 
-        def go() -> Observation:
+        def go() -> tuple[Observation, Boxes | None]:
             if self.pair is None:
                 raise RuntimeError("the environment is not started")
             self.ep, self.swapped = None, False
@@ -214,11 +199,11 @@ class EnvironmentHost:
             if begun is None:
                 env = self.pair.ensure()
                 self.ep = self._on_env(slot_episode, self.cfg, env, task, mode)
-                return self._on_env(self.ep.reset)
+                return self._on_env(self.ep.reset), self.ep.located
             self.ep, self.swapped = begun.episode, True
-            return begun.observation
+            return begun.observation, begun.episode.located
 
-        return self._guard(go, prefetch=True)
+        return self._guard(go)
 
     def prepare(self, task: LiveTask, mode: Mode, key: Key) -> EpisodeState:
         """Bring the spare to `task`'s start in the background (returns at once)."""
@@ -236,7 +221,7 @@ class EnvironmentHost:
         return self._guard(lambda: self._on_env(self._episode().oracle_action))
 
     def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._on_env(self._episode().step, action), prefetch=True)
+        return self._guard(lambda: self._on_env(self._episode().step, action))
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""
