@@ -1,15 +1,22 @@
-"""Benchmark 6: the live runner with the oracle, 1, 4 and 8 environments side by side.
+"""Benchmark 6 (and 9): the live runner with the oracle, environments side by side, with and
+without spares.
 
 `medspot live run --model oracle` (through `medspot.live.pipeline.run_live`, in process) on a
-spread of the environment's packaged tasks, once per parallelism. From the journal: reset time
-per task, settle time per action (the application's own), the environment's other time per
-step (observe, locate, element_at, checks), and the harness overhead per step (wall time of the
-step minus everything inside the environment; the oracle answers instantly, its `locate` is
-environment time). Tasks per minute count the whole run, environment start-up included.
+spread of the environment's packaged tasks, once per parallelism (and per spare setting). From
+the journal: the wait between two tasks of an environment (`between_tasks_s`: from the end of
+its previous task to this task's first observation; a swap with a spare, a reset without), the
+reset per task (`reset_s`: with a spare it runs in the background), settle time per action (the
+application's own), the environment's other time per step (observe, locate, element_at,
+checks), and the harness overhead per step (wall time of the step minus everything inside the
+environment; the oracle answers instantly, its `locate` is environment time). Tasks per minute
+count the whole run, environment start-up included.
 
     .venv/bin/python benchmarks/bench_live.py [--env orthanc-explorer] [--tasks 16]
-        [--envs 1 4 8] [--executor threads|ray] [--out benchmarks/results]
+        [--envs 1 4 8] [--spares default|on|off|both] [--repeats K]
+        [--env-option KEY=VALUE ...] [--executor threads|ray] [--out benchmarks/results]
 
+`--spares both` runs every parallelism twice, without then with spares, side by side (section
+9 of benchmarks/README.md); `default` is the environment's own choice (its `SparePlan`).
 With `--executor ray` the environments are Ray actors of a local cluster (started per run);
 the time of a step's environment calls is then measured in the runner's process, the actor
 round trips included (`bench_ray_overhead.py` separates Ray's part).
@@ -19,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -26,11 +35,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from medspot.live.envs.envoptions import check_env_options
 from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
+
+SPARES: dict[str, bool | None] = {"default": None, "on": True, "off": False}
 
 
 def _q(values: list[float]) -> dict[str, float | None]:
@@ -51,24 +63,39 @@ def one(
     folder: Path,
     opts: dict[str, Any],
     executor: ExecutorName = "threads",
+    spare: bool | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    out = folder / f"{executor}-envs-{n_envs}"
+    label = {None: "default", True: "on", False: "off"}[spare]
+    out = folder / f"{executor}-envs-{n_envs}-spares-{label}"
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
     res = run_live(LiveRequest(env=env, model="oracle", out=out, task_ids=tuple(ids),
                                concurrency=n_envs, n_boot=0, env_options=opts,
-                               executor=executor))  # fmt: skip
+                               executor=executor, spare=spare, repeats=repeats))  # fmt: skip
     wall = time.perf_counter() - t0
     recs = list(read_live_journal(out / LIVE_JOURNAL))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     tasks = [r for r in recs if isinstance(r, TaskRecord)]
+    runs = len(ids) * repeats
     return {
         "executor": executor,
         "envs": n_envs,
+        "spares": label,
         "tasks": len(ids),
+        "repeats": repeats,
         "success": sum(1 for t in tasks if t.outcome == "success"),
+        "failed": sorted(f"{t.task}@{t.repeat}" for t in tasks if t.outcome != "success"),
         "wall_s": round(wall, 2),
-        "tasks_per_minute": round(60 * len(ids) / wall, 2),
+        "tasks_per_minute": round(60 * runs / wall, 2),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
         "environments_started": res.stats.envs_started,
+        "spares_started": res.stats.spares_started,
+        "swaps": res.stats.swaps,
+        "spare_faults": res.stats.spare_faults,
+        "env_faults": res.stats.faults,
+        "between_tasks_s": _q([t.between_tasks_s for t in tasks if t.between_tasks_s is not None]),
         "reset_s": _q([t.reset_s for t in tasks if t.reset_s is not None]),
         "settle_s": _q([s.settle_s for s in steps if s.settle_s is not None]),
         "env_other_s": _q([(s.env_s or 0) - (s.settle_s or 0) for s in steps]),
@@ -82,33 +109,62 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", default="orthanc-explorer")
     ap.add_argument("--tasks", type=int, default=16, help="tasks, spread over the task file")
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 4, 8])
+    ap.add_argument("--spares", choices=[*SPARES, "both"], default="default")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each task (--repeats)")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument(
+        "--env-option", action="append", default=[], metavar="KEY=VALUE",
+        help="an option of the environment (e.g. reuse_document=true); repeatable",
+    )  # fmt: skip
     ap.add_argument("--executor", choices=EXECUTORS, default="threads")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the run folders (and the log) in DIR (default: a temp folder)",
+    )
     args = ap.parse_args(argv)
     tf, _ = env_task_file(args.env)
     every = max(1, len(tf.tasks) // args.tasks)
     ids = [t.id for t in tf.tasks[::every]][: args.tasks]
     opts: dict[str, Any] = {"chromium": args.chromium} if args.env != "dicomscope" else {}
+    for item in args.env_option:
+        key, _, value = item.partition("=")
+        opts[key] = value
+    opts = check_env_options(args.env, opts)
+    spares = [False, True] if args.spares == "both" else [SPARES[args.spares]]
     rows = []
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(args.keep / "bench.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        logging.getLogger("medspot.live").addHandler(handler)
+        logging.getLogger("medspot.live").setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         for n in args.envs:
-            row = one(args.env, ids, n, Path(tmp), opts, args.executor)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            for spare in spares:
+                row = one(args.env, ids, n, args.keep or Path(tmp), opts, args.executor, spare,
+                          args.repeats)  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.executor == "threads" else f"_{args.executor}"
+    suffix += "" if args.spares == "default" else f"_spares-{args.spares}"
     (args.out / f"live_{args.env}{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
-    print("\n| envs | tasks | success | wall s | tasks/min | reset s (median) | settle s (median) "
-          "| env other s (median) | harness overhead ms (median / p90) |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| envs | spares | task runs | success | wall s | tasks/min | wait between tasks s "
+          "(median / p90) | reset s (median) | settle s (median) | harness overhead ms "
+          "(median / p90) | load |")  # fmt: skip
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        oh = r["harness_overhead_s"]
+        oh, w = r["harness_overhead_s"], r["between_tasks_s"]
         print(
-            f"| {r['envs']} | {r['tasks']} | {r['success']} | {r['wall_s']} | "
-            f"{r['tasks_per_minute']} | {r['reset_s']['median']} | {r['settle_s']['median']} | "
-            f"{r['env_other_s']['median']} | {1000 * (oh['median'] or 0):.1f} / "
-            f"{1000 * (oh['p90'] or 0):.1f} |"
+            f"| {r['envs']} | {r['spares']} | {r['tasks'] * r['repeats']} | {r['success']} | "
+            f"{r['wall_s']} | {r['tasks_per_minute']} | {w['median']} / {w['p90']} | "
+            f"{r['reset_s']['median']} | {r['settle_s']['median']} | "
+            f"{1000 * (oh['median'] or 0):.1f} / {1000 * (oh['p90'] or 0):.1f} | "
+            f"{r['load_before']}-{r['load_after']} |"
         )
     return 0
 

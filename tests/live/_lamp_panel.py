@@ -6,9 +6,14 @@ stopped by `close()`, so that a test can see what a run leaves behind.
 
 Faults happen on purpose, reliably: the button `crash` kills the application (the next call is
 an `EnvironmentFault`, as a crashed browser is), `fail_reset` names tasks whose reset always
-fails, `step_delay_s` makes every action slow (a run to interrupt or to race), and
-`broken_observation` makes `reset` return something that is not an `Observation` (an
-environment with a bug: what the runner does with it is a bug too).
+fails, `step_delay_s` makes every action slow (a run to interrupt or to race), `reset_delay_s`
+every reset, `broken_observation` makes `reset` return something that is not an `Observation`
+(an environment with a bug: what the runner does with it is a bug too), and `start_log` with
+`starts_allowed` makes every start after the first N fail (the N+1-th instance of a run: a
+spare that cannot start).
+
+It keeps a spare like the real environments (`SparePlan`, `swap_in`): a run's slot holds a
+second panel, reset for the next task while the current one runs.
 
 `register()` adds it to the registry as `lamp-panel`; `tests/live/_lamp_cli.py` is the `medspot`
 command with it registered, for tests that run the command as a process.
@@ -38,6 +43,7 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    SparePlan,
 )
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.envs.registry import register_env
@@ -115,6 +121,7 @@ def switch_task(task_id: str, *lamps: str) -> dict[str, Any]:
 class LampPanel:
     name = NAME
     viewport = VIEWPORT
+    spare = SparePlan(default=True, memory_mb=15)
 
     def __init__(
         self,
@@ -122,16 +129,29 @@ class LampPanel:
         step_delay_s: float = 0.0,
         fail_reset: tuple[str, ...] = (),
         broken_observation: bool = False,
+        reset_delay_s: float = 0.0,
+        start_log: Path | None = None,
+        starts_allowed: int = -1,
     ) -> None:
         self.workdir = Path(workdir)
         self.step_delay_s = step_delay_s
         self.fail_reset = fail_reset
         self.broken_observation = broken_observation
+        self.reset_delay_s = reset_delay_s
+        self.start_log = start_log
+        self.starts_allowed = starts_allowed
         self.on: dict[str, bool] = dict.fromkeys(LAMPS, False)
         self.app: subprocess.Popen[bytes] | None = None
+        self.resets: list[str] = []  # the tasks this instance was reset for
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.start_log is not None:
+            with self.start_log.open("a", encoding="utf-8") as f:
+                f.write(f"{self.workdir}\n")
+            started = len(self.start_log.read_text(encoding="utf-8").splitlines())
+            if 0 <= self.starts_allowed < started:
+                raise EnvironmentFault(f"{NAME}: start {started} refused (starts_allowed)")
         code = "import sys, time; time.sleep(3600)"
         self.app = subprocess.Popen([sys.executable, "-c", code, str(self.workdir)])
 
@@ -141,11 +161,16 @@ class LampPanel:
 
     def reset(self, task: LiveTask) -> Observation:
         self._alive()
+        time.sleep(self.reset_delay_s)
         if task.id in self.fail_reset:
             raise EnvironmentFault(f"{NAME}: cannot bring the panel to the start of {task.id}")
+        self.resets.append(task.id)
         self.on = dict.fromkeys(LAMPS, False)
         if self.broken_observation:
             return None  # type: ignore[return-value]  # the bug this option is for
+        return self.observe()
+
+    def swap_in(self, task: LiveTask) -> Observation:
         return self.observe()
 
     def observe(self) -> Observation:
@@ -204,8 +229,14 @@ def create(
     step_delay_s: float = 0.0,
     fail_reset: tuple[str, ...] = (),
     broken_observation: bool = False,
+    reset_delay_s: float = 0.0,
+    start_log: Path | None = None,
+    starts_allowed: int = -1,
 ) -> LampPanel:
-    return LampPanel(workdir, step_delay_s, fail_reset, broken_observation)
+    return LampPanel(
+        workdir, step_delay_s, fail_reset, broken_observation, reset_delay_s, start_log,
+        starts_allowed,
+    )  # fmt: skip
 
 
 ENTRY = EnvEntry(

@@ -1,8 +1,9 @@
 """A `medspot live run` SIGKILLed in the middle of a task leaves no process behind, in every
 environment (Orthanc in its own session, Xvfb, the session D-Bus and the AT-SPI bus, the JVM,
-the AT-SPI reader, chromium and its helpers, Playwright's driver): a few seconds later none of
-the run's processes is alive. The next run in the same temp folder removes the stale private
-folder. The run's processes are found by its private folder (`TMPDIR`, in their environment or
+the AT-SPI reader, chromium and its helpers, Playwright's driver), its slot's spare included
+(a second instance, started for the next task while the first runs): a few seconds later none
+of the run's processes is alive. The next run in the same temp folder removes the stale private
+folders. The run's processes are found by its private folder (`TMPDIR`, in their environment or
 command line) and by parent links, never by name."""
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ from medspot.runfolder.layout import LIVE_JOURNAL
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
+# three tasks: the spare is started for the second while the first runs
 CASES = [
-    ("orthanc-explorer", "open-series-ct-doe-john-axial"),
-    ("dicomscope", "open-ct-doe-john-slice3"),
-    ("ohif", "open-ct-doe-john"),
+    (
+        "orthanc-explorer",
+        "open-series-ct-doe-john-axial,open-study-ct-doe-john,open-study-mr-doe-john",
+    ),
+    ("dicomscope", "open-ct-doe-john-slice3,open-mr-smith-ann,open-miller-head-last"),
+    ("ohif", "open-ct-doe-john,open-mr-doe-john,open-ct-doe-joan"),
 ]
 
 
@@ -71,12 +76,16 @@ def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) 
         journal = tmp_path / "killed" / LIVE_JOURNAL
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and run.poll() is None:
-            if journal.exists() and b'"type":"step"' in journal.read_bytes():
-                break  # the environment runs and has acted
+            stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
+            # the environment runs and has acted, and its spare's processes run too
+            acted = journal.exists() and b'"type":"step"' in journal.read_bytes()
+            if acted and len(stale) == 2 and all(processes.marked(p) for p in stale):
+                break
             time.sleep(0.2)
         assert run.poll() is None, (tmp_path / "killed.log").read_text()[-2000:]
         stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
-        assert len(stale) == 1 and (stale[0] / processes.OWNER_FILE).exists()
+        assert len(stale) == 2, "no spare was started"
+        assert all((p / processes.OWNER_FILE).exists() for p in stale)
         theirs = {s for p in {*descendants(run.pid), *processes_of(workroot)}
                   if (s := processes.stamp(p)) is not None}  # fmt: skip
         assert len(theirs) >= 3, "the run's environment processes were not found"
@@ -93,12 +102,13 @@ def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) 
                      if processes.running(s)]  # fmt: skip
         assert not alive, f"alive 10 s after the SIGKILL: {survivors}"
         assert not processes_of(workroot)
-        assert stale[0].exists()  # nothing removed it yet: the next run will
+        assert all(p.exists() for p in stale)  # nothing removed them yet: the next run will
 
-        again = _run(env, task, tmp_path / "again", workroot, tmp_path / "again.log")
+        first = task.partition(",")[0]
+        again = _run(env, first, tmp_path / "again", workroot, tmp_path / "again.log")
         again.wait(timeout=600)
         assert again.returncode == 0, (tmp_path / "again.log").read_text()[-2000:]
-        assert not stale[0].exists(), "the next run did not remove the dead run's folder"
+        assert not any(p.exists() for p in stale), "the next run did not remove the dead folders"
         assert not processes_of(workroot)
     finally:
         kill(processes_of(workroot))

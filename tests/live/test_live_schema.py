@@ -16,10 +16,12 @@ from medspot.live.core.episode import MODES
 from medspot.runfolder.live_schema import (
     LIVE_KEYS,
     LIVE_OPTIONAL_KEYS,
+    LIVE_TIMING_KEYS,
     LiveMode,
     LiveRunInfo,
     LiveStepRow,
     LiveTaskRow,
+    LiveTiming,
     live_view,
 )
 from medspot.runfolder.reader import load_run
@@ -50,6 +52,9 @@ def test_a_folder_written_before_the_types_reads(old_run: Path) -> None:
     assert drag.achieved == [2] and drag.checks["success"] is True
     assert drag.thought is None  # a field added since: its default
     assert lr.tasks[1].live_outcome == "harmful"
+    # the timings, added since: none
+    assert (first.between_tasks_s, first.reset_s, first.swapped) == (None, None, False)
+    assert not any(key in lr.run.overall for key in LIVE_TIMING_KEYS)
 
 
 def test_a_static_run_is_not_live(old_run: Path) -> None:
@@ -112,3 +117,10 @@ def test_the_live_metrics_are_in_a_written_run(old_run: Path) -> None:
     for key in LIVE_KEYS:
         if key not in LIVE_OPTIONAL_KEYS:  # written since repeats / infeasible tasks
             assert key in run.overall and key in run.overall["confidence_intervals"]
+
+
+def test_a_timing_is_a_median_and_a_nearest_rank_p90() -> None:
+    assert LiveTiming.of([]) == LiveTiming(median=None, p90=None, n=0)
+    assert LiveTiming.of([0.3, 0.1, 0.2]) == LiveTiming(median=0.2, p90=0.3, n=3)
+    ten = [float(i) for i in range(1, 11)]
+    assert LiveTiming.of(ten) == LiveTiming(median=5.5, p90=9.0, n=10)

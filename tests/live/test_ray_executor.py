@@ -125,6 +125,12 @@ def test_oracle_through_two_actors_gives_the_thread_executors_results(
     assert all(c is not None and c["success_each"] for c in at_start["ray"].values())
     assert actors.metrics["num_tasks"] == len(TASKS) and actors.stats.faults == 0
     assert actors.stats.envs_started == 2  # two actors, each kept for several tasks
+    # each actor kept a spare, reset for its next task (and swapped in when it was ready by
+    # then: the first one may still be starting), as the threads' slots do
+    assert actors.stats.spares_started == 2 and actors.stats.spare_faults == 0, actors.stats
+    swapped = {r.task for r in read(tmp_path / "ray" / LIVE_JOURNAL)
+               if isinstance(r, TaskRecord) and r.swapped}  # fmt: skip
+    assert len(swapped) == actors.stats.swaps
     info = json.loads((tmp_path / "ray" / "run.json").read_text())
     assert info["executor"] == "ray" and info["status"] == "complete"
     assert json.loads((tmp_path / "threads" / "run.json").read_text())["executor"] == "threads"

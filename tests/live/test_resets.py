@@ -6,11 +6,17 @@ screenshot) is compared with a fresh environment's after the same reset.
 
 The fresh reference is each environment's first reset after `start()`, before any action: that
 is exactly a fresh environment's reset (a second environment per test would double the cost).
+
+The same holds for a runner slot's spare (`seats.SeatPair`): an instance that ran a task, was
+reset for a later one in the background while its twin ran the task between, and was swapped
+in, shows what a fresh instance shows after the same reset.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,7 @@ from medspot.live.drivers.atspi import state_diff
 from medspot.live.drivers.x11 import CARET_PIXELS
 from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import load_task_file
+from medspot.live.loop.executors.seats import SeatPair
 
 pytestmark = pytest.mark.live
 
@@ -63,6 +70,39 @@ def _where(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
     Image.fromarray(a).save("/tmp/medspot-reset-fresh.png")
     Image.fromarray(b).save("/tmp/medspot-reset-after.png")
     return f"x {xs.min()}-{xs.max()}, y {ys.min()}-{ys.max()}"
+
+
+@contextmanager
+def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SeatPair, Callable[..., Any]]]:
+    """A slot's two instances (`SeatPair`, spares on) and a function that calls on the active
+    one's thread (where its browser session lives)."""
+    n = iter(range(100))
+    pair = SeatPair(
+        "reset-test", lambda wd: create_environment(env, workdir=wd, **options),
+        lambda: root / f"i{next(n)}", env_name=env, spare=True, timeout_s=300,
+    )  # fmt: skip
+
+    def on(fn: Callable[..., Any], *args: Any) -> Any:
+        return pair.run(pair.active, fn, *args)
+
+    try:
+        yield pair, on
+    finally:
+        pair.close()
+
+
+def _swap(pair: SeatPair, task: LiveTask, n: int) -> Any:
+    """Prepare the spare for `task` in the background, then swap it in; its instance. The
+    first observation it gives is what the screen shows."""
+    pair.prepare(task, "guided", (task.id, n))
+    assert pair.wait_prepared(300), "the spare did not get ready"
+    begun = pair.begin(task, "guided", (task.id, n))
+    assert begun.swapped
+    env = begun.episode.env
+    now = _pixels(pair.run(pair.active, env.observe).png)
+    first = _pixels(begun.observation.png)
+    assert _differing(first, now) <= CARET_PIXELS, _where(first, now)
+    return env
 
 
 # -- DICOMscope ------------------------------------------------------------------------------
@@ -105,8 +145,7 @@ def test_dicomscope_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: P
 
         _dicomscope_changes(env)
         env.reset(in_browser)  # the viewer holds a changed image: not a fresh browser start
-        # so the spare DICOMscope (started in the background at start()) took over
-        assert (env.swaps, env.restarts) == (1, 0)
+        assert env.restarts == 1  # so DICOMscope was restarted
         state, frame = env.observable_state()
         assert state_diff(fresh_browser[0], state) == []
         assert env.screen_diff(fresh_browser[1], frame) <= CARET_PIXELS
@@ -116,6 +155,31 @@ def test_dicomscope_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: P
         assert state_diff(fresh_image[0], state) == []
     finally:
         env.close()
+
+
+def test_dicomscope_swapped_in_spares_are_fresh(tmp_path: Path, seed_cache: Path) -> None:
+    require_dicomscope()
+    tasks = {t.id: t for t in dicomscope_tasks()}
+    on_image, in_browser = tasks["invert-and-zoom-1to1"], tasks["open-ct-doe-john-slice3"]
+    with _seats("dicomscope", tmp_path, seed_cache=seed_cache) as (pair, on):
+        a: Any = pair.begin(on_image, "guided", (on_image.id, 0)).episode.env
+        fresh_image = on(a.observable_state)
+        on(_dicomscope_changes, a)
+        b = _swap(pair, in_browser, 1)  # a second DICOMscope, started meanwhile
+        fresh_browser = on(b.observable_state)
+        # the changed instance, reset for an image while the browser task ran
+        assert _swap(pair, on_image, 2) is a
+        state, frame = on(a.observable_state)
+        assert state_diff(fresh_image[0], state) == []
+        assert a.screen_diff(fresh_image[1], frame) <= CARET_PIXELS
+        on(_dicomscope_changes, a)
+        assert _swap(pair, in_browser, 3) is b
+        # the changed instance again, now for a browser start: restarted in the background
+        assert _swap(pair, in_browser, 4) is a and a.restarts == 1
+        state, frame = on(a.observable_state)
+        assert state_diff(fresh_browser[0], state) == []
+        assert a.screen_diff(fresh_browser[1], frame) <= CARET_PIXELS
+        assert pair.spare_faults == 0
 
 
 # -- OHIF ------------------------------------------------------------------------------------
@@ -185,6 +249,25 @@ def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -
         env.close()
 
 
+def test_ohif_swapped_in_spare_is_fresh(tmp_path: Path, seed_cache: Path) -> None:
+    from test_ohif_env import require_ohif_stack
+
+    require_ohif_stack()
+    tasks = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}
+    task, other = tasks["measure-ab-ct-doe-john"], tasks["open-ct-doe-john"]
+    with _seats("ohif", tmp_path, chromium=CHROMIUM, seed_cache=seed_cache) as (pair, on):
+        a: Any = pair.begin(task, "guided", (task.id, 0)).episode.env
+        fresh_state, fresh_png, fresh_history = on(_ohif_observed, a)
+        on(_ohif_changes, a)
+        assert on(a.state)["measurements"]
+        assert _swap(pair, other, 1) is not a
+        assert _swap(pair, task, 2) is a  # the changed instance, reset while `other` ran
+        state, png, history = on(_ohif_observed, a)
+        assert state == fresh_state and history == fresh_history
+        assert _differing(fresh_png, png) <= CARET_PIXELS, _where(fresh_png, png)
+        assert pair.spare_faults == 0
+
+
 # -- Orthanc Explorer ------------------------------------------------------------------------
 
 
@@ -252,3 +335,32 @@ def test_orthanc_explorer_reset_restores_the_fresh_state(tmp_path: Path, seed_ca
         _same(fresh, _explorer_observed(env))
     finally:
         env.close()
+
+
+def test_orthanc_explorer_swapped_in_spare_is_fresh(tmp_path: Path, seed_cache: Path) -> None:
+    require_orthanc_stack()
+    tasks = {t.id: t for t in load_task_file(ORTHANC_EXPLORER_TASKS).tasks}
+    task, other = tasks["open-study-ct-doe-john"], tasks["delete-patient-doe-joan"]
+    with _seats("orthanc-explorer", tmp_path, chromium=CHROMIUM, seed_cache=seed_cache) as (
+        pair,
+        on,
+    ):
+        a: Any = pair.begin(task, "guided", (task.id, 0)).episode.env
+        fresh = on(_explorer_observed, a)
+        on(_explorer_mess, a)
+        assert _swap(pair, other, 1) is not a
+        assert _swap(pair, task, 2) is a  # the changed instance, reset while `other` ran
+        _same(fresh, on(_explorer_observed, a))
+        assert pair.spare_faults == 0
+
+
+def _explorer_mess(env: Any) -> None:
+    """Another page, a download, the Web Viewer beside it, a protected patient, a deleted one."""
+    _click(env, css="#all-patients li", contains="MS0001")
+    _click(env, css="#list-studies li", contains="CT CHEST")
+    _click(env, css="#study-archive")
+    _click(env, css="#list-series li", contains="Chest Axial 5mm")
+    _click(env, text="Orthanc Web Viewer")
+    pid = env.ids.patients["DOE^JOHN"]
+    env.orthanc.request("PUT", f"/patients/{pid}/protected", b"1", "text/plain")
+    env.orthanc.request("DELETE", f"/patients/{env.ids.patients['DOE^JOAN']}")

@@ -1,7 +1,8 @@
 """The generic web session (shared by the web environments) on real chromium: locators keep
 only visible, hit-testable elements (jQuery Mobile style duplicates, covered and below-fold
 ones are dropped), settling waits for slow requests and DOM mutations, every action kind
-reaches the page, downloads are recorded, popups are followed and a dead browser faults."""
+reaches the page, downloads are recorded, popups are followed, a scroll's notches each wait
+for the app to be ready and a dead browser faults."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ PAGE = f"""<!doctype html><html><head><style>
 <button id="pop" onclick="window.open(location.href + '#popup')">Open viewer</button>
 <span id="under">Hidden under a cover</span><div id="cover"></div>
 <div id="far">Below the fold</div>
+<div id="stack" style="position:absolute; left:600px; top:420px; width:200px; height:100px;
+  background:#efe"></div>
 <script>
  window.events = [];
  const pad = document.getElementById('pad');
@@ -61,6 +64,15 @@ PAGE = f"""<!doctype html><html><head><style>
  document.getElementById('slow').onclick = () =>
    fetch('/slow').then((r) => r.text()).then((t) => {{
      setTimeout(() => {{ document.getElementById('out').textContent = t; }}, 100); }});
+ // a viewer's image stack: a notch moves the target at once and shows it after a delay that
+ // depends on the image (the 2nd is slow: not cached), never cancelled: a late move to image 2
+ // after image 3 showed takes the stack back (cornerstone's stack viewport does this)
+ window.stack = {{ target: 0, shown: 0 }};
+ document.getElementById('stack').addEventListener('wheel', (e) => {{
+   e.preventDefault(); const t = ++window.stack.target;
+   setTimeout(() => {{ window.stack.shown = t; window.stack.target = t;
+     document.getElementById('stack').textContent = String(t); }}, t === 2 ? 1000 : 10);
+ }}, {{ passive: false }});
  document.getElementById('busy').onclick = () =>
    setInterval(() => {{ document.getElementById('out').textContent = String(Math.random()); }}, 50);
 </script></body></html>"""
@@ -183,6 +195,34 @@ def test_closed_browser_is_an_environment_fault(web: WebSession) -> None:
         web.act(Click(10, 10))
     with pytest.raises(EnvironmentFault):
         web.observe()
+
+
+STACK_READY_JS = "() => window.stack.shown === window.stack.target"
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["app-ready-between-notches", "no-ready"])
+def test_each_wheel_notch_waits_for_the_app_to_be_ready(
+    tmp_path: Path, server: str, ready: bool
+) -> None:
+    require_live(Path(CHROMIUM).exists(), "chromium (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api")
+    s = WebSession(
+        tmp_path, chromium=CHROMIUM, viewport=(1000, 700), settle_timeout_s=5,
+        ready_js=STACK_READY_JS if ready else None,
+    )  # fmt: skip
+    s.start()
+    try:
+        s.goto(server)
+        box = s.locate(Locator(css="#stack"))
+        assert box is not None
+        s.act(Scroll(*box.center, 3))
+        s.guard(s.page.wait_for_timeout, 1200)  # any late move has happened
+        shown = s.eval("window.stack.shown")
+        # with the app's readiness awaited between notches, 3 notches show image 3; without,
+        # the slow second image's late move takes the stack back to 2 (the test's own check)
+        assert shown == (3 if ready else 2)
+    finally:
+        s.close()
 
 
 def test_the_key_table_is_playwrights(web: WebSession) -> None:

@@ -79,6 +79,11 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         help="environments side by side (default 1)",
     )  # fmt: skip
     p.add_argument(
+        "--no-spare", dest="spare", action="store_const", const=False, default=None,
+        help="no spare instance per environment, prepared for the next task while the current "
+        "one runs (halves the memory; the wait between tasks is then a reset)",
+    )  # fmt: skip
+    p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",
     )  # fmt: skip
@@ -157,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
         executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, tools=args.tools,
+        ray_cpus_per_env=args.ray_cpus_per_env, spare=args.spare, tools=args.tools,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -268,7 +273,7 @@ def _export(args: argparse.Namespace) -> int:
                 args.env, out, task_ids=ids,
                 tasks_file=Path(args.tasks_file) if args.tasks_file else None,
                 concurrency=args.concurrency, env_options=env_options, on_progress=update,
-                retry_env_errors=args.retry_env_errors,
+                retry_env_errors=args.retry_env_errors, spare=args.spare,
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -308,7 +313,7 @@ def _audit(args: argparse.Namespace) -> int:
         res = audit_env(
             args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
             concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update,
+            on_progress=update, spare=args.spare,
         )  # fmt: skip
     finally:
         if bar:

@@ -6,6 +6,8 @@
 - `LiveTaskRow`, `LiveStepRow`: the rows of `<env>/task_results.json`, the static rows plus
   the live fields;
 - `LIVE_KEYS`: the names of the live metrics in `overall_dataset_metrics.json`;
+  `LIVE_TIMING_KEYS` the run's timings there (the wait between tasks, the resets), never
+  ranked;
 - `live_view(run)`: a run read by `runfolder.reader`, typed as a live run (or None).
 
 Folders written before these types read the same way: every field added since has a default
@@ -14,11 +16,12 @@ Folders written before these types read the same way: every field added since ha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from medspot.errors import ConfigError
 from medspot.runfolder.layout import RUN_JSON, TASK_RESULTS
@@ -27,6 +30,7 @@ from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
 
 __all__ = [
+    "BETWEEN_TASKS",
     "FALSE_INFEASIBLE",
     "HARMFUL",
     "HIT_RATE",
@@ -35,10 +39,12 @@ __all__ = [
     "LIVE_KIND",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "LIVE_TIMING_KEYS",
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
+    "RESET",
     "STEPS_RATIO",
     "SUCCESS",
     "TOOL_RATE",
@@ -51,6 +57,7 @@ __all__ = [
     "LiveRunInfo",
     "LiveStepRow",
     "LiveTaskRow",
+    "LiveTiming",
     "live_view",
     "repeat_task_id",
 ]
@@ -97,6 +104,15 @@ LIVE_OPTIONAL_KEYS = (
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
+# The run's timings (seconds), per task run, beside the metrics: what the user waited for
+# between two tasks of an environment (from the end of its previous task, or fault, to this
+# task's first observation; a swap with a spare, a reset without) and the environment's own
+# reset (with `start.prepare`; with a spare it ran in the background). Each is a `LiveTiming`
+# in the metrics files; a folder written before them has neither.
+BETWEEN_TASKS = "between_tasks_s"
+RESET = "reset_s"
+LIVE_TIMING_KEYS = (BETWEEN_TASKS, RESET)
+
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
 LIVE_PREDICTION_KEYS = ("env", "mode", "repeats", "tools")
 
@@ -104,6 +120,25 @@ LIVE_PREDICTION_KEYS = ("env", "mode", "repeats", "tools")
 def repeat_task_id(uid: str, repeat: int, repeats: int) -> str:
     """A task row's id: `env/task` without repeats, `env/task@N` (N = repeat + 1) with."""
     return uid if repeats <= 1 else f"{uid}@{repeat + 1}"
+
+
+class LiveTiming(BaseModel):
+    """One timing of a run's task runs (`LIVE_TIMING_KEYS`): median and 90th percentile
+    (nearest rank) over the `n` runs that have it; None without any."""
+
+    median: float | None = None
+    p90: float | None = None
+    n: int = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> LiveTiming:
+        if not values:
+            return cls()
+        v = sorted(values)
+        mid = len(v) // 2
+        median = v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+        p90 = v[max(0, math.ceil(0.9 * len(v)) - 1)]
+        return cls(median=round(median, 4), p90=round(p90, 4), n=len(v))
 
 
 class LiveRunInfo(RunInfo):
@@ -205,6 +240,11 @@ class LiveTaskRow(TaskRow):
     task_successes: int | None = None  # successful runs of this task over its repeats
     task_runs_scored: int | None = None  # its scored runs
     success_fraction: float | None = None  # task_successes / task_runs_scored
+    # timings of its last attempt (`LIVE_TIMING_KEYS`); None: a slot's first task, a folder
+    # written before them
+    between_tasks_s: float | None = None
+    reset_s: float | None = None
+    swapped: bool = False  # it started on a spare swapped in (pipelined start)
     # the tools track: the tools this run of the task was offered (None: no tools track), the
     # tool calls it made, and why a task stays GUI-only
     tools_offered: list[str] | None = None

@@ -13,6 +13,14 @@ settled) raise `EnvironmentFault`: the runner records an environment error, thro
 environment away, and retries the task on a fresh one. They are never model failures. Bad task
 data raises `medspot.errors.DataError` with a location.
 
+Optional capability, `SpareCapable`: an environment that declares a `SparePlan` lets the
+runner's slot keep a second instance of it (a *spare*), started and reset for the NEXT task on
+a thread of its own while the current task runs; when the current task ends the spare is
+swapped in (`swap_in`: the prepared start screen, now) and the used instance is reset in the
+background for the task after. The spare is an instance like any other (same options, its own
+private folder and processes, reset completely), so nothing else of the contract changes
+(`medspot.live.loop.executors.seats`).
+
 An action reaches `act` only once `medspot.live.core.executable` found it executable (its
 points finite and on the screen, its scroll and text within bounds, its key in the
 environment's key table), so an action the model got wrong is never a fault. An environment
@@ -29,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from medspot.errors import MedspotError
 
@@ -49,6 +57,9 @@ __all__ = [
     "EnvironmentFault",
     "Observation",
     "PixelBox",
+    "SpareCapable",
+    "SparePlan",
+    "spare_plan",
 ]
 
 
@@ -148,6 +159,40 @@ class Environment(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SparePlan:
+    """An environment's declaration that a runner slot may keep a spare instance of it, brought
+    to the next task's start while the current task runs (`SpareCapable`)."""
+
+    # spares are on unless the run says `--no-spare`: measured to keep tasks per minute at
+    # least as high as without them on two cores (benchmarks/README.md)
+    default: bool
+    # about what one more instance holds resident (all its processes), for docs/live.md and
+    # the run's log: a spare doubles an environment's processes
+    memory_mb: int
+
+
+@runtime_checkable
+class SpareCapable(Protocol):
+    """An `Environment` that declares how a spare of it is kept: its `SparePlan`, and what
+    happens when an instance, reset for a task in the background, takes over."""
+
+    spare: ClassVar[SparePlan]
+
+    def swap_in(self, task: LiveTask) -> Observation:
+        """This instance was reset for `task` (the whole `Episode.reset`, on its own thread)
+        and now becomes the slot's: check that it is still alive and return the start screen
+        as it shows now. Fast (a screenshot): it is all a user waits for between two tasks. A
+        fault here is the spare's, not the task's (the slot then resets its instance)."""
+        ...
+
+
+def spare_plan(env: object) -> SparePlan | None:
+    """The environment's `SparePlan`, or None when it keeps no spare."""
+    plan = getattr(env, "spare", None)
+    return plan if isinstance(plan, SparePlan) and callable(getattr(env, "swap_in", None)) else None
 
 
 @dataclass(frozen=True)

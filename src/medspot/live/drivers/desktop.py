@@ -67,6 +67,7 @@ class DesktopDriver:
         self.window: str | None = None  # the main X window id, once known
         self._atspi: AtspiClient | None = None
         self._cache: dict[bool, AtspiTree] = {}  # full? -> tree, until the next action
+        self.last_shown: tuple[str, Observation] | None = None  # screen digest, observation
 
     # -- AT-SPI ------------------------------------------------------------------------------
     def tree(self, full: bool = False) -> AtspiTree:
@@ -121,7 +122,17 @@ class DesktopDriver:
         self.alive()
         shot = self.x11.screenshot(self.viewport)
         title = self.x11.window_title(self.window) if self.window else None
-        return Observation(shot.png, shot.width, shot.height, title=title)
+        obs = Observation(shot.png, shot.width, shot.height, title=title)
+        self.last_shown = (shot.digest, obs)
+        return obs
+
+    def still_shown(self) -> Observation | None:
+        """The last observation when the screen still shows exactly it (a digest of the
+        screen, no PNG encoding), else None."""
+        if self.last_shown is None:
+            return None
+        digest, obs = self.last_shown
+        return obs if self.x11.digest(self.viewport) == digest else None
 
     def act(self, action: LiveAction) -> ActResult:
         self.alive()

@@ -63,6 +63,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+# the longest wait between two wheel notches for the app to be ready (`WebSession._until_ready`);
+# past it the next notch is sent anyway (the settle after the action has the last word)
+NOTCH_READY_S = 5.0
 DEFAULT_ARGS = (
     "--no-sandbox",
     "--disable-gpu",
@@ -531,7 +534,7 @@ class WebSession:
         m, kb = self.page.mouse, self.page.keyboard
         if isinstance(action, Click | Scroll):  # hover effects are not the action's effects
             self.guard(m.move, action.x, action.y)
-        before = self._signature()
+        before = self.signature()
         match action:
             case Click(x, y, button, double):
                 if double:
@@ -548,7 +551,9 @@ class WebSession:
                 self.guard(m.up)
             case Scroll(x, y, dy):
                 self.guard(m.move, x, y)
-                for _ in range(abs(dy)):
+                for k in range(abs(dy)):
+                    if k:
+                        self._until_ready(NOTCH_READY_S)
                     self.guard(m.wheel, 0, WHEEL_NOTCH_PX if dy > 0 else -WHEEL_NOTCH_PX)
                     self.guard(self.page.wait_for_timeout, 30)
             case TypeText(text):
@@ -556,10 +561,19 @@ class WebSession:
             case Key(key):
                 self.guard(kb.press, playwright_key(key))
         settle = self.settle(baseline=(before[0], before[1]))
-        return ActResult(settle_s=settle, changed=self._signature() != before)
+        return ActResult(settle_s=settle, changed=self.signature() != before)
 
-    def _signature(self) -> tuple[Any, ...]:
-        """DOM mutation count, URL, page count, downloads: what `changed` compares."""
+    def _until_ready(self, timeout_s: float) -> None:
+        """Until the app says it is ready (`ready_js`), at most `timeout_s`: between two wheel
+        notches, so that each lands on the state the one before left (a viewer still moving to
+        the previous notch's image can lose the next one: OHIF's stack viewport did)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._probe()[1] and time.monotonic() < deadline:
+            self.guard(self.page.wait_for_timeout, 15)
+
+    def signature(self) -> tuple[Any, ...]:
+        """DOM mutation count, URL, page count, downloads: what `changed` compares (equal
+        signatures: the page shows what it showed)."""
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         n, url = self.guard(

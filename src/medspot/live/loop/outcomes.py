@@ -32,6 +32,7 @@ from medspot.live.loop.steplog import (
     TaskRecord,
 )
 from medspot.runfolder.live_schema import (
+    BETWEEN_TASKS,
     FALSE_INFEASIBLE,
     HARMFUL,
     HIT_RATE,
@@ -41,10 +42,12 @@ from medspot.runfolder.live_schema import (
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
+    RESET,
     STEPS_RATIO,
     SUCCESS,
     TOOL_RATE,
     LiveEnding,
+    LiveTiming,
 )
 from medspot.scoring.metrics import percentile_intervals, resample_counts
 
@@ -66,6 +69,7 @@ __all__ = [
     "bootstrap_ratios",
     "by_task",
     "live_metrics",
+    "live_timings",
     "success_fraction",
     "task_matrix",
     "task_results",
@@ -381,11 +385,25 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     return vals
 
 
+def live_timings(results: Sequence[TaskResult]) -> dict[str, Any]:
+    """The run's timings (`LIVE_TIMING_KEYS`): the wait between tasks and the reset of each
+    task run's last attempt, as `LiveTiming`s."""
+    records = [r.record for r in results if r.record is not None]
+    return {
+        BETWEEN_TASKS: LiveTiming.of(
+            [x.between_tasks_s for x in records if x.between_tasks_s is not None]
+        ).model_dump(),
+        RESET: LiveTiming.of([x.reset_s for x in records if x.reset_s is not None]).model_dump(),
+    }
+
+
 def live_metrics(
     results: Sequence[TaskResult], *, n_boot: int = 2000, seed: int = 0
 ) -> dict[str, Any]:
-    """The live keys with intervals, per-env and per-tag breakdowns (no intervals there)."""
+    """The live keys with intervals, per-env and per-tag breakdowns (no intervals there), and
+    the run's timings."""
     out = _rates(results)
+    out.update(live_timings(results))
     m = task_matrix(results)
     out["live_confidence_intervals"] = {
         k: list(v) if v is not None else None

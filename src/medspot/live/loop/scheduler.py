@@ -14,6 +14,13 @@ anywhere in a cluster; environments use synchronous Playwright / subprocess / py
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.
+Pipelined starts: where the environment keeps a spare (`LiveOptions.spare`, the environment's
+`SparePlan`), a slot claims the next (task, repeat) of the queue as soon as its current task has
+its first observation, and its spare is brought to that task's start while the current task
+runs; the next task then starts with a swap. A slot that finds the queue empty takes over a
+claim another slot has not started yet. `between_tasks_s` of a task record is what the wait
+between two tasks of a slot was: from the end of the slot's previous attempt to this task's
+first observation (None for a slot's first task).
 An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
 throws the environment away and retries the task on a fresh one, replaying the answers already
 journaled; it is never the model's failure. A fault that recurs at the same place on every fresh
@@ -112,6 +119,9 @@ class LiveStats:
     envs_started: int = 0
     previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
     budget_reached: bool = False  # `max_cost` stopped the run
+    spares_started: int = 0  # environments started as spares (not in envs_started)
+    swaps: int = 0  # tasks started on a spare swapped in
+    spare_faults: int = 0  # spares that failed (never a task's fault)
 
 
 @dataclass
@@ -183,6 +193,10 @@ class _Run:
         self.done = 0
         self.total = 0
         self.task_errors = 0
+        self.queue: asyncio.Queue[tuple[LiveTask, int]] = asyncio.Queue()
+        # slot -> the (task, repeat) it claimed for its spare, not started yet
+        self.claims: dict[int, tuple[LiveTask, int]] = {}
+        self.ended: dict[int, float] = {}  # slot -> when its last attempt ended
 
     def _append(self, rec: StepRecord | TaskRecord | Any) -> None:
         self.journal.append(rec)
@@ -254,10 +268,15 @@ class _Run:
     async def _episode(
         self, slot: EnvSlot, task: LiveTask, repeat: int, attempt: int, place: _Place
     ) -> TaskRecord:
-        ep = await slot.episode(task, self.opts.mode)
         t0 = time.perf_counter()
+        ep = await slot.episode(task, self.opts.mode, (task.id, repeat))
         place.n = 0
-        obs = await slot.call(ep.reset)
+        obs = await slot.reset(ep)
+        shown = time.perf_counter()
+        last = self.ended.get(slot.index)
+        between = round(shown - last, 4) if last is not None else None
+        swapped = slot.swapped
+        await self._prepare_next(slot)
         at_start: dict[str, list[bool]] | None = None
         if self.opts.start_checks:
             at_start = dict(await slot.call(ep.start_checks))
@@ -276,8 +295,8 @@ class _Run:
                 repeat=repeat, reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
-                duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
-                **tools_fields(tools, reach),
+                duration_s=round(time.perf_counter() - t0, 4), between_tasks_s=between,
+                swapped=swapped, time=now_iso(), **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -344,7 +363,42 @@ class _Run:
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
+    async def _prepare_next(self, slot: EnvSlot) -> None:
+        """Claim the queue's next (task, repeat) for this slot's spare and have the spare
+        brought to its start meanwhile (where the slot keeps one)."""
+        if not slot.keeps_spare:
+            return
+        claim = self.claims.get(slot.index)
+        if claim is None:
+            try:
+                claim = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            self.claims[slot.index] = claim
+        task, repeat = claim
+        await slot.prepare(task, self.opts.mode, (task.id, repeat))
+
+    def _next(self, slot: EnvSlot) -> tuple[LiveTask, int] | None:
+        """The slot's next (task, repeat): its own claim, the queue's next, or a claim of
+        another slot not started yet (its spare prepared it for nothing)."""
+        claim = self.claims.pop(slot.index, None)
+        if claim is not None:
+            return claim
+        try:
+            return self.queue.get_nowait()
+        except asyncio.QueueEmpty:
+            pass
+        for other in list(self.claims):
+            return self.claims.pop(other)
+        return None
+
     async def _task(self, slot: EnvSlot, task: LiveTask, repeat: int) -> None:
+        try:
+            await self._attempts(slot, task, repeat)
+        finally:
+            self.ended[slot.index] = time.perf_counter()
+
+    async def _attempts(self, slot: EnvSlot, task: LiveTask, repeat: int) -> None:
         state = self.state.of(repeat)
         attempt = state.attempts.get(task.id, 0)
         last_fault = ""
@@ -363,6 +417,7 @@ class _Run:
                 last_fault = str(e)
                 self._append(place.fault(task.id, self.opts.env, attempt, last_fault, repeat))
                 await slot.discard()
+                self.ended[slot.index] = time.perf_counter()
                 streak = state.fault_streak.get(task.id, [])
                 if len(streak) >= self.opts.recurrence:
                     self._give_up(task, repeat, attempt, streak)
@@ -412,9 +467,8 @@ class _Run:
                 skip |= set(st.given_up)
             todo.extend((t, repeat) for t in self.tasks if t.id not in skip)
         self.total = len(todo)
-        queue: asyncio.Queue[tuple[LiveTask, int]] = asyncio.Queue()
         for t in todo:
-            queue.put_nowait(t)
+            self.queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
         executor = create_executor(
             self.opts.executor, self.opts.slot_config(),
@@ -427,11 +481,10 @@ class _Run:
 
         async def worker(slot: EnvSlot) -> None:
             while not self.stats.budget_reached:
-                try:
-                    task, repeat = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                item = self._next(slot)
+                if item is None:
                     return
-                await self._task(slot, task, repeat)
+                await self._task(slot, *item)
                 self.done += 1
                 self._progress()
 
@@ -444,6 +497,11 @@ class _Run:
         finally:
             await asyncio.gather(*(s.shutdown() for s in slots), return_exceptions=True)
             executor.close()
+            for s in slots:
+                c = s.spare_counts()
+                self.stats.spares_started += c.started
+                self.stats.swaps += c.swaps
+                self.stats.spare_faults += c.faults
         return self.stats
 
 

@@ -150,7 +150,13 @@ class TaskRecord(BaseModel):
     fired: list[str] = Field(default_factory=list)  # fail_if kinds that fired
     final_screen: str = ""
     final_url: str | None = None
-    reset_s: float | None = None
+    reset_s: float | None = None  # the environment's reset with `start.prepare` (`Episode`)
+    # what the wait between tasks was: from the end of the slot's previous attempt (a task's
+    # last step, or a fault) to this attempt's first observation; None for a slot's first
+    # task. With a spare it is a swap, without one a reset (`reset_s` then ran in the
+    # background, on the spare)
+    between_tasks_s: float | None = None
+    swapped: bool = False  # the attempt started on a spare swapped in
     # each success / fail_if check and required step on the start state, when the run read
     # them (`start_checks`: success_each, fail_if_each, requires_each)
     start_checks: dict[str, list[bool]] | None = None

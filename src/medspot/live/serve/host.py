@@ -13,7 +13,8 @@ trainer) starts tasks and sends actions; the host runs them through the same `Ep
 - Each start of a task is the next repeat of that task in the folder (`@N` in the rows when a
   task ran more than once), on a freshly reset environment.
 - `concurrency` environments side by side (each a `ThreadSlot`: one environment and the one
-  thread that touches it); with one, the calls need not name the episode.
+  thread that touches it; no spare instance, as `live run --no-spare`: the next task is the
+  agent's choice, so each start is a reset); with one, the calls need not name the episode.
 - An episode the agent leaves (a disconnect, a new task started over it, the server stopping)
   ends as `abandoned`: scored, never a success. An environment fault ends it as an environment
   error (not scored); the agent may start the task again.
@@ -179,8 +180,10 @@ class EpisodeHost:
         self.tasks = select_tasks(tf, opts.task_ids)
         check_viewport(self.env_options, self.tasks)
         self._by_id = {t.id: t for t in self.tasks}
+        # no spare instance: a spare is prepared for the next task, which here is the
+        # agent's choice, unknown until it starts it (every start is a reset)
         cfg = SlotConfig(opts.env, self.env_options, opts.call_timeout_s, opts.workroot,
-                         opts.tools)  # fmt: skip
+                         opts.tools, spare=False)  # fmt: skip
         self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
         self._free: list[ThreadSlot] = list(self._slots)
         self._running: dict[str, _Running] = {}

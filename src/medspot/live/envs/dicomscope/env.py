@@ -15,7 +15,9 @@ Browser tab, Refresh (the study tree collapses), then
 - a task that starts in the Browser must find the state of a fresh DICOMscope: its accessible
   tree (every widget of every tab, `AtspiTree.state`) and its screen are compared with the ones
   recorded when DICOMscope was (re)started; when the viewer holds an image or anything else
-  differs, DICOMscope is restarted (about 3 s instead of about 1 s).
+  differs, DICOMscope is restarted (about 3 s instead of about 1 s). In a run, resets happen
+  on the slot's spare instance while the task before runs (`SPARE`), so this restart is off
+  the wait between tasks.
 If a reset by the UI fails or its result is not the start state, DICOMscope is restarted. Every
 reset ends with the pointer on a neutral spot (`NEUTRAL_POINT`), as after a start.
 
@@ -31,7 +33,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,7 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    SparePlan,
 )
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
@@ -97,8 +99,15 @@ PACKAGES = (
 )  # fmt: skip
 
 
+# A runner slot's spare (`SpareCapable`): a second DICOMscope (its Xvfb, bus, JVM, AT-SPI reader,
+# database copy) reset for the next task while the current one runs; measured to pay on two
+# cores (benchmarks/README.md section 9); memory measured over all its processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=200)
+
+
 class DicomscopeEnv:
     name = "dicomscope"
+    spare = SPARE
     key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
     def __init__(
@@ -112,7 +121,6 @@ class DicomscopeEnv:
         settle_timeout_s: float = 15.0,
         start_timeout_s: float = 90.0,
         reset_quiet_s: float = 0.25,
-        spare: bool = True,
     ) -> None:
         self.workdir = Path(workdir)
         self.viewport = (int(viewport[0]), int(viewport[1]))
@@ -122,7 +130,6 @@ class DicomscopeEnv:
         self.settle_timeout_s = settle_timeout_s
         self.start_timeout_s = start_timeout_s
         self.reset_quiet_s = reset_quiet_s
-        self.home = self.workdir  # the folder of the running DICOMscope's database and cfg
         self.x11 = X11Session(self.workdir / "x11", screen=self.viewport)
         self._app: subprocess.Popen[bytes] | None = None
         self._seed: Any = None
@@ -132,13 +139,6 @@ class DicomscopeEnv:
             skip_tabs=UNUSED_TABS,
         )  # fmt: skip
         self.restarts = 0
-        # a spare DICOMscope started in the background (`SpareSeat`), swapped in where a
-        # Browser start would need a restart; `swaps` counts the swaps
-        self.spare = spare
-        self.swaps = 0
-        self._seat: SpareSeat | None = None  # the spare
-        self._active: SpareSeat | None = None  # the seat of the running DICOMscope, if swapped in
-        self._spares = 0
         self.last_reset: dict[str, float] = {}
         self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
         self._clock = ResetClock()
@@ -167,7 +167,6 @@ class DicomscopeEnv:
         self._prepare_db()
         self.x11.start()
         self._launch()
-        self._prepare_spare()
 
     def _prepare_db(self) -> None:
         from medspot.live.services.seed import seed_files
@@ -213,7 +212,7 @@ class DicomscopeEnv:
             "dicomscope.DICOMscope",
         ]
         self._watch_reads()  # before the start: every file it reads is seen
-        self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.home)
+        self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.workdir)
         self.desktop.window = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
         self.x11.place_window(self.desktop.window, self.viewport)
         deadline = time.monotonic() + self.start_timeout_s
@@ -239,51 +238,10 @@ class DicomscopeEnv:
             self._restore_index()
             self._launch()
 
-    # -- the spare DICOMscope ------------------------------------------------------------------
-    def _prepare_spare(self) -> None:
-        """Start a spare DICOMscope in the background (its own Xvfb, bus, database copy) when
-        there is none; it waits in the fresh Browser state."""
-        if not self.spare or self._seat is not None:
-            return
-        self._spares += 1
-        twin = DicomscopeEnv(
-            self.workdir / f"spare-{self._spares}", viewport=self.viewport, java=self.java,
-            seed_cache=self.seed_cache, settle_quiet_s=self.settle_quiet_s,
-            settle_timeout_s=self.settle_timeout_s, start_timeout_s=self.start_timeout_s,
-            reset_quiet_s=self.reset_quiet_s, spare=False,
-        )  # fmt: skip
-        self._seat = SpareSeat(twin)
-
-    def _swap_in_spare(self) -> bool:
-        """The spare DICOMscope (waited for while it still starts) becomes this environment's,
-        the used one is stopped in the background and a new spare started; False when there is
-        no good spare (then the caller restarts)."""
-        seat, self._seat = self._seat, None
-        if seat is None:
-            return False
-        with self._clock.phase("spare_wait"):
-            twin = seat.ready(self.start_timeout_s)
-        if twin is None:
-            seat.close()
-            self._prepare_spare()
-            return False
-        used = (self.x11, self.desktop, self._app, self._active)
-        if self._reads is not None:
-            self._reads.close()
-        self.x11, self.desktop, self._app = twin.x11, twin.desktop, twin._app
-        self._fresh, self.home, self._active = twin._fresh, twin.workdir, seat
-        self._reads, self._image = twin._reads, twin._image
-        self._viewer_seen = None
-        self.desktop.alive = self._alive
-        self.swaps += 1
-        retire(*used)
-        self._prepare_spare()
-        return True
-
     def _restore_index(self) -> None:
         """The seeded database index back, only when it changed: DICOMscope polls the file and
         announces a rewrite on its status line ("New Instances Arrived!")."""
-        orig, live = self.home / "index.dat.orig", self.home / "db" / "index.dat"
+        orig, live = self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat"
         if not filecmp.cmp(orig, live, shallow=False):
             shutil.copyfile(orig, live)
 
@@ -308,7 +266,7 @@ class DicomscopeEnv:
         """A new watch of the database folder (a new DICOMscope has shown no image yet)."""
         if self._reads is not None:
             self._reads.close()
-        self._reads = FileReads(self.home / "db")
+        self._reads = FileReads(self.workdir / "db")
         self._image = None
         self._viewer_seen = None
 
@@ -331,9 +289,6 @@ class DicomscopeEnv:
         return self._app
 
     def close(self) -> None:
-        if self._seat is not None:
-            self._seat.close()
-            self._seat = None
         self.desktop.close()
         if self._app is not None:
             self.x11.stop(self._app)
@@ -343,9 +298,6 @@ class DicomscopeEnv:
             self._reads.close()
             self._reads = None
         processes.stop_folder(self.workdir)
-        if self._active is not None:
-            self._active.release()
-            self._active = None
 
     # -- reset -------------------------------------------------------------------------------
     def reset(self, task: LiveTask) -> Observation:
@@ -379,6 +331,12 @@ class DicomscopeEnv:
         self.reset_phases = clock.done()
         return obs
 
+    def swap_in(self, task: LiveTask) -> Observation:
+        """Reset for `task` as a spare (`SPARE`): still alive, the start screen now (the
+        reset's own observation while the screen still shows exactly it: a digest, no PNG)."""
+        self._alive()
+        return self.desktop.still_shown() or self.observe()
+
     def _wait(self, pred: Callable[[AtspiTree], bool], what: str) -> AtspiTree:
         """Poll the (showing) tree until `pred` holds; EnvironmentFault after the timeout."""
         deadline = time.monotonic() + self.settle_timeout_s
@@ -401,8 +359,7 @@ class DicomscopeEnv:
             tree = self.desktop.tree(full=ref is None)
         if ref is None and self._viewer_used(tree):
             log.debug("dicomscope: the viewer holds an image; a fresh one for a browser start")
-            if not self._swap_in_spare():
-                self._restart()
+            self._restart()
             return
         with clock.phase("dismiss"):
             if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
@@ -617,85 +574,6 @@ class DicomscopeEnv:
         if self.desktop.window is not None:
             titles.append(self.x11.window_title(self.desktop.window))
         return tuple(titles)
-
-
-class SpareSeat:
-    """A second DICOMscope (a `DicomscopeEnv` of its own in a subfolder) started on a thread
-    of its own: its database copy, Xvfb, bus, JVM and AT-SPI reader, left in the fresh Browser
-    state. The thread then waits until `release()`: a child's parent-death signal follows the
-    thread that started it (`medspot.live.core.processes`), so it lives as long as the twin's
-    processes, also after the twin was swapped in."""
-
-    def __init__(self, twin: DicomscopeEnv) -> None:
-        self.twin = twin
-        self.error: BaseException | None = None
-        self._up = threading.Event()
-        self._released = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="medspot-dicomscope-spare",
-                                        daemon=True)  # fmt: skip
-        self._thread.start()
-
-    def _run(self) -> None:
-        t = self.twin
-        try:
-            t.workdir.mkdir(parents=True, exist_ok=True)
-            t._prepare_db()
-            t.x11.start()
-            t._launch()
-            t.desktop.tree()  # the AT-SPI reader started here too (it must outlive the start)
-        except BaseException as exc:  # reported by ready(); the caller restarts instead
-            self.error = exc
-        finally:
-            self._up.set()
-        self._released.wait()
-
-    def ready(self, timeout_s: float) -> DicomscopeEnv | None:
-        """The started twin, or None (it failed, or is not up within `timeout_s`)."""
-        self._up.wait(timeout_s)
-        if not self._up.is_set() or self.error is not None:
-            log.info("dicomscope: no spare (%s)", self.error or "still starting")
-            return None
-        try:
-            self.twin._alive()
-        except EnvironmentFault as exc:
-            log.info("dicomscope: the spare died (%s)", exc)
-            return None
-        return self.twin
-
-    def release(self) -> None:
-        """Its processes are stopped (or no longer needed): the thread ends."""
-        self._released.set()
-
-    def close(self) -> None:
-        """Stop the twin, also while it is starting (its processes die, its start fails)."""
-        processes.stop_folder(self.twin.workdir)
-        self._up.wait(10)
-        self.twin.close()
-        self.release()
-
-
-def retire(
-    x11: X11Session,
-    desktop: DesktopDriver,
-    app: subprocess.Popen[bytes] | None,
-    seat: SpareSeat | None,
-) -> None:
-    """Stop a used DICOMscope, its AT-SPI reader and X server on a daemon thread; a spare's
-    folder (its database copy) is removed, and its seat's thread released."""
-
-    def stop() -> None:
-        try:
-            desktop.close()
-            if app is not None:
-                x11.stop(app)
-        finally:
-            x11.close()
-            if seat is not None:
-                processes.stop_folder(seat.twin.workdir)
-                seat.release()
-                shutil.rmtree(seat.twin.workdir, ignore_errors=True)
-
-    threading.Thread(target=stop, name="medspot-dicomscope-retire", daemon=True).start()
 
 
 def create(workdir: Path, **options: Any) -> DicomscopeEnv:

@@ -7,9 +7,11 @@ with software WebGL (SwiftShader). The onboarding tour is disabled before any pa
 runs (the viewer's own `shownTours` localStorage key); if it shows anyway, "Skip all" is
 clicked during reset.
 
-`reset(task)` brings the database back to the seed through REST, clears the page's storage,
-replaces the page by a new one (no history, the pointer at (0, 0)) and loads the start route:
-a new document, so VOI, zoom, layout, measurements, the active tool and the panels are the
+`reset(task)` brings the database back to the seed through REST and the viewer to the start
+route: in the open document where it can (`reuse_document`: the router leaves the viewer, so
+its mode exits and cleans up, and enters the start route again), else with the page's storage
+cleared and the page replaced by a new one (no history, the pointer at (0, 0)) loading the
+start route; either way VOI, zoom, layout, measurements, the active tool and the panels are the
 viewer's defaults (the browser context, and so its HTTP cache, is kept: the viewer's 20 MB of
 scripts load once). Routes name seeded things by catalogue names:
 `/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}` or `{series:CT-DOE-JOHN/SCOUT}` become DICOM
@@ -37,6 +39,7 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    SparePlan,
 )
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
@@ -121,6 +124,25 @@ _STACK_LOADED_JS = """() => { try {
     r => r.getBoundingClientRect().height > 200);
 } catch (e) { return false; } }"""
 STACK_LOADED_TIMEOUT_S = 10.0
+# The viewer is settled only when every stack viewport shows the image it was scrolled to
+# (cornerstone's `StackViewport.scroll` moves its target index at once but shows an image that
+# is not cached only once it loaded). Also what the web session waits for between two wheel
+# notches (`WebSession._until_ready`): a notch sent while the viewport still moves to the
+# previous one can be lost. cornerstone debounces the move to an image not yet cached and does
+# not cancel that pending move when the next notch finds its image cached and moves at once, so
+# the late move takes the viewport back (3 notches from image 1 ended on image 3, 1 time in 5
+# while the stack was still loading). The oracle then scrolled again, past its target: the
+# overshoot once seen after an in-document reset (docs/live.md, OHIF's Reset).
+SETTLED_JS = """() => { try {
+  const cs = window.cornerstone; if (!cs || !cs.getRenderingEngines) return true;
+  for (const re of cs.getRenderingEngines() || []) {
+    for (const vp of re.getViewports()) {
+      if (typeof vp.targetImageIdIndex === 'number' && vp.getCurrentImageIdIndex
+          && vp.targetImageIdIndex !== vp.getCurrentImageIdIndex()) return false;
+    }
+  }
+  return true;
+} catch (e) { return true; } }"""
 _LEAVE_JS = """([route, tours]) => {
   const s = window.services || {};
   const call = (svc, ...names) => { for (const n of names) {
@@ -148,11 +170,18 @@ _ENTER_JS = """(path) => {
 }"""
 
 
+# A runner slot's spare (`SpareCapable`): a second Orthanc, viewer server and chromium, reset for
+# the next task while the current one runs; measured to pay on two cores (benchmarks/README.md
+# section 9); memory measured over all its processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=500)
+
+
 class OhifEnv(OrthancWebEnv):
     """One Orthanc + one same-origin viewer server + one chromium."""
 
     name = NAME
     check_kinds = CHECK_KINDS
+    spare = SPARE
 
     def __init__(
         self,
@@ -167,7 +196,7 @@ class OhifEnv(OrthancWebEnv):
         settle_timeout_s: float = 30.0,
         load_timeout_s: float = 90.0,
         orthanc_binary: str | None = None,
-        reuse_document: bool = False,
+        reuse_document: bool = True,
         reset_quiet_s: float = 0.15,
     ) -> None:
         web = WebSession(
@@ -177,14 +206,15 @@ class OhifEnv(OrthancWebEnv):
             extra_args=(*SOFTWARE_GL_ARGS, *extra_args),
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
+            ready_js=SETTLED_JS,
         )
         super().__init__(
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
         )
         self.dist = ohif_dist
         self.load_timeout_s = load_timeout_s
-        # True: reset in the open document where it allows it (else a new page); off by default:
-        # one audit saw a scroll overshoot after it (docs/live.md, OHIF's Reset)
+        # True: reset in the open document where it allows it (else a new page); the overshoot
+        # one audit saw after it was a lost wheel notch (`SETTLED_JS`), not the reset's
         self.reuse_document = reuse_document
         self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
@@ -273,7 +303,7 @@ class OhifEnv(OrthancWebEnv):
             self._predraw(task)
         self.last_reset_s = time.perf_counter() - t0
         with clock.phase("observe"):
-            obs = self.observe()
+            obs = self.observe_start()
         self.reset_phases = clock.done()
         return obs
 

@@ -3,7 +3,8 @@ seeded with `medspot.live.services.seed`, one chromium (`WebSession`), and the c
 `observe`, `act` (with Orthanc's liveness checked before and after), `locate`, `element_at`
 on the page, and `check`: a dispatcher over the subclass's `check_kinds` and the readers of
 their states (the Orthanc database and the page here; a subclass adds its own). A subclass adds
-its own server or page logic, `reset`, and `names` (the IDs its URLs use).
+its own server or page logic, `reset`, `names` (the IDs its URLs use) and its `spare` (the
+`SparePlan` of a runner slot's spare: `swap_in` is here).
 
 The workdir is claimed for this process and the stale folders beside it are swept at start
 (`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
@@ -24,7 +25,7 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.tasks import CheckSpec, Locator
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.core.tools import Toolset
 from medspot.live.drivers.web import KEY_TABLE, WebSession
 from medspot.live.drivers.web_checks import web_readers
@@ -62,6 +63,7 @@ class OrthancWebEnv:
         self.web = web
         self.last_reset_s = 0.0
         self.reset_phases: dict[str, float] = {}  # the last reset's phases (`ResetClock`)
+        self._start_shown: tuple[Any, Observation] | None = None  # (`observe_start`)
         self._rest_thread: ThreadPoolExecutor | None = None
         self._started = False
 
@@ -131,6 +133,26 @@ class OrthancWebEnv:
 
     def observe(self) -> Observation:
         return self.web.observe()
+
+    def observe_start(self) -> Observation:
+        """The start screen, at the end of a subclass's reset: observed, and remembered with
+        the page's signature (`swap_in` gives it again while the page still shows it)."""
+        signature = self.web.signature()
+        obs = self.observe()
+        self._start_shown = (signature, obs)
+        return obs
+
+    def swap_in(self, task: LiveTask) -> Observation:
+        """Reset for `task` as a runner slot's spare (the subclass's `spare`): Orthanc still
+        running, the start screen now: the reset's own observation while the page's signature
+        (DOM mutations, URL, pages, downloads; the viewers' canvases change with their overlay
+        text) is the same, else a new one."""
+        if not self.orthanc.alive():
+            raise EnvironmentFault("Orthanc is not running (the process died)")
+        shown, self._start_shown = self._start_shown, None
+        if shown is not None and self.web.signature() == shown[0]:
+            return shown[1]
+        return self.observe()
 
     def act(self, action: LiveAction) -> ActResult:
         if not self.orthanc.alive():

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
-from medspot.live.core.contract import (
-    Observation,
-)
+from medspot.live.core.contract import Observation, SparePlan
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
 from medspot.live.drivers.web_checks import PAGE_KINDS
@@ -74,11 +72,18 @@ _READY_JS = """() => {
 }"""
 
 
+# A runner slot's spare (`SpareCapable`): a second Orthanc and chromium, reset for the next task
+# while the current one runs; measured to pay on two cores (benchmarks/README.md section 9);
+# memory measured over all its processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=350)
+
+
 class OrthancExplorerEnv(OrthancWebEnv):
     """One Orthanc + one chromium, driven through Orthanc Explorer's pages."""
 
     name = NAME
     check_kinds = CHECK_KINDS
+    spare = SPARE
 
     def __init__(
         self,
@@ -130,7 +135,7 @@ class OrthancExplorerEnv(OrthancWebEnv):
             # page shown) is the state waited for; the DOM's quiet time is only a margin
             self.web.settle(quiet_s=min(self.reset_quiet_s, self.web.quiet_s))
         with clock.phase("observe"):
-            obs = self.observe()
+            obs = self.observe_start()
         self.reset_phases = clock.done()
         return obs
 

@@ -4,9 +4,13 @@ A *slot* holds one environment (created and started on first use, thrown away af
 and runs every call on it, one at a time, each bounded by the call timeout; an *executor* makes
 the slots and owns what they share (nothing for threads, the Ray connection for Ray actors).
 The runner drives a task through the slot's *episode*: the same `Episode` (`core/episode.py`)
-wherever the environment runs; it calls `await slot.call(ep.reset)`, `slot.call(ep.step,
-action)` (one call a step: the step's result holds the next screen's boxes), ... The agent,
-the journal and the run folder stay in the runner's process.
+wherever the environment runs; it calls `ep = await slot.episode(task, mode, key)`, `await
+slot.reset(ep)` (the first observation), `slot.call(ep.step, action)` (one call a step: the
+step's result holds the next screen's boxes), ... The agent, the journal and the run folder
+stay in the runner's process. Where the environment declares a spare
+(`core.contract.SpareCapable`), the slot keeps one (`seats.SeatPair`): the runner says which
+task comes next (`slot.prepare`), the spare is brought to its start meanwhile, and the next
+`episode` of that task swaps it in, already reset.
 
 Every slot runs its calls in a worker thread of its own (`CallSlot`): the environment's own
 thread for `threads`, a thread waiting on the actor for `ray`. A call that does not return in
@@ -31,10 +35,11 @@ from typing import Any, Protocol, TypeVar
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation
-from medspot.live.core.episode import Boxes, Mode, StepResult
+from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import Toolset, tool_reach
 from medspot.live.envs.registry import create_environment, env_entry
+from medspot.live.loop.executors.seats import Key
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -43,10 +48,12 @@ __all__ = [
     "EpisodeCalls",
     "Executor",
     "SlotConfig",
+    "SpareCounts",
     "create_for_slot",
     "episode_tools",
     "fault_from",
     "private_workdir",
+    "slot_episode",
     "timeout_fault",
 ]
 
@@ -65,11 +72,24 @@ class SlotConfig:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
     tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
+    # keep a spare instance per slot, prepared for the next task (`seats`): None the
+    # environment's `SparePlan.default`, False `--no-spare` (and `live serve`: the next task
+    # is the agent's choice, not known in advance)
+    spare: bool | None = None
 
     def slot_config(self) -> SlotConfig:
         """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
         receives, pickled: never more of the run's options)."""
         return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
+
+
+@dataclass(frozen=True)
+class SpareCounts:
+    """What a slot's spares did: instances started as spares, swapped in, failed."""
+
+    started: int = 0
+    swaps: int = 0
+    faults: int = 0
 
 
 def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset | None:
@@ -83,6 +103,12 @@ def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset 
         raise ConfigError(f"{cfg.env} offers no toolset {cfg.tools!r} (--tools)")
     reach = tool_reach(task, env_entry(cfg.env).check_kinds, toolset.reads)
     return toolset if reach.reachable else None
+
+
+def slot_episode(cfg: SlotConfig, env: Environment, task: LiveTask, mode: Mode) -> Episode:
+    """An episode of `task` on `env` as a slot runs it: with the toolset it is offered
+    (`episode_tools`). Used for the active instance and for a spare alike."""
+    return Episode(env, task, mode=mode, tools=episode_tools(env, task, cfg))
 
 
 class EpisodeCalls(Protocol):
@@ -120,9 +146,31 @@ class EnvSlot(Protocol):
         environment (or of the machinery that reaches it) is an `EnvironmentFault`."""
         ...
 
-    async def episode(self, task: LiveTask, mode: Mode) -> EpisodeCalls:
-        """A new episode of `task` on this slot's environment (created and started if needed)."""
+    async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls:
+        """A new episode of `task` on this slot's environment (created and started if
+        needed); with `key` ((task id, repeat)), the spare prepared for it where there is one
+        (swapped in: its episode is reset already)."""
         ...
+
+    async def reset(self, ep: EpisodeCalls) -> Observation:
+        """The episode's first observation: `ep.reset()`, or the swapped-in spare's start."""
+        ...
+
+    @property
+    def swapped(self) -> bool:
+        """Whether the last `episode` was a spare swapped in."""
+        ...
+
+    @property
+    def keeps_spare(self) -> bool:
+        """Whether this slot prepares a spare for the next task (`prepare`)."""
+        ...
+
+    async def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
+        """Bring the spare to `task`'s start in the background; returns at once."""
+        ...
+
+    def spare_counts(self) -> SpareCounts: ...
 
     async def discard(self) -> None:
         """Throw the environment away (after a fault); the next episode starts a fresh one."""
@@ -194,9 +242,13 @@ class CallSlot(ABC):
         self._stuck = False
         return True
 
+    def _worker(self) -> ThreadPoolExecutor:
+        """The thread `call` runs on."""
+        return self._pool
+
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        fut = loop.run_in_executor(self._worker(), functools.partial(fn, *args))
         t0 = time.perf_counter()
         try:
             return await asyncio.wait_for(fut, self.cfg.call_timeout_s)
@@ -221,7 +273,10 @@ class CallSlot(ABC):
         await asyncio.to_thread(self._pool.shutdown, not self._stuck)
 
     @abstractmethod
-    async def episode(self, task: LiveTask, mode: Mode) -> EpisodeCalls: ...
+    async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls: ...
+
+    @abstractmethod
+    async def reset(self, ep: EpisodeCalls) -> Observation: ...
 
     @abstractmethod
     async def discard(self) -> None: ...

@@ -1,17 +1,21 @@
-"""The body of one environment actor (`--executor ray`): ONE environment and the `Episode` of
-its current task, in the actor's process on whichever node Ray placed it.
+"""The body of one environment actor (`--executor ray`): ONE environment slot (its instance
+and, where the environment keeps one, its spare: `seats.SeatPair`, each instance on a thread of
+its own) and the `Episode` of its current task, in the actor's process on whichever node Ray
+placed it.
 
 It creates, starts, resets, steps and closes the environment through the same `Episode` and
 environment contract as the thread executor; it returns plain data (the `Observation` with its
 screen as PNG bytes, `StepResult` with the next screen's boxes, actions) and the episode's
 counters (`EpisodeState`) with every answer, so that the runner's stand-in
 (`ray_actors.RemoteEpisode`) reads them without a second round trip: a step is one call. It
-uses no shared file system: its private folder is on its node.
+uses no shared file system: its private folder is on its node (the instances' folders inside
+it).
 Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -19,12 +23,13 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from medspot._version import __version__
 from medspot.errors import MedspotError
+from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, Observation
 from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
@@ -32,11 +37,13 @@ from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
     SlotConfig,
+    SpareCounts,
     create_for_slot,
-    episode_tools,
     fault_from,
     private_workdir,
+    slot_episode,
 )
+from medspot.live.loop.executors.seats import Key, SeatPair
 
 __all__ = ["ActorPlace", "EnvironmentHost", "EpisodeState"]
 
@@ -45,14 +52,18 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class EpisodeState:
-    """The counters of the actor's episode after a call, and the time the call took inside
-    the actor (the rest of a round trip is Ray's)."""
+    """The counters of the actor's episode after a call, the time the call took inside the
+    actor (the rest of a round trip is Ray's), and what the slot's spare does (`swapped`: the
+    last reset was the spare swapped in)."""
 
     n: int
     current: int
     achieved: tuple[bool, ...]
     reset_s: float
     inside_s: float
+    swapped: bool = False
+    keeps_spare: bool = False
+    spares: SpareCounts = field(default_factory=SpareCounts)
 
 
 @dataclass(frozen=True)
@@ -82,10 +93,22 @@ class EnvironmentHost:
     def __init__(self, cfg: SlotConfig, index: int) -> None:
         self.cfg = cfg
         self.index = index
-        self.env: Environment | None = None
-        self.workdir: Path | None = None
+        self.pair: SeatPair | None = None
+        self.workdir: Path | None = None  # the actor's folder (its instances' folders in it)
         self.ep: Episode | None = None
+        self.swapped = False
         logging.getLogger("asyncio").addFilter(_ReapedChildNoise())
+
+    @property
+    def env(self) -> Environment | None:
+        """The active instance."""
+        return self.pair.active.env if self.pair is not None else None
+
+    def _on_env(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the active instance's thread."""
+        if self.pair is None:
+            raise RuntimeError("the environment is not started")
+        return self.pair.run(self.pair.active, fn, *args)
 
     def _guard(self, fn: Callable[[], T]) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
@@ -98,10 +121,16 @@ class EnvironmentHost:
         return out, self._state(time.perf_counter() - t0)
 
     def _state(self, inside_s: float) -> EpisodeState:
-        ep = self.ep
+        ep, pair = self.ep, self.pair
+        spare: dict[str, Any] = {}
+        if pair is not None:
+            spare = {
+                "swapped": self.swapped, "keeps_spare": pair.keeps_spare,
+                "spares": SpareCounts(pair.spares_started, pair.swaps, pair.spare_faults),
+            }  # fmt: skip
         if ep is None:
-            return EpisodeState(0, 0, (), 0.0, inside_s)
-        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s)
+            return EpisodeState(0, 0, (), 0.0, inside_s, **spare)
+        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, **spare)
 
     def _episode(self) -> Episode:
         if self.ep is None:
@@ -120,57 +149,79 @@ class EnvironmentHost:
         """Create and start the environment; where it runs."""
 
         def go() -> None:
-            # the environment claims the folder for this process and, starting, sweeps what
-            # dead actors (and runs) on this node left beside it (`core.processes`)
-            self.workdir = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
+            # the actor claims its folder and sweeps what dead actors (and runs) on this node
+            # left beside it (`core.processes`); each instance claims its own folder in it
+            home = private_workdir(self.cfg.workroot, f"{WORKDIR_PREFIX}{self.index}-")
+            self.workdir = home
+            processes.claim(home)
+            processes.sweep(home.parent, keep=home)
             # this process is the environment's alone: what its programs put in the temp
             # folder (the browser's profile) goes into its private folder, removed with it
-            os.environ["TMPDIR"] = str(self.workdir)
+            os.environ["TMPDIR"] = str(home)
             tempfile.tempdir = None
-            self.env = create_for_slot(self.cfg, self.workdir)
-            self.env.start()
+            self.pair = SeatPair(
+                f"medspot-env-{self.index}", lambda wd: create_for_slot(self.cfg, wd),
+                lambda: private_workdir(home, WORKDIR_PREFIX), env_name=self.cfg.env,
+                spare=self.cfg.spare, timeout_s=self.cfg.call_timeout_s,
+                episode=functools.partial(slot_episode, self.cfg),
+            )  # fmt: skip
+            self.pair.ensure()
 
         self._guard(go)
         return self.place()
 
     def close(self) -> None:
-        env, self.env, self.ep = self.env, None, None
+        pair, self.pair, self.ep = self.pair, None, None
         try:
-            if env is not None:
-                env.close()
+            if pair is not None:
+                pair.close()
         finally:
             if self.workdir is not None:
+                processes.stop_folder(self.workdir)
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.workdir = None
 
     # -- the episode (the same `Episode` as in the runner's own process) ---------------------
 
     def reset(
-        self, task: LiveTask, mode: Mode
+        self, task: LiveTask, mode: Mode, key: Key | None = None
     ) -> tuple[tuple[Observation, Boxes | None], EpisodeState]:
-        """The task's start, and its first step's boxes on it as `reset` located them (None:
-        locating failed; the runner asks `intended` then, where a fault is handled)."""
+        """The task's start: the spare prepared for `key` swapped in, or a reset of the
+        active instance (a new one after a fault); and its first step's boxes on it as the
+        reset located them (None: locating failed; the runner asks `intended` then, where a
+        fault is handled)."""
 
         def go() -> tuple[Observation, Boxes | None]:
-            if self.env is None:
+            if self.pair is None:
                 raise RuntimeError("the environment is not started")
-            tools = episode_tools(self.env, task, self.cfg)
-            self.ep = Episode(self.env, task, mode=mode, tools=tools)
-            return self.ep.reset(), self.ep.located
+            self.ep, self.swapped = None, False
+            begun = self.pair.take(task, key) if key is not None else None
+            if begun is None:
+                env = self.pair.ensure()
+                self.ep = self._on_env(slot_episode, self.cfg, env, task, mode)
+                return self._on_env(self.ep.reset), self.ep.located
+            self.ep, self.swapped = begun.episode, True
+            return begun.observation, begun.episode.located
 
         return self._guard(go)
 
+    def prepare(self, task: LiveTask, mode: Mode, key: Key) -> EpisodeState:
+        """Bring the spare to `task`'s start in the background (returns at once)."""
+        if self.pair is not None:
+            self.pair.prepare(task, mode, key)
+        return self._state(0.0)
+
     def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:
-        return self._guard(lambda: self._episode().start_checks())
+        return self._guard(lambda: self._on_env(self._episode().start_checks))
 
     def intended(self) -> tuple[Boxes, EpisodeState]:
-        return self._guard(lambda: self._episode().intended())
+        return self._guard(lambda: self._on_env(self._episode().intended))
 
     def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
-        return self._guard(lambda: self._episode().oracle_action())
+        return self._guard(lambda: self._on_env(self._episode().oracle_action))
 
     def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._episode().step(action))
+        return self._guard(lambda: self._on_env(self._episode().step, action))
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""

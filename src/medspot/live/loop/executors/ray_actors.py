@@ -37,9 +37,17 @@ from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Boxes, Mode, StepResult, oracle_step_action
 from medspot.live.core.tasks import LiveTask
-from medspot.live.loop.executors.base import CallSlot, SlotConfig, fault_from, timeout_fault
+from medspot.live.loop.executors.base import (
+    CallSlot,
+    EpisodeCalls,
+    SlotConfig,
+    SpareCounts,
+    fault_from,
+    timeout_fault,
+)
 from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
+from medspot.live.loop.executors.seats import Key
 
 __all__ = ["NAMESPACE", "RayExecutor", "RaySlot", "RemoteEpisode"]
 
@@ -60,11 +68,14 @@ class RemoteEpisode:
     `oracle_action` (the task's own path, `oracle_step_action`, as `Episode.oracle_action`)
     mostly need none."""
 
-    def __init__(self, slot: RaySlot, actor: Any, task: LiveTask, mode: Mode) -> None:
+    def __init__(
+        self, slot: RaySlot, actor: Any, task: LiveTask, mode: Mode, key: Key | None = None
+    ) -> None:
         self._slot = slot
         self._actor = actor
         self.task = task
         self._mode: Mode = mode
+        self._key = key
         self._state = EpisodeState(0, 0, (False,) * len(task.steps), 0.0, 0.0)
         self._intended: Boxes | None = None
         self.round_trips = 0
@@ -92,6 +103,7 @@ class RemoteEpisode:
 
     def _answer(self, method: Any, *args: Any) -> Any:
         out, self._state = self._slot.remote(method, *args)
+        self._slot.state = self._state
         self.round_trips += 1
         self.inside_total_s += self._state.inside_s
         return out
@@ -102,7 +114,7 @@ class RemoteEpisode:
 
     def reset(self) -> Observation:
         obs: Observation
-        obs, self._intended = self._answer(self._actor.reset, self.task, self._mode)
+        obs, self._intended = self._answer(self._actor.reset, self.task, self._mode, self._key)
         return obs
 
     def start_checks(self) -> dict[str, list[bool]]:
@@ -144,6 +156,8 @@ class RaySlot(CallSlot):
         self._made = 0
         self.actor: Any = None
         self.place: ActorPlace | None = None
+        self.state: EpisodeState | None = None  # the actor's last answer (its spare's counts)
+        self._spares_before = SpareCounts()  # the spare counts of this slot's earlier actors
 
     def remote(self, method: Any, *args: Any) -> Any:
         """`method.remote(*args)` and wait for its answer (in the slot's thread), bounded by
@@ -187,13 +201,36 @@ class RaySlot(CallSlot):
                      place.node_id, place.hostname, place.pid)  # fmt: skip
         return self.actor
 
-    async def episode(self, task: LiveTask, mode: Mode) -> RemoteEpisode:
-        return RemoteEpisode(self, await self.ensure(), task, mode)
+    async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> RemoteEpisode:
+        """The actor swaps in the spare prepared for `key` (if it keeps one) when the
+        episode is reset: one round trip either way."""
+        return RemoteEpisode(self, await self.ensure(), task, mode, key)
+
+    async def reset(self, ep: EpisodeCalls) -> Observation:
+        return await self.call(ep.reset)
+
+    @property
+    def swapped(self) -> bool:
+        return self.state is not None and self.state.swapped
+
+    @property
+    def keeps_spare(self) -> bool:
+        return self.state is not None and self.state.keeps_spare
+
+    async def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
+        if self.actor is not None:
+            self.state = await self.call(self.remote, self.actor.prepare, task, mode, key)
+
+    def spare_counts(self) -> SpareCounts:
+        now = self.state.spares if self.state is not None else SpareCounts()
+        b = self._spares_before
+        return SpareCounts(b.started + now.started, b.swaps + now.swaps, b.faults + now.faults)
 
     async def discard(self) -> None:
         actor, self.actor, self.place = self.actor, None, None
         if actor is None:
             return
+        self._spares_before, self.state = self.spare_counts(), None
         if not self._renew_pool_if_stuck():  # a stuck actor is killed without a word
             try:
                 await self.call(self._close, actor)
