@@ -30,7 +30,9 @@ class EnvEntry:
     check_kinds: CheckKinds  # the check kinds its `check` understands (names -> CheckKind)
     locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
     system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
-    tasks_resource: str | None = None  # packaged tasks, e.g. "orthanc_explorer.json" (+ "-*.json")
+    # packaged tasks, e.g. "orthanc_explorer.json" (+ "-*.json") in medspot/live/tasklists, or
+    # "package:path/stem.json" inside an environment's own package
+    tasks_resource: str | None = None
     python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
     # "module:function" hooks, imported only when called: `doctor() -> list[str]` (what is
     # missing beyond the packages and modules), `setup() -> str` (fetch what apt-get cannot)
@@ -60,6 +62,7 @@ _BUILTIN: list[str] = [
     "medspot.live.envs.orthanc_explorer",
     "medspot.live.envs.dicomscope",
     "medspot.live.envs.ohif.env",
+    "medspot.live.envs.invesalius.env",
 ]
 
 

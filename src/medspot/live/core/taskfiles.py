@@ -122,21 +122,27 @@ def load_task_file(path: Path) -> LiveTaskFile:
 
 
 def packaged_task_files(env: str) -> list[tuple[str, bytes]]:
-    """The packaged task files of `env`: its `tasks_resource` (`<stem>.json`) and the files
-    beside it named `<stem>-<part>.json` (e.g. `orthanc_explorer-workflows.json`), in name
-    order after the first; (path shown in errors, contents)."""
+    """The packaged task files of `env`: its `tasks_resource` (`<stem>.json` in
+    medspot/live/tasklists, or `package:path/<stem>.json` in the environment's own package)
+    and the files beside it named `<stem>-<part>.json` (e.g.
+    `orthanc_explorer-workflows.json`), in name order after the first; (path shown in errors,
+    contents)."""
     entry = env_entry(env)
     if not entry.tasks_resource:
         raise ConfigError(f"live environment {env!r} has no packaged tasks; use --tasks-file")
-    folder = resources.files("medspot.live") / "tasklists"
-    stem = entry.tasks_resource.removesuffix(".json")
+    package, _, resource = entry.tasks_resource.rpartition(":")
+    parts = resource.split("/")
+    folder = resources.files(package or "medspot.live").joinpath(*(parts[:-1] or ["tasklists"]))
+    shown = "/".join([*(package or "medspot.live").split("."), *(parts[:-1] or ["tasklists"])])
+    first = parts[-1]
+    stem = first.removesuffix(".json")
     more = sorted(
         f.name
         for f in folder.iterdir()
         if f.name.startswith(stem + "-") and f.name.endswith(".json")
     )
-    names = [entry.tasks_resource, *more]
-    return [(f"medspot/live/tasklists/{n}", (folder / n).read_bytes()) for n in names]
+    names = [first, *more]
+    return [(f"{shown}/{n}", (folder / n).read_bytes()) for n in names]
 
 
 def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:

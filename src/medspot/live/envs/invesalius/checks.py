@@ -170,7 +170,7 @@ class MaskParams(_Named):
     """A mask with these properties exists (`present: false`: no mask of that name/regex)."""
 
     present: bool = True
-    threshold: tuple[int, int] | None = None
+    threshold: list[int] | None = Field(None, min_length=2, max_length=2)
     current: bool | None = None
     visible: bool | None = None
     edited: bool | None = None
@@ -193,7 +193,7 @@ def _mask(p: MaskParams, s: InvState) -> bool:
     if not p.present:
         return not hits
     for m in hits:
-        if p.threshold is not None and m.threshold != p.threshold:
+        if p.threshold is not None and list(m.threshold) != p.threshold:
             continue
         if p.current is not None and m.current != p.current:
             continue
@@ -228,7 +228,7 @@ class DiceParams(CheckParams):
     min: float | None = Field(None, ge=0, le=1)
     max: float | None = Field(None, ge=0, le=1)
     view: View | None = None
-    slices: tuple[int, int] | None = None
+    slices: list[int] | None = Field(None, min_length=2, max_length=2)
 
     @model_validator(mode="after")
     def _rules(self) -> DiceParams:
@@ -288,7 +288,7 @@ class SurfaceParams(_Named):
     min_volume: float | None = Field(None, ge=0)
     max_volume: float | None = Field(None, ge=0)
     transparency: float | None = Field(None, ge=0, le=1)
-    colour: tuple[float, float, float] | None = None
+    colour: list[float] | None = Field(None, min_length=3, max_length=3)
     tol: float = Field(0.05, ge=0, le=1)
     visible: bool | None = None
 
@@ -535,20 +535,24 @@ def _layout(p: LayoutParams, s: InvState) -> bool:
 
 class ProjectParams(CheckParams):
     """The project: `open`, `modified` (unsaved changes), `saved_as` (the project file is this
-    name in the export folder)."""
+    name in the export folder), `discarded` (true: a project was closed with its changes
+    unsaved since the task's start; false: none was)."""
 
     open: bool | None = None
     modified: bool | None = None
     saved_as: ExportName | None = None
+    discarded: bool | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ProjectParams:
-        if self.open is None and self.modified is None and self.saved_as is None:
-            raise ValueError("needs 'open', 'modified' and/or 'saved_as'")
+        if all(x is None for x in (self.open, self.modified, self.saved_as, self.discarded)):
+            raise ValueError("needs 'open', 'modified', 'saved_as' and/or 'discarded'")
         return self
 
 
 def _project(p: ProjectParams, s: InvState) -> bool:
+    if p.discarded is not None and (s.discarded > 0) != p.discarded:
+        return False
     if p.open is not None and s.project_open != p.open:
         return False
     if p.modified is not None and (not s.project_open or s.modified != p.modified):

@@ -129,12 +129,34 @@ def _full_mask(mask: Any) -> Any:
     return out > 127
 
 
+DISCARDS = {"count": 0, "ours": False}
+
+
+def _watch_closing() -> None:
+    """Count the projects closed with unsaved changes (by the user, not by a reset)."""
+    ctl = _controller()
+    if ctl is None or getattr(ctl, "_medspot_watched", False):
+        return
+    close = ctl.CloseProject
+    const = mod("invesalius.constants")
+
+    def watched(*a: Any, **k: Any) -> Any:
+        st = mod("invesalius.session").Session().project_status
+        if not DISCARDS["ours"] and st in (const.PROJ_NEW, const.PROJ_CHANGE):
+            DISCARDS["count"] += 1
+        return close(*a, **k)
+
+    ctl.CloseProject = watched
+    ctl._medspot_watched = True
+
+
 def _project_status() -> dict[str, Any]:
     ses = mod("invesalius.session").Session()
     const = mod("invesalius.constants")
     st = ses.project_status
     path = ses.project_path
     return {
+        "discarded": DISCARDS["count"],
         "status": int(st),
         "open": st != const.PROJ_CLOSE,
         "modified": st in (const.PROJ_NEW, const.PROJ_CHANGE),
@@ -314,14 +336,17 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
     hl = mod("wx.lib.agw.hyperlink")
     vs = mod("invesalius.data.viewer_slice")
     vv = mod("invesalius.data.viewer_volume")
+    spin = mod("invesalius.gui.widgets.inv_spinctrl")
     out: list[dict[str, Any]] = []
+
+    top_title = [""]
 
     def add(
         role: str, text: str, box: list[int], desc: str = "", states: tuple[str, ...] = ()
     ) -> None:
         if box[2] > 0 and box[3] > 0:
             out.append({"role": role, "text": text, "description": desc, "box": box,
-                        "states": list(states)})  # fmt: skip
+                        "states": list(states), "top": top_title[0]})  # fmt: skip
 
     def visible(w: Any) -> list[int] | None:
         """The window's screen box clipped by its ancestors', or None when nothing shows."""
@@ -345,6 +370,7 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
     for top in wx.GetTopLevelWindows():
         if not top.IsShown():
             continue
+        top_title[0] = str(top.GetTitle())
         for w in _walk(top):
             if not w.IsShownOnScreen():
                 continue
@@ -381,6 +407,17 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
                     st = ("selected",) if w.IsSelected(i) else ()
                     add("list item", str(name), clip([sx + r.x, sy + r.y, r.width, r.height],
                         shown), " | ".join(t for t in texts if t), st)  # fmt: skip
+            elif isinstance(w, wx.TextCtrl) and not isinstance(w.GetParent(), spin.InvSpinCtrl):
+                label = _label_beside(w)
+                if label:
+                    add("text", str(w.GetValue()), shown, label)
+            elif isinstance(w, (wx.ComboBox, wx.Choice)):
+                label = _label_beside(w)
+                if label:
+                    value = w.GetValue() if isinstance(w, wx.ComboBox) else w.GetStringSelection()
+                    add("combo box", str(value), shown, label)
+            elif isinstance(w, spin.InvSpinCtrl):
+                add("spin button", str(w._textctrl.GetValue()), shown, _spin_name(w))
             elif isinstance(w, vs.Viewer):
                 add("view", {"AXIAL": "axial", "CORONAL": "coronal", "SAGITAL": "sagittal"}[
                     w.orientation], clip(_rect(w.interactor), shown))  # fmt: skip
@@ -388,8 +425,42 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
                 add("view", "volume", clip(_rect(w.interactor), shown))
             mgr = getattr(w, "aui_manager", None)
             if mgr is not None and w is not top:
-                out.extend(_pane_buttons(w, mgr))
+                out.extend(dict(b, top=top_title[0]) for b in _pane_buttons(w, mgr))
     return out
+
+
+def _label_beside(w: Any) -> str:
+    """The text of the label on the field's left on the same line (or just above it)."""
+    wx = mod("wx")
+    x, y, ww, hh = _rect(w)
+    best, dist = "", 1e9
+    for s in w.GetParent().GetChildren():
+        if not isinstance(s, wx.StaticText) or not s.IsShown():
+            continue
+        sx, sy, sw, sh = _rect(s)
+        same_line = sy < y + hh and y < sy + sh and sx + sw <= x + 2
+        above = sy + sh <= y + 2 and sx < x + ww and x < sx + sw
+        if same_line or above:
+            d = (x - (sx + sw)) if same_line else (y - (sy + sh)) + 1000
+            if d < dist:
+                best, dist = s.GetLabel(), d
+    return str(best).strip().rstrip(":").strip()
+
+
+_SPIN_OWNERS = {"MaskProperties": "Threshold", "EditionTools": "Brush threshold",
+                "NewMask": "New mask threshold"}  # fmt: skip
+
+
+def _spin_name(w: Any) -> str:
+    """A number field by what it sets: "Threshold minimum" (the mask's), "Brush threshold
+    maximum", "Brush size", ..."""
+    parent = w.GetParent()
+    if type(parent).__name__ == "GradientCtrl":
+        which = "minimum" if w is getattr(parent, "spin_min", None) else "maximum"
+        owner = type(parent.GetParent()).__name__
+        return f"{_SPIN_OWNERS.get(owner, owner)} {which}"
+    owner = type(parent).__name__
+    return "Brush size" if owner == "EditionTools" else f"{owner} value"
 
 
 def _pane_buttons(owner: Any, mgr: Any) -> list[dict[str, Any]]:
@@ -410,7 +481,7 @@ def _pane_buttons(owner: Any, mgr: Any) -> list[dict[str, Any]]:
         if r.width <= 0 or r.height <= 0:
             continue
         x = ox + r.x + r.width - border - btn - 2
-        y = oy + r.y + border + max(0, (cap - btn) // 2)
+        y = oy + r.y - cap + max(0, (cap - btn) // 2)  # the caption is above the pane's rect
         what = "Restore" if alone else "Maximize"
         out.append({"role": "push button", "text": "", "description": f"{what} {p.caption}",
                     "box": [x, y, btn, btn], "states": []})  # fmt: skip
@@ -469,6 +540,7 @@ LOADED: dict[str, Any] = {}  # the study loaded, and its image's checksum
 CONFIGS = ("EditorConfig", "WatershedConfig", "FFillConfig", "CropMaskConfig",
            "SelectPartConfig", "FFillSegmentationConfig")  # fmt: skip
 _PRIMITIVE = (bool, int, float, str, type(None))
+_PROJECT_PANELS = ("MaskProperties", "SurfaceProperties")
 
 
 def _reset_counters() -> None:
@@ -541,7 +613,10 @@ def fingerprint() -> dict[str, Any]:
     fp: dict[str, Any] = {}
     for path, w in _windows().items():
         shown = bool(w.IsShown())
-        fp["w:" + path] = [shown, _value_of(w)]
+        value = _value_of(w)
+        if isinstance(w, wx.ComboBox) and type(w.GetParent()).__name__ in _PROJECT_PANELS:
+            value = None  # lists the project's masks or surfaces: an import refills it
+        fp["w:" + path] = [shown, value]
         if w.IsShownOnScreen():
             fp["box:" + path] = _rect(w)
     for name, cfg in _configs().items():
@@ -599,7 +674,9 @@ def _restore(fp: dict[str, Any]) -> None:
     without the user: fold panels, notebooks, controls' values, tools' settings, the
     session, menu checks, the task panel."""
     wx = mod("wx")
-    fresh = FRESH["fingerprint"]
+    fresh = FRESH.get("fingerprint")
+    if fresh is None:  # the instance's first reset: nothing recorded yet
+        return
     fpb = mod("wx.lib.agw.foldpanelbar")
     wins = _windows()
     # fold panels: press the captions whose state differs, as a click on their arrow does (the
@@ -783,7 +860,11 @@ def _close_project() -> None:
     const = mod("invesalius.constants")
     ctl = _controller()
     if ses.project_status != const.PROJ_CLOSE and ctl is not None:
-        ctl.CloseProject()
+        DISCARDS["ours"] = True
+        try:
+            ctl.CloseProject()
+        finally:
+            DISCARDS["ours"] = False
         pub = _pub()
         pub.sendMessage("Enable state project", state=False)
         pub.sendMessage("Set project name")
@@ -813,6 +894,8 @@ def reset_ui(args: dict[str, Any]) -> dict[str, Any]:
         os.chdir(args["cwd"])
     closed = _dismiss()
     remember_fresh({})
+    _watch_closing()
+    DISCARDS["count"] = 0
     const = mod("invesalius.constants")
     ses = mod("invesalius.session").Session()
     if ses.project_status != const.PROJ_CLOSE:
@@ -852,8 +935,8 @@ def _load_objects(args: dict[str, Any], timings: dict[str, float]) -> None:
     sl = mod("invesalius.data.slice_").Slice()
     t2 = time.monotonic()
     masks = args.get("masks")
-    if masks is not None:
-        pub.sendMessage("Remove masks", mask_indexes=tuple(sorted(prj.mask_dict)))
+    if masks is not None and prj.mask_dict:
+        _remove_all_masks()
         _reset_counters()
     names = [m.name for _, m in sorted(prj.mask_dict.items())]
     for m in masks or []:
@@ -883,6 +966,23 @@ def _load_objects(args: dict[str, Any], timings: dict[str, float]) -> None:
         _controller().SaveProject(os.path.join(os.getcwd(), args["project_file"]))
     else:
         mod("invesalius.session").Session().ChangeProject()
+
+
+def _remove_all_masks() -> None:
+    """Every mask removed as the masks list's Remove button does (the list and the project
+    together)."""
+    dn = mod("invesalius.gui.data_notebook")
+    frame = _frame()
+    lists = [w for w in _walk(frame) if isinstance(w, dn.MasksListCtrlPanel)]
+    if not lists:
+        raise RuntimeError("no masks list")
+    lc = lists[0]
+    for i in range(lc.GetItemCount()):
+        lc.Select(i, True)
+    try:
+        lc.RemoveMasks()
+    except mod("wx").wxAssertionError:
+        pass  # removing the last mask: the list marks "item 0" current after (as the UI does)
 
 
 def _set_voxels(mask: Any, bits: str) -> None:
@@ -950,6 +1050,9 @@ def ui_diff(args: dict[str, Any]) -> list[str]:
     """After `reset_ui` has settled: fold-panel bars laid out as fresh, then what still
     differs from the fresh fingerprint (`record: true` records it instead: the instance's
     first closed project)."""
+    wx = mod("wx")
+    for _ in range(3):  # the layouts the reset queued
+        wx.GetApp().Yield(True)
     if args.get("record"):
         FRESH["fingerprint"] = fingerprint()
         return []
@@ -957,7 +1060,6 @@ def ui_diff(args: dict[str, Any]) -> list[str]:
     if fresh is None:
         return ["no fresh fingerprint recorded"]
     fpb = mod("wx.lib.agw.foldpanelbar")
-    wx = mod("wx")
     fp = fingerprint()
     for path, w in _windows().items():
         key = "box:" + path
@@ -1011,15 +1113,23 @@ def _answer(req: dict[str, Any], token: str) -> dict[str, Any]:
         return {"ok": False, "error": "bad token"}
     op = req.get("op")
     if op == "ping":
-        wx = sys.modules.get("wx")
-        app = wx.GetApp() if wx is not None else None
-        return {"ok": True, "result": {"pid": os.getpid(), "app": app is not None,
-                                       "frame": app is not None and _frame() is not None}}  # fmt: skip
+        up = _app_up()
+        return {"ok": True, "result": {"pid": os.getpid(), "app": up,
+                                       "frame": up and _frame() is not None}}  # fmt: skip
     if op not in OPS:
         return {"ok": False, "error": f"unknown op {op!r}"}
-    if "wx" not in sys.modules or sys.modules["wx"].GetApp() is None:
+    if not _app_up():
         return {"ok": False, "busy": True, "error": "the application is not up yet"}
     return _on_main(op, dict(req.get("args") or {}), float(req.get("timeout", 10)))
+
+
+def _app_up() -> bool:
+    """Whether wx is imported (completely) and its application object exists."""
+    wx = sys.modules.get("wx")
+    try:
+        return wx is not None and wx.GetApp() is not None
+    except AttributeError:  # wx is still being imported
+        return False
 
 
 def _client(conn: socket.socket, token: str) -> None:

@@ -80,6 +80,7 @@ class InvState:
     modified: bool
     saved: bool
     project_path: str | None
+    discarded: int  # projects closed with unsaved changes since the start (by the user)
     volume: str | None  # the phantom the environment loaded (its name), None when closed
     image_shape: tuple[int, ...] | None
     spacing: tuple[float, float, float] | None
@@ -120,6 +121,7 @@ class InvState:
             modified=bool(proj.get("modified")),
             saved=bool(proj.get("saved")),
             project_path=proj.get("path"),
+            discarded=int(proj.get("discarded", 0)),
             volume=volume if proj.get("open") else None,
             image_shape=tuple(img["shape"]) if img.get("shape") else None,
             spacing=tuple(img["spacing"]) if img.get("spacing") else None,  # type: ignore[arg-type]
