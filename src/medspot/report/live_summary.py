@@ -22,6 +22,7 @@ from medspot.runfolder.live_schema import (
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
+    SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
     LiveRun,
@@ -58,6 +59,9 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
             note="infeasible tasks ended with infeasible(...) and nothing changed"),
     LiveRow(FALSE_INFEASIBLE, "feasible tasks called infeasible", optional=True,
             note="feasible tasks the agent ended with infeasible(...) (failures)"),
+    LiveRow(SEGMENTATION_DICE, "segmentation Dice", optional=True,
+            note="mean Dice (x100) of the final mask with the truth, over the tasks judged on one "
+                 "(successful or not)"),
 )  # fmt: skip
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
+    "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
     "EnvOptionValue",
@@ -75,9 +76,18 @@ FALSE_INFEASIBLE = "false_infeasible_rate"
 # with repeats (K > 1), over the tasks whose K repeats were all scored
 PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
 PASS_HAT_K = "pass_hat_k"  # all K succeeded
+# over the runs whose environment measured the segmentation they end with (a task judged on a
+# mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
+SEGMENTATION_DICE = "segmentation_dice"
 # written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
 # written before has none of them
-LIVE_OPTIONAL_KEYS = (INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K)
+LIVE_OPTIONAL_KEYS = (
+    INFEASIBLE_ACCURACY,
+    FALSE_INFEASIBLE,
+    PASS_AT_K,
+    PASS_HAT_K,
+    SEGMENTATION_DICE,
+)
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
@@ -175,6 +185,8 @@ class LiveTaskRow(TaskRow):
     task_successes: int | None = None  # successful runs of this task over its repeats
     task_runs_scored: int | None = None  # its scored runs
     success_fraction: float | None = None  # task_successes / task_runs_scored
+    # the Dice of the segmentation the run ended with, with the truth (tasks judged on one)
+    dice: float | None = None
 
 
 @dataclass(frozen=True)

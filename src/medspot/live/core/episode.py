@@ -184,6 +184,9 @@ class StepResult:
     # an ending evaluates them on the screen it ends on (the start, for `done()` at once)
     success_each: tuple[bool, ...] = ()
     fail_each: tuple[bool, ...] = ()
+    # when the episode ended: the environment's measures of the end state, where it has any
+    # (`Environment.task_quality`, an optional method; e.g. {"dice": 0.93})
+    quality: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def checks(self) -> dict[str, Any]:
@@ -354,7 +357,7 @@ class Episode:
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=result.settle_s, changed=result.changed,
             env_s=time.perf_counter() - env_t, info=dict(result.info),
-            success_each=tuple(each), fail_each=tuple(fail),
+            success_each=tuple(each), fail_each=tuple(fail), quality=self._quality(),
         )  # fmt: skip
 
     def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
@@ -380,6 +383,14 @@ class Episode:
             newly.append(j + 1)
             j += 1
         return newly, done_if
+
+    def _quality(self) -> dict[str, float]:
+        """The environment's measures of the end state (`task_quality(task)`, optional), once
+        the episode has ended."""
+        fn = getattr(self.env, "task_quality", None)
+        if self.outcome is None or not callable(fn):
+            return {}
+        return {str(k): float(v) for k, v in dict(fn(self.task)).items()}
 
     def _check_required(self) -> tuple[str, ...]:
         """Required steps whose `done_if` holds now (and so have happened)."""
@@ -442,4 +453,5 @@ class Episode:
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
             env_s=time.perf_counter() - env_t, success_each=tuple(each), fail_each=tuple(fail),
+            quality=self._quality(),
         )  # fmt: skip

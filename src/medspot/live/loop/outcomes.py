@@ -32,6 +32,7 @@ from medspot.live.loop.static_bridge import (
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
+    SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
     LiveEnding,
@@ -57,6 +58,7 @@ __all__ = [
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
+    "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
     "TaskResult",
@@ -73,7 +75,7 @@ __all__ = [
 BOOTSTRAP_COLUMNS = (
     "scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle",
     "infeasible", "infeasible_right", "feasible", "false_infeasible",
-    "all_scored", "pass_any", "pass_all",
+    "all_scored", "pass_any", "pass_all", "dice_sum", "dice_runs",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
@@ -86,6 +88,7 @@ _RATIOS = {
     FALSE_INFEASIBLE: ("false_infeasible", "feasible"),
     PASS_AT_K: ("pass_any", "all_scored"),
     PASS_HAT_K: ("pass_all", "all_scored"),
+    SEGMENTATION_DICE: ("dice_sum", "dice_runs"),
 }
 _PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
 Array = npt.NDArray[np.float64]
@@ -144,6 +147,15 @@ class TaskResult:
     def false_infeasible(self) -> bool:
         """A feasible task the agent ended with `infeasible(...)` (a failure)."""
         return not self.task.infeasible and self.ending == "infeasible"
+
+    @property
+    def dice(self) -> float | None:
+        """The Dice with the truth of the segmentation the run ended with, where the
+        environment measured one (`TaskRecord.quality`)."""
+        if not self.scored or self.record is None or not self.record.quality:
+            return None
+        d = self.record.quality.get("dice")
+        return None if d is None else float(d)
 
     @property
     def executed(self) -> list[StepRecord]:
@@ -213,6 +225,8 @@ class TaskResult:
             0.0,
             0.0,
             0.0,
+            float(self.dice or 0.0),
+            float(self.dice is not None),
         ]
 
 
@@ -303,7 +317,8 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     vals: dict[str, Any] = {
         key: _ratio(float(s[BOOTSTRAP_COLUMNS.index(a)]), float(s[BOOTSTRAP_COLUMNS.index(b)]))
         for key, (a, b) in _RATIOS.items()
-        if k > 1 or key not in _PASS_KEYS
+        if (k > 1 or key not in _PASS_KEYS)
+        and (key != SEGMENTATION_DICE or s[BOOTSTRAP_COLUMNS.index("dice_runs")] > 0)
     }
     ok = [r for r in scored if r.outcome == "success"]
     vals.update(
@@ -320,6 +335,7 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_infeasible_tasks=sum(1 for r in scored if r.task.infeasible),
         num_infeasible_right=sum(1 for r in scored if r.infeasible_right),
         num_false_infeasible=sum(1 for r in scored if r.false_infeasible),
+        num_dice_runs=sum(1 for r in scored if r.dice is not None),
         endings=dict(sorted(Counter(r.ending for r in results).items())),
         repeats=k,
     )

@@ -256,6 +256,7 @@ class _Run:
         previous: list[PastTurn] = []
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
+        quality: dict[str, float] = {}
 
         async def oracle() -> LiveAction | None:
             return await slot.call(ep.oracle_action)
@@ -266,7 +267,8 @@ class _Run:
                 repeat=repeat, reason=reason, steps_used=ep.n, oracle_steps=len(task.steps),
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
-                duration_s=round(time.perf_counter() - t0, 4), time=now_iso(),
+                duration_s=round(time.perf_counter() - t0, 4), quality=quality or None,
+                time=now_iso(),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -307,6 +309,7 @@ class _Run:
                 self._append(_with(rec, **upd, time=now_iso()))
             res = await slot.call(ep.step, action)
             obs = res.observation
+            quality = dict(res.quality)
             if res.executed:
                 sha = await self._save_screen(obs)
                 upd.update(

@@ -139,6 +139,9 @@ class TaskRecord(BaseModel):
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
+    # the environment's measures of the end state (`Environment.task_quality`), e.g. the Dice
+    # of a segmentation with the truth: {"dice": 0.93}
+    quality: dict[str, float] | None = None
     time: str = ""
 
 

@@ -326,7 +326,8 @@ def _surface(p: SurfaceParams, s: InvState) -> bool:
         if p.transparency is not None and abs(x.transparency - p.transparency) > p.tol:
             continue
         if p.colour is not None and (
-            len(x.colour) < 3 or max(abs(a - b) for a, b in zip(x.colour, p.colour)) > p.tol
+            len(x.colour) < 3
+            or max(abs(a - b) for a, b in zip(x.colour[:3], p.colour, strict=True)) > p.tol
         ):
             continue
         if p.visible is not None and x.visible != p.visible:
@@ -528,9 +529,7 @@ class LayoutParams(CheckParams):
 def _layout(p: LayoutParams, s: InvState) -> bool:
     if p.task_panel is not None and s.task_panel != p.task_panel:
         return False
-    if p.maximized is not None and (s.maximized() or "none") != p.maximized:
-        return False
-    return True
+    return p.maximized is None or (s.maximized() or "none") == p.maximized
 
 
 class ProjectParams(CheckParams):

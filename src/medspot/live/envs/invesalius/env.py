@@ -23,6 +23,7 @@ AT-SPI tree with wx's own elements added (`widgets.py`), and `landmark` (`VIEW:S
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import re
@@ -37,7 +38,7 @@ import numpy as np
 
 from medspot.errors import DataError, Location
 from medspot.live.core import processes
-from medspot.live.core.actions import Click, LiveAction
+from medspot.live.core.actions import Click, Key, LiveAction, TypeText
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -48,7 +49,13 @@ from medspot.live.core.contract import (
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
-from medspot.live.envs.invesalius.checks import INV_KINDS, ExportSnapshot, MaskReading
+from medspot.live.envs.invesalius.checks import (
+    INV_KINDS,
+    DiceParams,
+    ExportSnapshot,
+    MaskReading,
+    mask_dice,
+)
 from medspot.live.envs.invesalius.files import read_export
 from medspot.live.envs.invesalius.geometry import (
     landmark_plane_point,
@@ -325,8 +332,11 @@ class InvesaliusEnv:
         if isinstance(action, Click):
             before = self._tree(False)
             hit = before.hit(action.x, action.y, self.viewport)
-            if hit is not None and hit.role == "menu" and hit.parent >= 0 and (
-                before.nodes[hit.parent].role in ("menu", "popup menu", "window")
+            if (
+                hit is not None
+                and hit.role == "menu"
+                and hit.parent >= 0
+                and (before.nodes[hit.parent].role in ("menu", "popup menu", "window"))
             ):
                 submenu = hit.path  # an item that opens a submenu (not a menu bar title)
             # the pointer arrives from beside the target, as a hand moves it: GTK opens a
@@ -335,6 +345,8 @@ class InvesaliusEnv:
             if inst.x11.pointer() != (x, y):
                 inst.x11.move_pointer(max(0, x - 2), max(0, y - 1))
                 time.sleep(0.12)
+        if isinstance(action, (TypeText, Key)):
+            self._focus_top(inst)  # a dialog that came up after the last action's settle
         self._forget()
         result = inst.desktop.act(action)
         if submenu is not None and isinstance(action, Click):
@@ -433,6 +445,26 @@ class InvesaliusEnv:
         }
         return CHECK_KINDS.evaluate(spec, readers, NAME)
 
+    def task_quality(self, task: LiveTask) -> dict[str, float]:
+        """The Dice with the truth of the mask the task is judged on (its first success check
+        `inv.mask_dice` with a `min`), over the check's region; 0 when that mask is gone.
+        Nothing for a task judged on no mask."""
+        for spec in task.success:
+            if spec.kind != "inv.mask_dice":
+                continue
+            p = CHECK_KINDS.parse(spec, NAME)
+            if not isinstance(p, DiceParams) or p.min is None:
+                continue
+            reading = self._voxels(p)
+            vol = reading.voxels.volume
+            masks = reading.voxels.masks
+            if vol is None or not masks:
+                return {"dice": 0.0}
+            mask_arr = next(iter(masks.values()))
+            slices = (p.slices[0], p.slices[1]) if p.slices is not None else None
+            return {"dice": round(mask_dice(mask_arr, vol, p.structures, p.view, slices), 4)}
+        return {}
+
     # -- readers (cached until the next action) ------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The probe's state now (masks with their voxel counts)."""
@@ -489,7 +521,11 @@ class InvesaliusEnv:
     def _files(self, p: Any) -> ExportSnapshot:
         inst = self._alive()
         folder = inst.exports
-        names = tuple(sorted(x.name for x in folder.iterdir() if x.is_file())) if folder.is_dir() else ()  # noqa: E501
+        names = (
+            tuple(sorted(x.name for x in folder.iterdir() if x.is_file()))
+            if folder.is_dir()
+            else ()
+        )
         wanted = p.wanted(names)
         return ExportSnapshot(
             files={n: read_export(folder, n) for n in wanted},
@@ -581,10 +617,8 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
             if isinstance(v, list):
                 names += [str(x) for x in v]
         for lm_text in p.get("points") or []:
-            try:
+            with contextlib.suppress(ValueError):  # the check's own validation names it
                 names.append(parse_landmark(str(lm_text)).structure)
-            except ValueError:
-                pass  # the check's own validation names it
         for n in names:
             why = unknown_structure(n, vol)
             if why:
@@ -615,8 +649,9 @@ def doctor() -> list[str]:
             problems.append(f"{SYSTEM_PYTHON} could not import InVesalius's modules ({exc})")
         else:
             if out.returncode != 0:
+                why = out.stderr.strip()[-200:]
                 problems.append(f"{SYSTEM_PYTHON} cannot import InVesalius's modules "
-                                f"(apt-get install invesalius): {out.stderr.strip()[-200:]}")  # fmt: skip
+                                f"(apt-get install invesalius): {why}")  # fmt: skip
     if not atspi_available():
         problems.append(f"{SYSTEM_PYTHON} cannot import pyatspi (apt-get install python3-pyatspi)")
     return problems

@@ -63,8 +63,8 @@ def parse_stl(data: bytes) -> StlMesh:
     if len(data) >= 84:
         (n,) = struct.unpack_from("<I", data, 80)
         if 84 + 50 * n == len(data):
-            rec = np.frombuffer(data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)),
-                                                      ("a", "<u2")]), count=n, offset=84)  # fmt: skip
+            record = np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+            rec = np.frombuffer(data, dtype=record, count=n, offset=84)
             return StlMesh(rec["v"].astype(np.float64))
     head = data[:512].lstrip().lower()
     if head.startswith(b"solid"):

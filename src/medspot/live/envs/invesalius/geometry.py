@@ -113,9 +113,7 @@ def landmark_plane_point(vol_name: str, lm: Landmark, number: int) -> tuple[floa
     return (float(round(cu)), float(col.max() if lm.part == "top" else col.min()))
 
 
-def landmark_world(
-    vol_name: str, lm: Landmark, number: int
-) -> tuple[float, float, float] | None:
+def landmark_world(vol_name: str, lm: Landmark, number: int) -> tuple[float, float, float] | None:
     """The landmark in InVesalius's world coordinates (mm; the space of its measurements)."""
     p = landmark_plane_point(vol_name, lm, number)
     if p is None:

@@ -128,7 +128,9 @@ class InvInstance:
         while not (self.probe.wait("ping", None, deadline, "start") or {}).get("frame"):
             self.alive()
             time.sleep(0.1)
-        wid = self.x11.find_window(WINDOW_TITLE, max(1.0, deadline - time.monotonic()), self.alive())
+        wid = self.x11.find_window(
+            WINDOW_TITLE, max(1.0, deadline - time.monotonic()), self.alive()
+        )
         self.x11.place_window(wid, self.viewport)
         self.desktop.window = wid
         self.probe.wait("reset_ui", {"cwd": str(self.exports)}, deadline, "the first reset")
@@ -146,8 +148,10 @@ class InvInstance:
         arr = np.frombuffer(base64.b64decode(got["data"]), "<i2").reshape(got["shape"])
         want = to_phantom(volume_values(vol))[::step, ::step, ::step]
         if arr.shape != want.shape or float(np.abs(arr - want).max()) > 2:
-            raise EnvironmentFault(f"InVesalius imported {vol} differently from the phantom "
-                                   "(orientation or values): the checks would misjudge")  # fmt: skip
+            raise EnvironmentFault(
+                f"InVesalius imported {vol} differently from the phantom (orientation or "
+                "values): the checks would misjudge"
+            )
 
     def close(self) -> None:
         self.probe.close()

@@ -22,6 +22,7 @@ dies: nothing outlives the application.
 from __future__ import annotations
 
 import base64
+import contextlib
 import ctypes
 import json
 import os
@@ -42,10 +43,8 @@ ORIENTATIONS = ("AXIAL", "CORONAL", "SAGITAL")
 
 
 def _die_with_parent() -> None:
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
     if os.getppid() == 1:  # the parent died before the signal was asked for
         os._exit(1)
 
@@ -294,10 +293,8 @@ def _layout() -> dict[str, Any]:
     out: dict[str, Any] = {"task_panel": None, "panes": {}}
     if frame is None:
         return out
-    try:
+    with contextlib.suppress(Exception):
         out["task_panel"] = bool(frame.aui_manager.GetPane("Tasks").IsShown())
-    except Exception:  # noqa: BLE001
-        pass
     wx = mod("wx")
     aui = getattr(wx, "aui", None) or mod("wx.aui")
     for w in _walk(frame):
@@ -393,8 +390,8 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
                         clip([sx + r.x, sy + r.y, r.width, r.height], shown),
                         str(tool.GetShortHelp() or "").split("\t")[0], tuple(st))  # fmt: skip
             elif isinstance(w, fpb.CaptionBar):
-                st = ("collapsed",) if w.IsCollapsed() else ("expanded",)
-                add("caption", str(getattr(w, "_caption", "")), shown, states=st)
+                folded = ("collapsed",) if w.IsCollapsed() else ("expanded",)
+                add("caption", str(getattr(w, "_caption", "")), shown, states=folded)
             elif isinstance(w, hl.HyperLinkCtrl):
                 add("link", str(w.GetLabel()), shown)
             elif isinstance(w, wx.ListCtrl) and w.GetItemCount():
@@ -404,9 +401,9 @@ def read_widgets(args: dict[str, Any]) -> list[dict[str, Any]]:
                     r = w.GetItemRect(i)
                     texts = [w.GetItemText(i, c) for c in range(cols)]
                     name = next((t for t in texts if t), "")
-                    st = ("selected",) if w.IsSelected(i) else ()
+                    sel: tuple[str, ...] = ("selected",) if w.IsSelected(i) else ()
                     add("list item", str(name), clip([sx + r.x, sy + r.y, r.width, r.height],
-                        shown), " | ".join(t for t in texts if t), st)  # fmt: skip
+                        shown), " | ".join(t for t in texts if t), sel)  # fmt: skip
             elif isinstance(w, wx.TextCtrl) and not isinstance(w.GetParent(), spin.InvSpinCtrl):
                 label = _label_beside(w)
                 if label:
@@ -565,17 +562,18 @@ def _configs() -> dict[str, Any]:
 def _value_of(w: Any) -> Any:
     """A control's value as the user sees it (None for windows without one)."""
     wx = mod("wx")
-    for cls, get in (
+    getters: tuple[tuple[Any, Any], ...] = (
         (wx.CheckBox, lambda c: c.GetValue()), (wx.RadioButton, lambda c: c.GetValue()),
         (wx.ToggleButton, lambda c: c.GetValue()), (wx.ComboBox, lambda c: c.GetValue()),
         (wx.Choice, lambda c: c.GetSelection()), (wx.TextCtrl, lambda c: c.GetValue()),
         (wx.SpinCtrl, lambda c: c.GetValue()), (wx.Slider, lambda c: c.GetValue()),
         (wx.Notebook, lambda c: c.GetSelection()),
-    ):  # fmt: skip
+    )  # fmt: skip
+    for cls, get in getters:
         if isinstance(w, cls):
             try:
                 return get(w)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 return None
     fpb = mod("wx.lib.agw.foldpanelbar")
     if isinstance(w, fpb.CaptionBar):
@@ -631,6 +629,7 @@ def fingerprint() -> dict[str, Any]:
             fp[f"ses:{sec}.{k}"] = v
     frame = _frame()
     if frame is not None and frame.GetMenuBar() is not None:
+
         def menus(menu: Any, path: str) -> None:
             for item in menu.GetMenuItems():
                 label = f"{path}/{item.GetItemLabelText()}"
@@ -640,6 +639,7 @@ def fingerprint() -> dict[str, Any]:
                     fp["menu:" + label] = [bool(item.IsChecked()), bool(item.IsEnabled())]
                 else:
                     fp["menu:" + label] = [None, bool(item.IsEnabled())]
+
         mb = frame.GetMenuBar()
         for i in range(mb.GetMenuCount()):
             menus(mb.GetMenu(i), mb.GetMenuLabelText(i))
@@ -650,7 +650,9 @@ def fingerprint() -> dict[str, Any]:
                 t = w.FindToolByIndex(i)
                 if t is not None and t.GetKind() != wx.ITEM_SEPARATOR:
                     fp[f"tool:{path}/{t.GetShortHelp()}"] = [
-                        bool(w.GetToolToggled(t.GetId())), bool(w.GetToolEnabled(t.GetId()))]
+                        bool(w.GetToolToggled(t.GetId())),
+                        bool(w.GetToolEnabled(t.GetId())),
+                    ]
     for v in _slice_viewers():
         if getattr(v, "slice_data", None) is None:
             continue
@@ -667,6 +669,11 @@ def fingerprint() -> dict[str, Any]:
         str(t.GetTitle()) for t in wx.GetTopLevelWindows() if t.IsShown() and not _is_splash(t)
     )
     return fp
+
+
+def _valued() -> tuple[Any, ...]:
+    wx = mod("wx")
+    return (wx.CheckBox, wx.RadioButton, wx.ToggleButton, wx.Slider, wx.SpinCtrl, wx.ComboBox)
 
 
 def _restore(fp: dict[str, Any]) -> None:
@@ -707,16 +714,13 @@ def _restore(fp: dict[str, Any]) -> None:
         try:
             if isinstance(w, wx.Notebook) and want is not None and want >= 0:
                 w.SetSelection(want)
-            elif isinstance(w, (wx.CheckBox, wx.RadioButton, wx.ToggleButton, wx.Slider,
-                                wx.SpinCtrl)) and want is not None:  # fmt: skip
-                w.SetValue(want)
-            elif isinstance(w, wx.ComboBox) and want is not None:
+            elif want is not None and isinstance(w, _valued()):
                 w.SetValue(want)
             elif isinstance(w, wx.Choice) and want is not None and want >= 0:
                 w.SetSelection(want)
             elif isinstance(w, wx.TextCtrl) and want is not None:
                 w.ChangeValue(want)
-        except Exception:  # noqa: BLE001 (what stays different is reported)
+        except Exception:
             pass
     for name, cfg in _configs().items():
         for k in list(vars(cfg)):
@@ -849,10 +853,8 @@ class _NoRender:
         for cls, render in self.saved:
             cls.Render = render
         for v in [*_slice_viewers(), *_volume_viewers()]:
-            try:
+            with contextlib.suppress(Exception):
                 v.interactor.Render()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 def _close_project() -> None:
@@ -900,10 +902,8 @@ def reset_ui(args: dict[str, Any]) -> dict[str, Any]:
     ses = mod("invesalius.session").Session()
     if ses.project_status != const.PROJ_CLOSE:
         for v in _slice_viewers():
-            try:
+            with contextlib.suppress(Exception):
                 v._set_editor_cursor_visibility(0)
-            except Exception:  # noqa: BLE001
-                pass
         _pub().sendMessage("Enable style", style=const.STATE_DEFAULT)
     with _NoRender():
         _close_project()
@@ -958,10 +958,8 @@ def _load_objects(args: dict[str, Any], timings: dict[str, float]) -> None:
     timings["objects_s"] = time.monotonic() - t2
     _views(args)
     for v in _slice_viewers():
-        try:
+        with contextlib.suppress(Exception):
             v._set_editor_cursor_visibility(0)
-        except Exception:  # noqa: BLE001
-            pass
     if args.get("project_file"):
         _controller().SaveProject(os.path.join(os.getcwd(), args["project_file"]))
     else:
@@ -1017,7 +1015,6 @@ def _create_surface(s: dict[str, Any]) -> None:
 def _views(args: dict[str, Any]) -> None:
     """Slices (each view's own number), window and level, the layout."""
     pub = _pub()
-    sl = mod("invesalius.data.slice_").Slice()
     names = {"axial": "AXIAL", "coronal": "CORONAL", "sagittal": "SAGITAL"}
     for view, n in (args.get("slices") or {}).items():
         orient = names[view]
@@ -1097,7 +1094,7 @@ def _on_main(op: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
     def run() -> None:
         try:
             box.put({"ok": True, "result": OPS[op](args)})
-        except Exception as exc:  # noqa: BLE001 (reported to the harness)
+        except Exception as exc:
             box.put({"ok": False, "error": f"{type(exc).__name__}: {exc}",
                      "trace": traceback.format_exc()[-2000:]})  # fmt: skip
 
@@ -1105,7 +1102,11 @@ def _on_main(op: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
     try:
         return box.get(timeout=timeout)
     except queue.Empty:
-        return {"ok": False, "busy": True, "error": f"the main thread did not answer in {timeout} s"}
+        return {
+            "ok": False,
+            "busy": True,
+            "error": f"the main thread did not answer in {timeout} s",
+        }
 
 
 def _answer(req: dict[str, Any], token: str) -> dict[str, Any]:
@@ -1139,7 +1140,7 @@ def _client(conn: socket.socket, token: str) -> None:
             try:
                 req = json.loads(line)
                 res = _answer(req, token)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 res = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             f.write(json.dumps(res).encode() + b"\n")
             f.flush()

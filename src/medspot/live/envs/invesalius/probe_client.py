@@ -3,6 +3,7 @@ connection to 127.0.0.1, one JSON line per request and answer, every call bounde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -85,8 +86,6 @@ class ProbeClient:
     def close(self) -> None:
         for obj in (self._file, self._sock):
             if obj is not None:
-                try:
+                with contextlib.suppress(OSError):
                     obj.close()
-                except OSError:
-                    pass
         self._file = self._sock = None

@@ -84,9 +84,9 @@ class InvStart(_Strict):
             raise ValueError("masks: names must be unique")
         if self.current is not None and self.current not in names:
             raise ValueError(f"current: no start mask named {self.current!r}")
-        for s in self.surfaces:
-            if s.mask not in names:
-                raise ValueError(f"surfaces: no start mask named {s.mask!r}")
+        for surf in self.surfaces:
+            if surf.mask not in names:
+                raise ValueError(f"surfaces: no start mask named {surf.mask!r}")
         known = {s.name for s in v.structures}
         for m in self.masks or []:
             for s in m.structures or []:

@@ -124,37 +124,53 @@ class InvState:
             discarded=int(proj.get("discarded", 0)),
             volume=volume if proj.get("open") else None,
             image_shape=tuple(img["shape"]) if img.get("shape") else None,
-            spacing=tuple(img["spacing"]) if img.get("spacing") else None,  # type: ignore[arg-type]
+            spacing=_spacing(img.get("spacing")),
             masks=tuple(
                 MaskInfo(
-                    int(m["index"]), str(m["name"]), (int(m["threshold"][0]),
-                    int(m["threshold"][1])), tuple(m.get("colour") or ()), bool(m["visible"]),
-                    bool(m["current"]), bool(m.get("edited")),
+                    int(m["index"]),
+                    str(m["name"]),
+                    (int(m["threshold"][0]), int(m["threshold"][1])),
+                    tuple(m.get("colour") or ()),
+                    bool(m["visible"]),
+                    bool(m["current"]),
+                    bool(m.get("edited")),
                     None if m.get("voxels") is None else int(m["voxels"]),
-                )  # fmt: skip
+                )
                 for m in d.get("masks") or ()
             ),
             surfaces=tuple(
                 SurfaceInfo(
-                    int(s["index"]), str(s["name"]), float(s["volume"]), float(s["area"]),
-                    tuple(s.get("colour") or ()), float(s["transparency"]), bool(s["visible"]),
-                )  # fmt: skip
+                    int(s["index"]),
+                    str(s["name"]),
+                    float(s["volume"]),
+                    float(s["area"]),
+                    tuple(s.get("colour") or ()),
+                    float(s["transparency"]),
+                    bool(s["visible"]),
+                )
                 for s in d.get("surfaces") or ()
             ),
             measures=tuple(
                 MeasureInfo(
-                    int(m["index"]), str(m["name"]), str(m["kind"]), float(m["value"]),
-                    str(m["location"]), int(m["slice"]),
+                    int(m["index"]),
+                    str(m["name"]),
+                    str(m["kind"]),
+                    float(m["value"]),
+                    str(m["location"]),
+                    int(m["slice"]),
                     tuple((float(p[0]), float(p[1]), float(p[2])) for p in m["points"]),
                     bool(m["visible"]),
-                )  # fmt: skip
+                )
                 for m in d.get("measures") or ()
             ),
             views=tuple(
                 ViewInfo(
-                    str(v["view"]), v.get("slice"), v.get("slices"), bool(v["shown"]),
+                    str(v["view"]),
+                    v.get("slice"),
+                    v.get("slices"),
+                    bool(v["shown"]),
                     (int(v["box"][0]), int(v["box"][1]), int(v["box"][2]), int(v["box"][3])),
-                )  # fmt: skip
+                )
                 for v in d.get("views") or ()
             ),
             window=(float(d["window"][0]), float(d["window"][1])) if d.get("window") else None,
@@ -163,6 +179,12 @@ class InvState:
             dialogs=tuple(str(x.get("title", "")) for x in d.get("dialogs") or ()),
             style=str(d.get("style", "")),
         )
+
+
+def _spacing(v: Any) -> tuple[float, float, float] | None:
+    if not v:
+        return None
+    return (float(v[0]), float(v[1]), float(v[2]))
 
 
 @dataclass(frozen=True)
