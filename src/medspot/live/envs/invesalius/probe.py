@@ -559,6 +559,19 @@ def _configs() -> dict[str, Any]:
     return {name: getattr(styles, name)() for name in CONFIGS}
 
 
+def _holders() -> dict[str, Any]:
+    """Objects whose plain attributes are settings that outlive a project (the view that had
+    the focus last, which the Go-to-slice dialog starts on, ...)."""
+    out = {}
+    frame = _frame()
+    if frame is not None:
+        out["Frame"] = frame
+    ctl = _controller()
+    if ctl is not None:
+        out["Controller"] = ctl
+    return out
+
+
 def _value_of(w: Any) -> Any:
     """A control's value as the user sees it (None for windows without one)."""
     wx = mod("wx")
@@ -617,6 +630,10 @@ def fingerprint() -> dict[str, Any]:
         fp["w:" + path] = [shown, value]
         if w.IsShownOnScreen():
             fp["box:" + path] = _rect(w)
+    for name, obj in _holders().items():  # the main window's and the controller's settings
+        for k, v in sorted(vars(obj).items()):
+            if isinstance(v, _PRIMITIVE):
+                fp[f"attr:{name}.{k}"] = v
     for name, cfg in _configs().items():
         for k, v in sorted(vars(cfg).items()):
             if isinstance(v, _PRIMITIVE) or (
@@ -722,6 +739,11 @@ def _restore(fp: dict[str, Any]) -> None:
                 w.ChangeValue(want)
         except Exception:
             pass
+    for name, obj in _holders().items():
+        for k in list(vars(obj)):
+            key = f"attr:{name}.{k}"
+            if key in fresh and fp.get(key) != fresh[key]:
+                setattr(obj, k, fresh[key])
     for name, cfg in _configs().items():
         for k in list(vars(cfg)):
             key = f"cfg:{name}.{k}"

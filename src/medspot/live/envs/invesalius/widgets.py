@@ -20,6 +20,8 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree
 __all__ = ["merge_widgets"]
 
 _SHOWN = frozenset({"showing", "visible", "enabled", "sensitive"})
+_MENUS = frozenset({"menu", "menu item", "popup menu", "check menu item", "radio menu item",
+                    "menu bar"})  # fmt: skip
 _CLIPPING = frozenset({"panel", "filler", "scroll pane", "viewport", "page tab list"})
 
 
@@ -57,8 +59,10 @@ def merge_widgets(tree: AtspiTree, widgets: Sequence[dict[str, Any]], app: str) 
         if bw <= 0 or bh <= 0:
             continue
         parent = tree.hit(x + bw / 2, y + bh / 2)
-        if parent is None or _top(tree, parent).name != str(w.get("top", "")):
-            continue  # another window (a menu, a dialog) covers it
+        if parent is None or _top(tree, parent).name != str(w.get("top", "")) or _in_menu(
+            tree, parent
+        ):
+            continue  # another window (a dialog) or an open menu covers it
         k = children.get(parent.index, 0)
         children[parent.index] = k + 1
         nodes.append(
@@ -77,6 +81,15 @@ def merge_widgets(tree: AtspiTree, widgets: Sequence[dict[str, Any]], app: str) 
             )
         )
     return AtspiTree(tuple(nodes))
+
+
+def _in_menu(tree: AtspiTree, n: AtspiNode) -> bool:
+    while True:
+        if n.role in _MENUS:
+            return True
+        if n.parent < 0:
+            return False
+        n = tree.nodes[n.parent]
 
 
 def _top(tree: AtspiTree, n: AtspiNode) -> AtspiNode:
