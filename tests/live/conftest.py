@@ -50,3 +50,17 @@ def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -
     env.start()
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module")
+def invesalius_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A started invesalius environment (its own Xvfb, D-Bus and InVesalius), per module."""
+    from _invesalius_support import require_invesalius
+
+    require_invesalius()
+    from medspot.live.core.registry import create_environment
+
+    env = create_environment("invesalius", workdir=tmp_path_factory.mktemp("invesalius-env"))
+    env.start()
+    yield env
+    env.close()
