@@ -30,6 +30,7 @@ CASES = [
     ("orthanc-explorer", "open-series-ct-doe-john-axial"),
     ("dicomscope", "open-ct-doe-john-slice3"),
     ("ohif", "open-ct-doe-john"),
+    ("invesalius", "goto-axial-slice-40"),
 ]
 
 
@@ -38,6 +39,10 @@ def _require(env: str) -> None:
         from _desktop_support import require_dicomscope
 
         require_dicomscope()
+    elif env == "invesalius":
+        from _invesalius_support import require_invesalius
+
+        require_invesalius()
     elif env == "ohif":
         from test_ohif_env import require_ohif_stack
 
@@ -51,7 +56,7 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
         sys.executable, "-m", "medspot", "live", "run", "--env", env, "--model", "oracle",
         "--tasks", task, "--out", str(out), "--no-progress", "--bootstrap", "50",
     ]  # fmt: skip
-    if env != "dicomscope":
+    if env not in ("dicomscope", "invesalius"):
         cmd += ["--env-option", f"chromium={CHROMIUM}"]
     child_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
     with log.open("wb") as sink:

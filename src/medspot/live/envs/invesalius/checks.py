@@ -610,7 +610,8 @@ def nifti_to_phantom(img: NiftiImage, shape: tuple[int, int, int]) -> np.ndarray
 class FileParams(CheckParams):
     """A file in the export folder: `file` (a name) or `pattern` (a glob; the check holds when
     one matching file satisfies the rest); `exists` (false: no such file); `format` it must
-    parse as; `volume_of` (an STL's enclosed volume within `tolerance` of the structures');
+    parse as (stl, nifti; png, jpeg by their signature); `volume_of` (an STL's enclosed volume
+    within `tolerance` of the structures');
     `dice_with` + `min` (a NIfTI mask's Dice with the structures); `geometry` (a NIfTI has the
     phantom's dimensions and voxel size); `unchanged` (true: the file the task's start put there
     is untouched; false: it was replaced)."""
@@ -618,7 +619,7 @@ class FileParams(CheckParams):
     file: ExportName | None = None
     pattern: ExportPattern | None = None
     exists: bool = True
-    format: Literal["stl", "nifti", "any"] = "any"
+    format: Literal["stl", "nifti", "png", "jpeg", "any"] = "any"
     volume_of: list[PhantomStructure] | None = Field(None, min_length=1, max_length=8)
     tolerance: float = Field(0.1, gt=0, le=1)
     dice_with: list[PhantomStructure] | None = Field(None, min_length=1, max_length=8)
@@ -654,6 +655,8 @@ def _file_ok(p: FileParams, f: ExportedFile, snap: ExportSnapshot) -> bool:
     if p.format == "stl" and f.mesh is None:
         return False
     if p.format == "nifti" and f.nifti is None:
+        return False
+    if p.format in ("png", "jpeg") and f.picture != p.format:
         return False
     if p.unchanged is not None:
         seeded = snap.seeded.get(f.name)

@@ -362,7 +362,7 @@ class InvesaliusEnv:
     def _open_submenu(self, inst: InvInstance, path: tuple[int, ...], x: int, y: int) -> None:
         """A click on an item that opens a submenu leaves it open, as it does under a window
         manager: GTK here sometimes opens it only for a pointer resting on the item."""
-        for k in range(4):
+        for k in range(12):  # up to about 4 s on a loaded machine
             self._forget()
             tree = self._tree(False)
             node = next((n for n in tree.nodes if n.path == path), None)

@@ -25,6 +25,7 @@ __all__ = [
     "StlMesh",
     "parse_nifti",
     "parse_stl",
+    "picture_type",
     "read_export",
 ]
 
@@ -125,6 +126,15 @@ def parse_nifti(data: bytes) -> NiftiImage:
     return NiftiImage(shape, tuple(float(x) for x in pixdim[1 : ndim + 1]), arr)
 
 
+_PICTURES = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"BM", "bmp"),
+             (b"II*\x00", "tiff"), (b"MM\x00*", "tiff"))  # fmt: skip
+
+
+def picture_type(head: bytes) -> str | None:
+    """The picture format a file's first bytes announce, or None."""
+    return next((kind for magic, kind in _PICTURES if head.startswith(magic)), None)
+
+
 @dataclass(frozen=True)
 class ExportedFile:
     """One file of the export folder as a check sees it: `exists`, its digest, and what could
@@ -136,6 +146,7 @@ class ExportedFile:
     size: int = 0
     mesh: StlMesh | None = None
     nifti: NiftiImage | None = None
+    picture: str | None = None  # png / jpeg / bmp / tiff, by the file's signature
     error: str | None = None
 
 
@@ -150,6 +161,9 @@ def read_export(folder: Path, name: str) -> ExportedFile:
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     low = name.lower()
+    picture = picture_type(data[:8])
+    if picture is not None:
+        return ExportedFile(name, True, digest, size, picture=picture)
     try:
         if low.endswith(".stl"):
             return ExportedFile(name, True, digest, size, mesh=parse_stl(data))

@@ -561,7 +561,7 @@ def _configs() -> dict[str, Any]:
 
 def _holders() -> dict[str, Any]:
     """Objects whose plain attributes are settings that outlive a project (the view that had
-    the focus last, which the Go-to-slice dialog starts on, ...)."""
+    the focus last, which the Go-to-slice dialog starts on, the task panel's button, ...)."""
     out = {}
     frame = _frame()
     if frame is not None:
@@ -569,7 +569,17 @@ def _holders() -> dict[str, Any]:
     ctl = _controller()
     if ctl is not None:
         out["Controller"] = ctl
+    layout = _layout_toolbar()
+    if layout is not None:
+        out["LayoutToolBar"] = layout
     return out
+
+
+def _layout_toolbar() -> Any:
+    frame = _frame()
+    if frame is None:
+        return None
+    return next((w for w in _walk(frame) if type(w).__name__ == "LayoutToolBar"), None)
 
 
 def _value_of(w: Any) -> Any:
@@ -666,7 +676,8 @@ def fingerprint() -> dict[str, Any]:
             for i in range(w.GetToolCount()):
                 t = w.FindToolByIndex(i)
                 if t is not None and t.GetKind() != wx.ITEM_SEPARATOR:
-                    fp[f"tool:{path}/{t.GetShortHelp()}"] = [
+                    fp[f"tool:{path}#{i}"] = [
+                        str(t.GetShortHelp()),
                         bool(w.GetToolToggled(t.GetId())),
                         bool(w.GetToolEnabled(t.GetId())),
                     ]
@@ -755,6 +766,14 @@ def _restore(fp: dict[str, Any]) -> None:
         if key.startswith("ses:") and fp.get(key) != v:
             sec, _, k = key[4:].partition(".")
             ses._values[sec][k] = v
+    for key in fp:
+        if key.startswith("ses:") and key not in fresh:  # a setting the project added
+            sec, _, k = key[4:].partition(".")
+            ses._values[sec].pop(k, None)
+    layout = _layout_toolbar()
+    want_layout = fresh.get("attr:LayoutToolBar.ontool_layout")
+    if layout is not None and want_layout is not None and layout.ontool_layout != want_layout:
+        layout.ToggleLayout()  # the task panel shown or hidden as the toolbar's button does
     frame = _frame()
     if frame is not None and frame.GetMenuBar() is not None:
         mb = frame.GetMenuBar()
@@ -783,13 +802,13 @@ def _restore(fp: dict[str, Any]) -> None:
             t = w.FindToolByIndex(i)
             if t is None or t.GetKind() == wx.ITEM_SEPARATOR:
                 continue
-            want = fresh.get(f"tool:{path}/{t.GetShortHelp()}")
+            want = fresh.get(f"tool:{path}#{i}")
             if want is None:
                 continue
-            if bool(w.GetToolToggled(t.GetId())) != want[0]:
-                w.ToggleTool(t.GetId(), want[0])
-            if bool(w.GetToolEnabled(t.GetId())) != want[1]:
-                w.EnableTool(t.GetId(), want[1])
+            if bool(w.GetToolToggled(t.GetId())) != want[1]:
+                w.ToggleTool(t.GetId(), want[1])
+            if bool(w.GetToolEnabled(t.GetId())) != want[2]:
+                w.EnableTool(t.GetId(), want[2])
         w.Refresh()
     if frame is not None:
         frame.Layout()
@@ -1050,10 +1069,9 @@ def _views(args: dict[str, Any]) -> None:
         pub.sendMessage("Bright and contrast adjustment image", window=ww, level=wl)
         pub.sendMessage("Update window level value", window=ww, level=wl)
         pub.sendMessage("Update slice viewer")
-    frame = _frame()
-    if frame is not None and args.get("task_panel") is False:
-        pub.sendMessage("Hide task panel")
-        pub.sendMessage("Set layout button full")
+    layout = _layout_toolbar()
+    if layout is not None and args.get("task_panel") is False and not layout.ontool_layout:
+        layout.ToggleLayout()  # as the toolbar's "Hide task panel" does
 
 
 def image_sample(args: dict[str, Any]) -> dict[str, Any]:
