@@ -1069,6 +1069,9 @@ def _views(args: dict[str, Any]) -> None:
         pub.sendMessage("Bright and contrast adjustment image", window=ww, level=wl)
         pub.sendMessage("Update window level value", window=ww, level=wl)
         pub.sendMessage("Update slice viewer")
+    frame = _frame()
+    if frame is not None:  # the view the Go-to-slice dialog starts on, as in a fresh start
+        frame._last_viewer_orientation_focus = "AXIAL"
     layout = _layout_toolbar()
     if layout is not None and args.get("task_panel") is False and not layout.ontool_layout:
         layout.ToggleLayout()  # as the toolbar's "Hide task panel" does
