@@ -59,8 +59,10 @@ def merge_widgets(tree: AtspiTree, widgets: Sequence[dict[str, Any]], app: str) 
         if bw <= 0 or bh <= 0:
             continue
         parent = tree.hit(x + bw / 2, y + bh / 2)
-        if parent is None or _top(tree, parent).name != str(w.get("top", "")) or _in_menu(
-            tree, parent
+        if (
+            parent is None
+            or _top(tree, parent).name != str(w.get("top", ""))
+            or _in_menu(tree, parent)
         ):
             continue  # another window (a dialog) or an open menu covers it
         k = children.get(parent.index, 0)
