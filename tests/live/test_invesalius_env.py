@@ -73,8 +73,15 @@ def test_the_probe_reads_masks_surfaces_views_and_files(invesalius_env: Any) -> 
 
 def test_start_keys_masks_current_slices(invesalius_env: Any) -> None:
     env = invesalius_env
-    env.reset(invesalius_tasks()["paint-into-right-mask"])
+    task = invesalius_tasks()["paint-into-right-mask"]
+    env.reset(task)
+    view = env.locate(Locator(role="view", text="coronal"))
+    assert view is not None
+    env.act(Click(*view.center))  # the pointer left on the coronal view
+    assert env.state_dict()["goto_view"] == "coronal"
+    env.reset(task)
     st = env.state_dict()
+    assert st["goto_view"] == "axial"  # where Ctrl+G opens, as in a fresh InVesalius
     assert [(m["name"], m["current"], m["voxels"]) for m in st["masks"]] == [
         ("Liver", True, int(true_mask(CT, "liver").sum())), ("Lesion", False, 0)]  # fmt: skip
     assert {v["view"]: v["slice"] for v in st["views"]}["axial"] == 36

@@ -248,6 +248,9 @@ class InvesaliusEnv:
         deadline = time.monotonic() + self.settle_timeout_s
         with clock.phase("dismiss"):
             self._dismiss_native(inst)
+            # the pointer off the views first: a view shown again under it when the study
+            # loads would take the focus (the view the Go-to-slice dialog opens on)
+            inst.x11.move_pointer(*NEUTRAL_POINT)
         with clock.phase("reset_ui"):
             inst.probe.wait("reset_ui", {"cwd": str(inst.exports)}, deadline, "reset")
             left = inst.probe.wait("ui_diff", {}, deadline, "reset")
@@ -277,7 +280,7 @@ class InvesaliusEnv:
         dialogs, menus, InVesalius's own dialogs)."""
         for _ in range(ESCAPES):
             tree = inst.desktop.tree()
-            if not _extra_windows(tree):
+            if not _extra_windows(tree) and not _menu_open(tree):
                 return
             inst.x11.key("Escape")
             time.sleep(0.15)
@@ -361,7 +364,9 @@ class InvesaliusEnv:
 
     def _open_submenu(self, inst: InvInstance, path: tuple[int, ...], x: int, y: int) -> None:
         """A click on an item that opens a submenu leaves it open, as it does under a window
-        manager: GTK here sometimes opens it only for a pointer resting on the item."""
+        manager: GTK here sometimes opens it only for a pointer resting on the item, and
+        does not open it again for a pointer moving inside an item it closed it for: then
+        the Right key (which opens the selected item's submenu) does."""
         for k in range(12):  # up to about 4 s on a loaded machine
             self._forget()
             tree = self._tree(False)
@@ -370,7 +375,10 @@ class InvesaliusEnv:
                 c.parent == node.index and tree.visible_box(c) is not None for c in tree.nodes
             ):
                 return
-            inst.x11.move_pointer(x + (1 if k % 2 == 0 else 0), y)
+            if k in (3, 7) and tree.visible_box(node) is not None:
+                inst.x11.key("Right")
+            else:
+                inst.x11.move_pointer(x + (1 if k % 2 == 0 else 0), y)
             time.sleep(0.3)
 
     def _focus_top(self, inst: InvInstance) -> None:
@@ -447,10 +455,11 @@ class InvesaliusEnv:
 
     def task_quality(self, task: LiveTask) -> dict[str, float]:
         """The Dice with the truth of the mask the task is judged on (its first success check
-        `inv.mask_dice` with a `min`), over the check's region; 0 when that mask is gone.
-        Nothing for a task judged on no mask."""
+        `inv.mask_dice` with a `min` and without `keep`), over the check's region; 0 when that
+        mask is gone. Nothing for a task judged on no mask, or only on a mask it must leave as
+        it was (`keep`: an infeasible task's, a cancelled dialog's)."""
         for spec in task.success:
-            if spec.kind != "inv.mask_dice":
+            if spec.kind != "inv.mask_dice" or spec.keep:
                 continue
             p = CHECK_KINDS.parse(spec, NAME)
             if not isinstance(p, DiceParams) or p.min is None:
@@ -576,6 +585,20 @@ def _extra_windows(tree: AtspiTree) -> list[Any]:
     show."""
     return [n for n in tree.nodes if n.parent == -1 and n.path[1:] != (0,)
             and "showing" in n.states]  # fmt: skip
+
+
+def _menu_open(tree: AtspiTree) -> bool:
+    """A menu's or a combo box's popup shows (its items do: an item, or an item opening a
+    submenu, whose parent is no menu bar)."""
+    return any(
+        "showing" in n.states
+        and (n.role in _MENU_ITEMS or (n.role == "menu" and n.parent >= 0
+                                       and tree.nodes[n.parent].role != "menu bar"))
+        for n in tree.nodes
+    )  # fmt: skip
+
+
+_MENU_ITEMS = frozenset({"menu item", "check menu item", "radio menu item"})
 
 
 def task_check(task: LiveTask) -> list[tuple[str, str]]:

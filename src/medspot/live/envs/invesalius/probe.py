@@ -174,6 +174,9 @@ def read_state(args: dict[str, Any]) -> dict[str, Any]:
     out["ready"] = frame is not None and frame.IsShown()
     out["title"] = frame.GetTitle() if frame is not None else ""
     out["busy"] = bool(wx.IsBusy())
+    # the view the Go-to-slice dialog opens on: the slice view the pointer entered last
+    focus = str(getattr(frame, "_last_viewer_orientation_focus", ""))
+    out["goto_view"] = {"AXIAL": "axial", "CORONAL": "coronal", "SAGITAL": "sagittal"}.get(focus)
     if not out["project"]["open"]:
         out.update(masks=[], surfaces=[], measures=[], views=[], window=None, image=None)
         out["dialogs"] = _dialogs()
