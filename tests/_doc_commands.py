@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _children import start
+
 __all__ = [
     "SHELL_LANGUAGES",
     "DocCommand",
@@ -139,7 +141,7 @@ class Ran:
 def run_piped(text: str, cwd: Path, env: Mapping[str, str], timeout: float) -> Ran:
     """`bash -c text` with stdin from /dev/null and its output into a pipe."""
     t0 = time.monotonic()
-    p = subprocess.Popen(
+    p = start(
         ["bash", "-c", text], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
@@ -161,7 +163,7 @@ def run_on_pty(
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
     t0 = time.monotonic()
     try:
-        p = subprocess.Popen(
+        p = start(
             ["bash", "-c", text], cwd=cwd, env={**env, "TERM": "xterm-256color"}, stdin=slave,
             stdout=slave, stderr=slave, start_new_session=True,
         )  # fmt: skip

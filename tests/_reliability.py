@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _children import start
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
@@ -55,7 +57,7 @@ def eval_args(root: Path, out: Path, url: str, *extra: str, apps: str = APPS) ->
 def start_eval(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """`python -m medspot <args>` in a subprocess, stdout and stderr captured."""
     full_env = {**os.environ, "OPENAI_API_KEY": "test-key", **(env or {})}
-    return subprocess.Popen(
+    return start(
         [sys.executable, "-m", "medspot", *args],
         env=full_env,
         stdout=subprocess.PIPE,

@@ -4,7 +4,8 @@ answer syntax and coordinate convention.
 
 A request about one of `medspot check-model`'s screens (its instruction names the button) is
 answered with the button's centre, as a model that reads its screen right would; any other
-request with a fixed point, so that runs are complete and scored (as misses, mostly). Models
+request with a fixed point, so that runs are complete and scored (as misses, mostly). The
+grounding models added after the paper answer in their own syntax (`grounder_answer`); models
 not listed answer in the text form `(x, y)` on 0..1000.
 
 A request made with the harness planner prompt (`live run --planner MODEL`, whatever the model)
@@ -20,7 +21,7 @@ from medspot.adapters.cards.harness_planner import EARLIER_STEPS, PLANNER_TEMPLA
 from medspot.commands.check_model_fit import SCREENS, CheckScreen
 from medspot.testing.openai_server import SeenRequest
 
-__all__ = ["answer"]
+__all__ = ["answer", "grounder_answer"]
 
 _DEFAULT_POINT = (0.5, 0.5)  # normalised, for requests that are not check-model's
 # what only the planner prompt holds (the harness agent prompt opens with the same words)
@@ -30,6 +31,32 @@ assert _PLANNER_MARK in PLANNER_TEMPLATE
 
 def _screen(req: SeenRequest) -> CheckScreen | None:
     return next((s for s in SCREENS if s.instruction in req.text), None)
+
+
+def grounder_answer(model: str, x: float, y: float, sent: tuple[int, int]) -> str | None:
+    """The answer of a grounding model added after the paper (Holo2, UI-Venus-1.5, MAI-UI,
+    GTA1, GUI-Owl-1.5) clicking the normalised point (x, y), in its own syntax and frame
+    (`sent`: the size of the image it was sent); None for other models."""
+    name = model.lower()
+    gx, gy = round(x * 1000), round(y * 1000)
+    if "holo2" in name:  # JSON on 0..1000 (H Company's localization prompt)
+        return json.dumps({"x": gx, "y": gy})
+    if "ui-venus" in name:  # [x,y] on 0..1000
+        return f"[{gx},{gy}]"
+    if "mai-ui" in name:  # reasoning, then the coordinate inside <answer>, on 0..1000
+        return (
+            "<grounding_think>The instruction names one control; it is the highlighted one."
+            f'</grounding_think>\n<answer>\n{{"coordinate": [{gx},{gy}]}}\n</answer>'
+        )
+    if "gta1" in name:  # (x,y) in pixels of the smart-resized image it was sent
+        return f"({round(x * sent[0])},{round(y * sent[1])})"
+    if "gui-owl" in name:  # a computer_use left_click on the 1000x1000 screen
+        call = {
+            "name": "computer_use",
+            "arguments": {"action": "left_click", "coordinate": [gx, gy]},
+        }
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+    return None
 
 
 def answer(req: SeenRequest) -> str:
@@ -45,6 +72,9 @@ def answer(req: SeenRequest) -> str:
     x, y = (screen.target.x, screen.target.y) if screen else _DEFAULT_POINT
     sent = req.image.size if req.image else (1000, 1000)
     name = req.model.lower()
+    grounder = grounder_answer(req.model, x, y, sent)
+    if grounder is not None:
+        return grounder
     if "ui-tars" in name:  # pixels of the image sent (smart-resized), UI-TARS action syntax
         px, py = round(x * sent[0]), round(y * sent[1])
         return f"Thought: the target is there.\nAction: click(start_box='({px},{py})')"

@@ -1,11 +1,15 @@
-"""Shared fixtures: the real annotation files and a dataset root with placeholder screenshots."""
+"""Shared fixtures: the real annotation files and a dataset root with placeholder screenshots;
+every test's teardown stops what it started and left running (`_children`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from _children import stop_all
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +40,14 @@ def placeholder_root(annotations_dir: Path, tmp_path_factory: pytest.TempPathFac
     from medspot.testing import make_placeholder_root
 
     return make_placeholder_root(tmp_path_factory.mktemp("placeholder"), annotations_dir)
+
+
+@pytest.fixture(autouse=True)
+def _children_stopped() -> Iterator[None]:
+    """After every test, pass or fail: the processes it started through `_children.start`
+    that still run are stopped (SIGINT, a bounded wait, SIGKILL)."""
+    yield
+    stop_all()
 
 
 LIVE_DIR = Path(__file__).resolve().parent / "live"

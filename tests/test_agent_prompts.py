@@ -40,6 +40,8 @@ AGENT_FORMATS = {
     "deepseek-vl2": "text",
     "deepseek-vl2-small": "text",
     "deepseek-vl2-tiny": "text",
+    "mai-ui": "mai-ui",
+    "gui-owl-1.5": "gui-owl-computer-use",
 }
 
 
@@ -275,3 +277,62 @@ def test_aguvis_self_plan_prefix_over_vllm(tmp_path: Path) -> None:
     assert seen.body["continue_final_message"] is True
     assert seen.body["stop"] == ["<|diff_marker|>"]
     assert "generation_prompt_approximated" in pred.flags
+
+
+def test_mai_ui_agent_prompt_is_the_repositorys_mobile_prompt() -> None:
+    style = get_card("mai-ui").style(PromptStyle.AGENT)
+    assert style.convention is Convention.REL999  # SCALE_FACTOR = 999
+    earlier = ('<thinking>\nOpen the form.\n</thinking>\n<tool_call>\n{"name":"mobile_use",'
+               '"arguments":{"action":"click","coordinate":[321,287]}}\n</tool_call>',)  # fmt: skip
+    spec = style.build(_req(history=earlier))
+    assert spec.system is not None and spec.system.startswith(
+        "You are a GUI agent. You are given a task and your action history, with screenshots."
+    )
+    assert '{"action": "system_button", "button": "button_name"} # Options: back, home, menu, ' \
+        "enter" in spec.system  # fmt: skip
+    assert spec.system.endswith(
+        "return the correct json object within <thinking> </thinking> and <tool_call></tool_call>"
+        " XML tags."
+    )
+    assert spec.user_text == GOAL and spec.earlier == earlier
+    assert spec.image_turn_alone and not spec.image_first
+
+
+def test_mai_ui_agent_request_layout(tmp_path: Path) -> None:
+    """MAIUINaivigationAgent._build_messages: system, the goal alone, earlier answers as
+    assistant turns, the screenshot in a user message of its own (also on the first step)."""
+    answer = '<thinking>\ngo\n</thinking>\n<tool_call>\n{"name": "mobile_use", "arguments": ' \
+        '{"action": "wait"}}\n</tool_call>'  # fmt: skip
+    with OpenAITestServer(answer=answer) as srv:
+        _ask("mai-ui", srv.base_url, _req(tmp_path))
+        _ask("mai-ui", srv.base_url, _req(tmp_path, ("<thinking>\na\n</thinking>",)))
+        first, second = srv.requests
+    assert [m["role"] for m in first.body["messages"]] == ["system", "user", "user"]
+    assert [m["role"] for m in second.body["messages"]] == [
+        "system", "user", "assistant", "user"]  # fmt: skip
+    for seen in (first, second):
+        user_text, *_, image = seen.body["messages"][1:]
+        assert [p["type"] for p in user_text["content"]] == ["text"]
+        assert [p["type"] for p in image["content"]] == ["image_url"]
+        assert seen.text == GOAL
+
+
+def test_gui_owl_agent_prompt_is_mobile_agent_v35s_computer_prompt() -> None:
+    style = get_card("gui-owl-1.5").style(PromptStyle.AGENT)
+    assert style.convention is Convention.REL1000  # the harness divides by 1000
+    spec = style.build(_req(history=("Click the Lookup tab.",)))
+    assert spec.system is not None
+    fn = _tool_json(spec.system)["function"]
+    assert fn["name"] == "computer_use"
+    assert "The screen's resolution is 1000x1000." in fn["description"]
+    assert "interact" in fn["parameters"]["properties"]["action"]["enum"]
+    assert spec.system.endswith(
+        "- Do not output anything else outside those two parts.\n"
+        "- If finishing, use action=terminate in the tool call."
+    )
+    assert spec.user_text == (
+        "Please generate the next move according to the UI screenshot, instruction and previous "
+        f"actions.\n\nInstruction: {GOAL}\n\nPrevious actions:\nStep 1: Click the Lookup tab."
+    )
+    first = style.build(_req()).user_text
+    assert first.endswith("Previous actions:\nNone") and not spec.image_first

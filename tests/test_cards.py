@@ -366,3 +366,124 @@ def test_registry_lists_cards_without_heavy_imports() -> None:
         "medspot.adapters.factory:create_card_adapter",
         "medspot.adapters.factory:create_generic_adapter",
     ]
+
+
+# --- the grounding models on the ScreenSpot-Pro leaderboard since the paper --------------------
+
+GROUNDERS = {
+    # card: (default checkpoint, native convention, hf loader, base architecture)
+    "holo2": ("Hcompany/Holo2-8B", Convention.REL1000, "qwen_vl_auto"),
+    "ui-venus-1.5": ("inclusionAI/UI-Venus-1.5-8B", Convention.REL1000, "qwen_vl_auto"),
+    "mai-ui": ("Tongyi-MAI/MAI-UI-8B", Convention.REL1000, "qwen3_vl"),
+    "gta1": ("Salesforce/GTA1-7B", Convention.ABS_RESIZED, "qwen2_5_vl"),
+    "gui-owl-1.5": ("mPLUG/GUI-Owl-1.5-8B-Instruct", Convention.REL1000, "qwen3_vl"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUNDERS))
+def test_grounder_cards(name: str) -> None:
+    ckpt, convention, loader = GROUNDERS[name]
+    card = get_card(name)
+    assert card.checkpoint == ckpt and card.native.convention is convention
+    assert card.hf_loader == loader and card.backends == ("openai", "hf")
+    assert card.upstream is card.native  # no authors' script for these models
+    assert card.aliases  # the other sizes are checkpoints of the same card
+
+
+def test_holo2_prompt_is_h_companys_localization_prompt() -> None:
+    from pydantic import BaseModel, Field
+
+    class ClickCoordinates(BaseModel):  # the Holo1.5 model card's, field by field
+        x: int = Field(
+            ge=0, le=1000, description="The x coordinate, normalized between 0 and 1000."
+        )
+        y: int = Field(
+            ge=0, le=1000, description="The y coordinate, normalized between 0 and 1000."
+        )
+
+    spec = native_spec("holo2")
+    assert spec.user_text == (
+        "Localize an element on the GUI image according to the provided target and output a "
+        "click position.\n * You must output a valid JSON following the format: "
+        f"{ClickCoordinates.model_json_schema()}\n Your target is:\n{INSTR}"
+    )
+    assert spec.image_first and spec.system is None and spec.resize is None
+    assert dict(spec.chat_template_kwargs) == {"enable_thinking": False}
+
+
+def test_ui_venus_prompt_is_the_grounding_scripts() -> None:
+    spec = native_spec("ui-venus-1.5", instruction="Click on the File menu.")
+    assert spec.user_text == (
+        "Output the center point of the position corresponding to the following instruction: "
+        "\nClick on the File menu. \n\nThe output should just be the coordinates of a point, in "
+        "the format [x,y]. Additionally, if the task is infeasible (e.g., the task is not "
+        "related to the image), the output should be [-1,-1]."
+    )
+    assert spec.image_first and spec.resize == QWEN_DEFAULT_RESIZE and spec.max_new_tokens == 128
+
+
+def test_mai_ui_prompt_is_the_evaluation_scripts() -> None:
+    spec = native_spec("mai-ui")
+    assert spec.system is not None and spec.system.startswith(
+        "You are a GUI grounding agent. \n## Task\nGiven a screenshot and the user's grounding "
+        "instruction."
+    )
+    assert spec.system.endswith(
+        '<grounding_think>...</grounding_think>\n<answer>\n{"coordinate": [x,y]}\n</answer>\n'
+        "## Input instruction\n"
+    )
+    assert spec.user_text == INSTR + "\n"
+    assert not spec.image_first and spec.image_format == "png"
+    assert spec.resize is not None
+    assert (spec.resize.factor, spec.resize.min_pixels, spec.resize.max_pixels) == (
+        32,
+        1024,
+        6553600,
+    )
+
+
+def test_gta1_system_message_names_the_size_sent() -> None:
+    from medspot.adapters.card import with_sent_size
+    from medspot.adapters.cards.gta1 import GTA1_RESIZE
+
+    spec = native_spec("gta1")
+    assert spec.user_text == INSTR and spec.image_first and spec.resize == GTA1_RESIZE
+    assert (GTA1_RESIZE.factor, GTA1_RESIZE.min_pixels, GTA1_RESIZE.max_pixels) == (
+        28,
+        3136,
+        4096 * 2160,
+    )
+    w, h = smart_resize(1920, 1080, GTA1_RESIZE)
+    filled = with_sent_size(spec, (w, h))
+    assert filled.system == (
+        "You are an expert UI element locator. Given a GUI image and a user's element "
+        "description, provide the coordinates of the specified element as a single (x,y) point. "
+        f"The image resolution is height {h} and width {w}. For elements with area, return the "
+        "center point.\n\nOutput the coordinate pair exactly:\n(x,y)"
+    )
+    assert with_sent_size(native_spec("holo2"), (1, 2)) == native_spec("holo2")  # not asked
+
+
+def test_gui_owl_prompt_is_the_grounding_evaluations() -> None:
+    import json
+    import re
+
+    spec = native_spec("gui-owl-1.5")
+    assert spec.user_text == INSTR and spec.image_first
+    assert spec.system is not None and spec.system.startswith(
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n"
+    )
+    m = re.search(r"<tools>\n(.*)\n</tools>", spec.system, re.DOTALL)
+    assert m is not None
+    tool = json.loads(m.group(1), strict=False)  # its description holds raw newlines
+    assert tool["function"]["parameters"]["properties"]["action"]["enum"] == [
+        "mouse_move",
+        "left_click",
+    ]
+    assert "The screen's resolution is 1000x1000." in tool["function"]["description"]
+    assert spec.resize is not None
+    assert (spec.resize.factor, spec.resize.min_pixels, spec.resize.max_pixels) == (
+        32,
+        32 * 32,
+        9800 * 32 * 32,
+    )

@@ -205,6 +205,27 @@ def test_models_lists_baselines(capsys: pytest.CaptureFixture[str]) -> None:
         assert name in out
 
 
+def test_models_lists_the_live_agents_in_a_section_of_their_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from medspot.live.agents.factory import LIVE_AGENTS
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("Live agents (`medspot live run --model NAME`", 1)[1]
+    listed = {line.split()[0] for line in section.splitlines()[1:] if line.strip()}
+    assert set(LIVE_AGENTS) <= listed and "noop" in listed
+    for line in section.splitlines():
+        if line.startswith(("openai-computer-use", "anthropic-computer-use")):
+            assert "--mode agent only" in line
+    assert "--planner MODEL --grounder CARD" in section
+    assert main(["models", "--json"]) == 0
+    live = [e for e in json.loads(capsys.readouterr().out) if e["kind"] == "live-agent"]
+    assert [e["name"] for e in live] == list(LIVE_AGENTS)
+
+
 def test_replay_scores_predictions_made_elsewhere(placeholder_root: Path, tmp_path: Path) -> None:
     # answers for Orthanc: the oracle's points for task 0, nothing readable for the rest
     from medspot.dataset.loading import load_dataset

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _children import start, stop
 from _computer_use_support import GOAL, drive, script, sha, turn
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError, ModelCallError
@@ -296,7 +297,6 @@ def test_computer_use_agents_need_agent_mode_and_their_own_options() -> None:
 def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
     import json
     import os
-    import signal
     import subprocess
     import sys
 
@@ -309,7 +309,7 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
     f.write_text(json.dumps({"conversations": [{"match": "GARCIA^MARIA", "turns": [both]}]}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     cmd = [sys.executable, "-m", "medspot", "serve-test", "--script", str(f)]
-    srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    srv = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)  # fmt: skip
     try:
         assert srv.stdout is not None
@@ -335,6 +335,44 @@ def test_serve_test_plays_a_script_for_both_clients(tmp_path: Path) -> None:
         assert [o.type for o in r1.output] == ["message", "computer_call"]
         assert r2.stop_reason == "tool_use" and r2.content[1].input["coordinate"] == [1, 2]
     finally:
-        srv.send_signal(signal.SIGINT)
-        _, err = srv.communicate(timeout=30)
-    assert srv.returncode == 0 and "2 request(s)" in err, err
+        stopped = stop(srv)  # Ctrl-C; killed after a bounded wait if it ignored it
+        err = stopped.err
+    assert not stopped.killed and srv.returncode == 0 and "2 request(s)" in err, err
+
+
+@pytest.mark.parametrize(
+    ("script_text", "extra", "says"),
+    [
+        (
+            '{"format_version": 99, "conversations": [{"match": "x", "turns": [{"text": "t"}]}]}',
+            (),
+            "field 'format_version': Value error, format 99 is not one this medspot reads (1)",
+        ),
+        (
+            '{"format_version": 1, "conversations": []}',
+            (),
+            "field 'conversations': List should have at least 1 item",
+        ),
+        (
+            '{"conversations": [{"match": "x", "turns": []}]}',
+            (),
+            "field 'conversations.0.turns': List should have at least 1 item",
+        ),
+        (
+            '{"conversations": [{"match": "x", "turns": [{"text": "t"}]}]}',
+            ("--answer", "hi"),
+            "--answer and --script go apart",
+        ),
+    ],
+)
+def test_serve_test_refuses_a_script_it_cannot_play(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script_text: str,
+    extra: tuple[str, ...], says: str,
+) -> None:  # fmt: skip
+    from medspot.cli import main
+
+    f = tmp_path / "script.json"
+    f.write_text(script_text)
+    assert main(["serve-test", "--script", str(f), *extra]) == 2  # before it serves
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

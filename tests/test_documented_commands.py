@@ -69,6 +69,15 @@ CANNOT_RUN: dict[str, str] = {
     "and needing the network; .ci/run installs the same packages before the tests",
     "medspot live setup --env ohif": "fetches the OHIF viewer from the npm registry (network) "
     "into the user's cache; .ci/run runs it before the tests",
+    "medspot live serve --env orthanc-explorer --mcp --transport http --port 8931 --tasks "
+    "open-study-ct-doe-john,delete-study-ct-doe-john --out results/mcp-agent": "a server: it "
+    "serves until Ctrl-C; tests/live/test_serve_mcp.py starts it (--transport http) and drives "
+    "real tasks through it with the official mcp client, and test_serve_docs_examples.py runs "
+    "the section's Python agent as written",
+    "medspot live serve --env orthanc-explorer --openenv --port 8932 --tasks "
+    "open-study-ct-doe-john --out results/openenv-agent": "a server: it serves until Ctrl-C; "
+    "tests/live/test_serve_openenv.py starts it and steps a task with the OpenEnv client, and "
+    "test_serve_docs_examples.py runs the section's Python client as written",
 }
 # Documented exit statuses other than 0.
 EXPECTED_STATUS: dict[str, tuple[int, ...]] = {

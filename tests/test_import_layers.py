@@ -17,7 +17,7 @@ PACKAGE = SRC / "medspot"
 
 # bottom to top; a module's layer is that of its longest listed prefix
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress"),
+    ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress", "limits"),
     ("dataset",),
     ("scoring",),
     ("runfolder",),
@@ -35,6 +35,7 @@ LIVE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),
     ("loop",),
     ("gym",),
+    ("serve",),  # `medspot live serve`: MCP and OpenEnv servers over the loop's episodes
     ("",),  # medspot.live itself: its public face
 )
 

@@ -124,3 +124,78 @@ def test_doctor_prints_the_ray_resources_of_this_node(
         k.startswith("medspot-env-") and v == ENV_RESOURCE_UNITS for k, v in declared.items()
     )
     assert len(cap.out.strip().splitlines()) == 1
+
+
+def test_a_ray_address_is_reached_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from medspot.live.loop.executors import check_ray_address
+
+    pytest.importorskip("ray")
+    with socket.socket() as s:  # a port nothing listens on (bound, never listening)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"--ray-address 127\.0\.0\.1:{port}: no Ray "):
+            check_ray_address(f"127.0.0.1:{port}", timeout_s=2)
+        out = tmp_path / "run"
+        address = f"127.0.0.1:{port}"
+        argv = ["live", "run", "--env", ENV, "--model", "oracle", "--out", str(out),
+                "--no-progress", "--executor", "ray", "--ray-address", address]  # fmt: skip
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in err and "ray start --head" in err
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="expected HOST:PORT"):
+        check_ray_address("somewhere-without-a-port")
+    with socket.socket() as s:  # a head that accepts connections passes the probe
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        check_ray_address(f"127.0.0.1:{s.getsockname()[1]}", timeout_s=2)
+
+
+def test_joining_a_cluster_is_bounded_and_a_signal_stops_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray's own wait for an address that never answers (in C++, about 14 minutes, deaf to
+    Ctrl-C and SIGTERM) runs in a helper thread that this one waits for in short steps."""
+    import asyncio
+    import signal
+    import threading
+    import time
+
+    ray = pytest.importorskip("ray")
+    from medspot.interrupts import Terminated, sigterm_stops
+    from medspot.live.loop.executors import ray_actors
+
+    release = threading.Event()
+    monkeypatch.setattr(ray, "init", lambda **kw: release.wait(60))
+    ex = ray_actors.RayExecutor(SlotConfig(ENV), address="127.0.0.1:1", cpus_per_env=1.0)
+    monkeypatch.setattr(ray_actors, "CONNECT_TIMEOUT_S", 0.5)
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match=r"did not take this driver within 0\.5 s"):
+        ex._join({})
+    assert time.monotonic() - t0 < 5
+    monkeypatch.setattr(ray_actors, "CONNECT_TIMEOUT_S", 60.0)
+
+    async def in_the_runner() -> None:  # the runner opens its executor from its coroutine
+        ex._join({})
+
+    def alone() -> None:
+        ex._join({})
+
+    def under_asyncio() -> None:
+        asyncio.run(in_the_runner())
+
+    for sig, raised in ((signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)):
+        for wait in (alone, under_asyncio):
+            # asyncio.run answers Ctrl-C by cancelling its task: a wait that never awaits
+            # would not see it before Ray's own wait ends
+            timer = threading.Timer(0.5, os.kill, (os.getpid(), sig))
+            t0 = time.monotonic()
+            timer.start()
+            with sigterm_stops(), pytest.raises(raised):
+                wait()
+            assert time.monotonic() - t0 < 5
+    release.set()

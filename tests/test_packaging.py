@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tomllib
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from _builders import step, write_app
+from _children import start, stop
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def test_serve_test_is_a_command_eval_can_use(tmp_path: Path) -> None:
     write_app(root, "A", [[step("Images/a.png", "Click", (45.0, 45.0, 10.0, 10.0))]])
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("OPENAI_API_KEY", None)
-    srv = subprocess.Popen(
+    srv = start(
         [sys.executable, "-m", "medspot", "serve-test"],
         env=env,
         stdout=subprocess.PIPE,
@@ -102,7 +102,7 @@ def test_serve_test_is_a_command_eval_can_use(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert "1 new calls" in proc.stdout
     finally:
-        srv.send_signal(signal.SIGINT)
-        _, err = srv.communicate(timeout=30)
-    assert srv.returncode == 0, err
+        stopped = stop(srv)  # Ctrl-C; killed after a bounded wait if it ignored it
+        err = stopped.err
+    assert not stopped.killed and srv.returncode == 0, err
     assert "1 request(s)" in err

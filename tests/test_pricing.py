@@ -100,3 +100,36 @@ def test_cost_meter() -> None:
     m.add(Usage(5, 1), 0.25)
     assert (m.calls, m.input_tokens, m.output_tokens) == (3, 15, 3)
     assert m.total_usd == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            '{"models": {"gpt-x": {"input": "cheap", "output": 1}}}',
+            "models.gpt-x.input: Input should be a valid number, unable to parse string as a "
+            "number (got 'cheap')",
+        ),
+        (
+            '{"models": {"gpt-x": {"input": 1, "output": -2}}}',
+            "models.gpt-x.output: Input should be greater than or equal to 0 (got -2)",
+        ),
+        (
+            '{"models": {"gpt-x": {"input": Infinity, "output": 1}}}',
+            "models.gpt-x.input: Input should be a finite number",
+        ),
+        ('{"model": {}}', "models: Field required; model: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_price_file_names_each_field_not_a_raw_dump(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    p = tmp_path / "prices.json"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_price_table(p)
+    message = str(e.value)
+    assert message.startswith(f"price file {p}: ") and says in message
+    assert "validation error" not in message and "errors.pydantic.dev" not in message
+    assert '{"models": {"NAME": {"input": USD, "output": USD}}}' in message
+    assert "\n" not in message

@@ -40,6 +40,7 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.report",
     "medspot.commands.leaderboard",
     "medspot.commands.compare",
+    "medspot.commands.export_results",
     "medspot.commands.import_upstream",
     "medspot.commands.serve_test",
     "medspot.commands.live",

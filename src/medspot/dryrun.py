@@ -41,12 +41,20 @@ def dry_run(req: EvalRequest) -> str:
         remaining = [s for s in task.steps if s.annotated and s.uid not in done]
         most += len(remaining)
         sizes.extend(images.size(s.image_path) for s in remaining)
+    passes = req.zoom.passes if req.zoom is not None else 1
     lines = [
         f"dry run: {req.model} on {len(req.dataset.app_names)} apps, protocol "
         f"{req.protocol_name}, {'all steps' if req.all_steps else 'sequential'}",
         f"  already answered in {req.out}: {len(done)} steps",
         f"  calls certain now: {len(first)}; at most: {most}",
     ]
+    if passes > 1:  # every pass of a zoom-in run is a call (a step may stop at its first)
+        lines.append(
+            f"  zoom-in, {passes} passes per step: at most {most * passes} model calls "
+            f"({len(first) * passes} for the steps certain now)"
+        )
+        most *= passes
+        sizes = sizes * passes  # the crops are smaller: an upper bound
     lines.extend(f"    {uid}" for uid in first[:10])
     if len(first) > 10:
         lines.append(f"    ... and {len(first) - 10} more")

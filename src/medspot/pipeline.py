@@ -18,11 +18,20 @@ from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
 from medspot.adapters.retry import MAX_RETRIES
+from medspot.adapters.zoom import ZoomAdapter, ZoomSpec, read_passes
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
 from medspot.interrupts import sigterm_stops
-from medspot.runfolder.guard import make_output_folder
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_RETRIES_LIMIT,
+    check_number,
+    check_seed,
+    check_whole,
+)
+from medspot.runfolder.guard import make_output_folder, refuse_foreign_folder
 from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
 from medspot.runfolder.layout import JOURNAL, RunFolder
 from medspot.runfolder.lock import run_folder_lock
@@ -30,6 +39,7 @@ from medspot.runfolder.runinfo import (
     FORMAT_VERSION,
     DatasetInfo,
     RunInfo,
+    ZoomInfo,
     git_revision,
     now_iso,
     package_versions,
@@ -61,6 +71,7 @@ class EvalRequest:
     n_boot: int = 2000
     options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
+    zoom: ZoomSpec | None = None  # --zoom K: K model calls per step, later ones on crops
 
     @property
     def protocol_name(self) -> str:
@@ -86,27 +97,53 @@ def _dataset_info(ds: Dataset, limit: int | None) -> DatasetInfo:
 def evaluate(
     req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> EvalOutcome:
-    """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results."""
+    """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results.
+    What can be refused is refused before the run folder is made: the request's options, a
+    folder that is not ours, then the model (its key, its options, its files)."""
+    _check_request(req)
     out = req.out
-    make_output_folder(out)
-    with run_folder_lock(out):
-        return _evaluate_locked(req, on_progress)
-
-
-def _evaluate_locked(
-    req: EvalRequest, on_progress: Callable[[ProgressEvent], None] | None
-) -> EvalOutcome:
-    out = req.out
+    refuse_foreign_folder(out)
     images = ImageStore(req.dataset.root)
     options = AdapterOptions.from_mapping(req.options).with_defaults(
         model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
     )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
+    make_output_folder(out)
+    with run_folder_lock(out):
+        return _evaluate_locked(req, adapter, images, on_progress)
+
+
+def _check_request(req: EvalRequest) -> None:
+    """The request's own numbers (the command line checks them too; a library caller may
+    not), against `medspot.limits`."""
+    check_whole("--concurrency", req.concurrency, 1, MAX_CONCURRENCY)
+    check_whole("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT)
+    check_whole("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP)
+    check_seed(req.seed)
+    if req.max_cost is not None:
+        check_number("--max-cost", req.max_cost)
+    if req.limit is not None:
+        check_whole("--limit", req.limit, 1)
+
+
+def _evaluate_locked(
+    req: EvalRequest,
+    adapter: Adapter,
+    images: ImageStore,
+    on_progress: Callable[[ProgressEvent], None] | None,
+) -> EvalOutcome:
+    out = req.out
+    folder = RunFolder(out)
+    zoom: ZoomInfo | None = None
+    if req.zoom is not None and req.zoom.multi_pass:
+        adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)
+        zoom = ZoomInfo(passes=req.zoom.passes, crop=req.zoom.crop)
 
     info = RunInfo(
         model=req.model,
         adapter=adapter.describe(),
+        zoom=zoom,
         protocol=req.protocol_name,
         tolerance_px=req.tolerance_px,
         prompt_style=req.prompt_style,
@@ -118,7 +155,6 @@ def _evaluate_locked(
         git_revision=git_revision(),
         started=now_iso(),
     )
-    folder = RunFolder(out)
     run_json = folder.run_json
     journal_path = folder.journal
     previous = folder.resume_guard(info)
@@ -186,6 +222,8 @@ def _run_and_score(
     info.retries = sum(r.retries for r in records)
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
     info.cost_usd = round(sum(costs), 6) if costs else None
+    if info.zoom is not None:  # every pass is a model call; the journal has one per step
+        info.zoom.model_calls = len(read_passes(folder.zoom_passes))
     info.finished = now_iso()
     if interrupted is not None:
         info.status = "interrupted"
@@ -275,4 +313,6 @@ def _rescore_locked(
     atomic_write_json(dest.run_json, new_info.model_dump())
     if target != run_dir:
         dest.journal.write_bytes(journal_path.read_bytes())
+        if source.zoom_passes.exists():  # a zoom-in run's passes go with its journal
+            dest.zoom_passes.write_bytes(source.zoom_passes.read_bytes())
     return new_info, score

@@ -194,3 +194,53 @@ def cogagent(actions: Sequence[Action], req: SeenRequest, screen: tuple[int, int
     else:
         raise AssertionError(kinds)
     return f"Action: {act}\nGrounded Operation: {op}\n<<一般操作>>"
+
+
+# ---- MAI-UI mobile_use (0..999) -----------------------------------------------------------------
+
+
+def mai_ui(actions: Sequence[Action], req: SeenRequest, screen: tuple[int, int]) -> str:
+    """One mobile_use call per answer (the repository's harness reads one), on 0..999."""
+
+    def p(x: float, y: float) -> list[int]:
+        return [round(x / screen[0] * 999), round(y / screen[1] * 999)]
+
+    args: dict[str, object]
+    if not actions:
+        args = {"action": "terminate", "status": "success"}
+    else:
+        (a,) = actions
+        if a["kind"] == "click":
+            args = {"action": "double_click" if a["double"] else "click",
+                    "coordinate": p(a["x"], a["y"])}  # fmt: skip
+        elif a["kind"] == "drag":
+            args = {"action": "drag", "start_coordinate": p(a["x1"], a["y1"]),
+                    "end_coordinate": p(a["x2"], a["y2"])}  # fmt: skip
+        elif a["kind"] == "type":
+            args = {"action": "type", "text": a["text"]}
+        else:
+            raise AssertionError(a)
+    call = json.dumps({"name": "mobile_use", "arguments": args})
+    return f"<thinking>\nThe next step of the task.\n</thinking>\n<tool_call>\n{call}\n</tool_call>"
+
+
+# ---- GUI-Owl-1.5 computer_use (0..1000) ---------------------------------------------------------
+
+
+def gui_owl(actions: Sequence[Action], req: SeenRequest, screen: tuple[int, int]) -> str:
+    """Mobile-Agent-v3.5's response format: `Action:` then one tool call, on 0..1000."""
+
+    def p(x: float, y: float) -> list[int]:
+        return [round(x / screen[0] * 1000), round(y / screen[1] * 1000)]
+
+    if not actions:
+        return "Action: The task is done.\n" + _tool(action="terminate", status="success")
+    (a,) = actions
+    if a["kind"] == "click":
+        kind = "double_click" if a["double"] else "left_click"
+        return (
+            f"Action: Click the next element.\n{_tool(action=kind, coordinate=p(a['x'], a['y']))}"
+        )
+    if a["kind"] == "type":
+        return f"Action: Type {a['text']}.\n{_tool(action='type', text=a['text'])}"
+    raise AssertionError(a)

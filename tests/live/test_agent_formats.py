@@ -404,6 +404,125 @@ def test_text_form(text: str, want: list[LiveAction], flags: tuple[str, ...]) ->
         assert f in r.flags
 
 
+# ---- MAI-UI (mobile_use on a 0..999 grid) ------------------------------------------------------
+
+MAI999 = Frame(Convention.REL999, (W, H))
+
+
+def m999(x: float, y: float) -> tuple[float, float]:
+    return x / 999 * W, y / 999 * H
+
+
+def mai(args: dict[str, object], thought: str = "I need to open the lookup form first.") -> str:
+    call = json.dumps({"name": "mobile_use", "arguments": args})
+    return f"<thinking>\n{thought}\n</thinking>\n<tool_call>\n{call}\n</tool_call>"
+
+
+def test_mai_ui_click_thought_and_grid() -> None:
+    r = read("mai-ui", mai({"action": "click", "coordinate": [321, 287]}), MAI999)
+    same(r.actions, [Click(*m999(321, 287))])
+    assert r.thought == "I need to open the lookup form first." and r.flags == ()
+
+
+@pytest.mark.parametrize(
+    ("args", "want", "flags"),
+    [
+        ({"action": "click", "coordinate": [100, 200, 300, 400]}, [Click(*m999(200, 300))], ()),
+        ({"action": "double_click", "coordinate": [10, 20]},
+         [Click(*m999(10, 20), "left", True)], ()),
+        ({"action": "type", "text": "DOE^JOAN"}, [TypeText("DOE^JOAN")], ()),
+        ({"action": "drag", "start_coordinate": [10, 20], "end_coordinate": [30, 40]},
+         [Drag(*m999(10, 20), *m999(30, 40))], ()),
+        ({"action": "system_button", "button": "enter"}, [Key("Enter")], ()),
+        ({"action": "system_button", "button": "back"}, [], ("unsupported_action",)),
+        ({"action": "swipe", "direction": "up", "coordinate": [500, 500]}, [],
+         ("unsupported_action",)),
+        ({"action": "long_press", "coordinate": [500, 500]}, [], ("unsupported_action",)),
+        ({"action": "open", "text": "Chrome"}, [], ("unsupported_action",)),
+        ({"action": "wait"}, [], (WAIT,)),
+        ({"action": "terminate", "status": "success"}, [Done()], ()),
+        ({"action": "answer", "text": "3 studies"}, [Done()], ("answer_as_done",)),
+        ({"action": "click"}, [], ("bad_action_args",)),
+        ({"action": "click", "coordinate": [1, 2, 3]}, [], ("bad_action_args",)),
+        ({"action": "fly"}, [], ("bad_action_args",)),
+    ],
+)  # fmt: skip
+def test_mai_ui_forms(
+    args: dict[str, object], want: list[LiveAction], flags: tuple[str, ...]
+) -> None:
+    r = read("mai-ui", mai(args), MAI999)
+    same(r.actions, want)
+    for f in flags:
+        assert f in r.flags
+
+
+def test_mai_ui_fail_is_infeasible_with_its_thought_and_think_closes_a_thought() -> None:
+    r = read("mai-ui", mai({"action": "terminate", "status": "fail"}, "No such patient."), MAI999)
+    same(r.actions, [Infeasible("No such patient.")])
+    call = json.dumps({"name": "mobile_use", "arguments": {"action": "click",
+                                                           "coordinate": [5, 6]}})  # fmt: skip
+    thinking = read("mai-ui", f"The form is open.\n</think>\n<tool_call>\n{call}\n</tool_call>",
+                    MAI999)  # fmt: skip
+    same(thinking.actions, [Click(*m999(5, 6))])
+    assert thinking.thought == "The form is open."
+
+
+def test_mai_ui_malformed_and_memory() -> None:
+    bad = read("mai-ui", "<thinking>x</thinking>\n<tool_call>\n{not json\n</tool_call>", MAI999)
+    assert bad.actions == () and MALFORMED in bad.flags
+    text = mai({"action": "click", "coordinate": [321, 287]}, "Open the form.")
+    assert get_format("mai-ui").memory(text) == (
+        "<thinking>\nOpen the form.\n</thinking>\n<tool_call>\n"
+        '{"name":"mobile_use","arguments":{"action":"click","coordinate":[321,287]}}\n'
+        "</tool_call>"
+    )
+    assert get_format("mai-ui").memory("no call at all") == "no call at all"
+
+
+# ---- GUI-Owl-1.5 (computer_use on a 0..1000 grid) -----------------------------------------------
+
+
+def owl(args: dict[str, object], action: str = "Click the Lookup tab.") -> str:
+    call = json.dumps({"name": "computer_use", "arguments": args})
+    return f"Action: {action}\n<tool_call>\n{call}\n</tool_call>"
+
+
+def test_gui_owl_click_grid_and_memory() -> None:
+    text = owl({"action": "left_click", "coordinate": [250, 500]})
+    r = read("gui-owl-computer-use", text, REL1000)
+    same(r.actions, [Click(0.25 * W, 0.5 * H)])
+    assert get_format("gui-owl-computer-use").memory(text) == "Click the Lookup tab."
+
+
+@pytest.mark.parametrize(
+    ("args", "want", "flags"),
+    [
+        ({"action": "double_click", "coordinate": [500, 500]},
+         [Click(W / 2, H / 2, "left", True)], ()),
+        ({"action": "type", "text": "DOE^JOAN"}, [TypeText("DOE^JOAN")], ()),
+        ({"action": "key", "keys": ["ctrl", "a"]}, [Key("Control+a")], ()),
+        ({"action": "scroll", "coordinate": [500, 500], "pixels": -3}, [Scroll(W / 2, H / 2, 3)],
+         ()),
+        ({"action": "terminate", "status": "success"}, [Done()], ()),
+        ({"action": "interact", "text": "Please log in."}, [], ("unsupported_action",)),
+        ({"action": "wait", "time": 2}, [], (WAIT,)),
+    ],
+)  # fmt: skip
+def test_gui_owl_forms(
+    args: dict[str, object], want: list[LiveAction], flags: tuple[str, ...]
+) -> None:
+    r = read("gui-owl-computer-use", owl(args), REL1000)
+    same(r.actions, want)
+    for f in flags:
+        assert f in r.flags
+
+
+def test_gui_owl_failure_is_infeasible() -> None:
+    r = read("gui-owl-computer-use", owl({"action": "terminate", "status": "failure"},
+                                         "The study is not in the list."), REL1000)  # fmt: skip
+    assert isinstance(r.first, Infeasible)
+
+
 def test_every_format_reads_empty_and_garbage_as_no_action() -> None:
     for name, fmt in FORMATS.items():
         for text in ("", "   ", "(500, 300)", "click here please"):

@@ -17,6 +17,8 @@ from _agent_scripts import (
     Writer,
     aguvis,
     cogagent,
+    gui_owl,
+    mai_ui,
     oracle_plans,
     qwen25,
     script,
@@ -65,6 +67,8 @@ CASES = [
     ("qwen2.5-vl-7b", qwen25, [1, 1, 1, 1], "qwen2.5-computer-use"),
     ("aguvis-7b-720p", aguvis, [1, 1, 1, 1], "aguvis"),
     ("cogagent-9b", cogagent, [2, 1, 1], "cogagent"),  # TYPE(box, text): click, then type
+    ("mai-ui", mai_ui, [1, 1, 1, 1], "mai-ui"),
+    ("gui-owl-1.5", gui_owl, [1, 1, 1, 1], "gui-owl-computer-use"),
 ]
 
 

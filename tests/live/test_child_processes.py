@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _children import start
 from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 
@@ -44,9 +45,7 @@ def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
 
 def _parent(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _PARENT, str(folder)], env=env, stdout=subprocess.PIPE
-    )
+    proc = start([sys.executable, "-c", _PARENT, str(folder)], env=env, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
     return proc, child
@@ -115,7 +114,7 @@ def test_sweep_cleans_a_dead_runs_folder_and_leaves_a_live_ones(tmp_path: Path) 
 def test_a_recycled_pid_is_not_killed(tmp_path: Path) -> None:
     folder = tmp_path / f"{processes.WORKDIR_PREFIX}0-x"
     folder.mkdir()
-    victim = subprocess.Popen(["sleep", "300"])  # not started by the folder's owner
+    victim = start(["sleep", "300"])  # not started by the folder's owner
     try:
         s = processes.stamp(victim.pid)
         assert s is not None

@@ -24,6 +24,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start, stop
 from medspot.live.core.actions import Click, LiveAction, TypeText, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
@@ -108,9 +109,23 @@ def _cmd(model: str, url: str, out: Path, tasks: list[str], *extra: str) -> list
     ]  # fmt: skip
 
 
+# the key --api-key-env names, and the APIs' own variables' keys, which must not travel
+NAMED_KEY = "medspot-named-key"
+WRONG_KEYS = {"OPENAI_API_KEY": "sk-wrong-openai", "ANTHROPIC_API_KEY": "sk-ant-wrong"}
+
+
 def _env(workroot: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY="test",
-                TMPDIR=str(workroot))  # fmt: skip
+    return dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY=NAMED_KEY,
+                TMPDIR=str(workroot), **WRONG_KEYS)  # fmt: skip
+
+
+def _keys_sent(srv: OpenAITestServer) -> set[str]:
+    """The key of every request the server received (OpenAI's bearer, Anthropic's header)."""
+    return {
+        (r.headers.get("authorization") or "").removeprefix("Bearer ")
+        or r.headers.get("x-api-key", "")
+        for r in srv.requests
+    }
 
 
 @pytest.fixture
@@ -153,13 +168,16 @@ def test_openai_computer_use_completes_typing_tasks(
         done = subprocess.run(cmd, env=_env(workroot), capture_output=True, text=True,
                               timeout=600)  # fmt: skip
         count = srv.request_count
+        keys = _keys_sent(srv)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert keys == {NAMED_KEY}  # only --api-key-env's variable, never $OPENAI_API_KEY
     assert {t: r.outcome for t, r in _finals(out).items()} == dict.fromkeys(TASKS, "success")
     # per task: the screenshot call and the batch's call in turn 1, then one call per click
     assert count == len(TASKS) * 4
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "complete" and info["mode"] == "agent"
     assert info["adapter"]["tool"] == "computer" and info["cost_usd"] > 0
+    assert info["adapter"]["api_key_env"] == "MEDSPOT_TEST_KEY"
     screens = {p.stem for p in (out / "screens").iterdir()}
     assert all(set(e.screenshots) <= screens for e in cu.exchanges)  # the run's own screens
     steps = [s for t in TASKS for s in _trajectory(out, t)]
@@ -175,8 +193,7 @@ def test_anthropic_run_killed_mid_task_resumes_without_asking_a_journaled_turn(
     out = tmp_path / "run"
     with OpenAITestServer(responder=cu, latency=0.3) as srv:
         cmd = _cmd("anthropic-computer-use", srv.root_url, out, TASKS)
-        proc = subprocess.Popen(cmd, env=_env(workroot), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)  # fmt: skip
+        proc = start(cmd, env=_env(workroot), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         journal = out / JOURNAL_NAME
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
@@ -196,12 +213,16 @@ def test_anthropic_run_killed_mid_task_resumes_without_asking_a_journaled_turn(
                               timeout=600)  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         after = [e for e in cu.exchanges if e.request > first]
+        keys = _keys_sent(srv)
+    assert keys == {NAMED_KEY}  # only --api-key-env's variable, never $ANTHROPIC_API_KEY
     assert {t: r.outcome for t, r in _finals(out).items()} == dict.fromkeys(TASKS, "success")
     assert not {(e.conversation, e.turn) for e in after} & asked_before  # no paid turn re-sent
     assert any(s.replayed for s in _steps(out))
     assert all(e.beta == "computer-use-2025-11-24" for e in cu.exchanges)
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "complete" and info["adapter"]["tool"] == "computer_20251124"
+    assert info["adapter"]["api_key_env"] == "MEDSPOT_TEST_KEY"
+    assert NAMED_KEY not in (out / "run.json").read_text()
 
 
 def test_max_cost_stops_and_a_safety_check_waits_for_the_option(
@@ -247,12 +268,11 @@ def test_max_cost_stops_and_a_safety_check_waits_for_the_option(
 def test_the_documented_example_script_runs_both_agents(tmp_path: Path, workroot: Path) -> None:
     """docs/live.md's commands: `serve-test --script docs/examples/cu-script.json` (a free port
     instead of 8765), then each agent through `live run` with a placeholder key."""
-    import signal
 
     doc = (REPO / "docs" / "live.md").read_text()
     assert "--script docs/examples/cu-script.json" in doc
     env = _env(workroot)
-    srv = subprocess.Popen(
+    srv = start(
         [sys.executable, "-m", "medspot", "serve-test", "--port", "0", "--script",
          "docs/examples/cu-script.json"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -273,6 +293,6 @@ def test_the_documented_example_script_runs_both_agents(tmp_path: Path, workroot
             assert done.returncode == 0, done.stderr[-2000:]
             assert "success 100.0%" in done.stdout
     finally:
-        srv.send_signal(signal.SIGINT)
-        _, err = srv.communicate(timeout=30)
-    assert "4 request(s)" in err, err
+        stopped = stop(srv)  # Ctrl-C; killed after a bounded wait if it ignored it
+        err = stopped.err
+    assert not stopped.killed and "4 request(s)" in err, err

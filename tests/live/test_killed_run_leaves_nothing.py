@@ -20,6 +20,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import descendants, kill, processes_of
 
+from _children import start
 from medspot.live.core import processes
 from medspot.live.loop.steplog import JOURNAL_NAME
 
@@ -60,7 +61,7 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
         cmd += ["--env-option", f"chromium={CHROMIUM}"]
     child_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
     with log.open("wb") as sink:
-        return subprocess.Popen(
+        return start(
             cmd, env=child_env, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True
         )
 

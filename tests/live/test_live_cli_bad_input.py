@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from _lamp_panel import ENTRY, NAME, lamp_command, process_env, switch_task, task_file
-from _runner_support import ENV, processes_mentioning
+from _runner_support import ENV, processes_mentioning, subset_file
 
 from medspot.cli import main
 from medspot.errors import BUG_EXIT_STATUS, ConfigError
@@ -133,6 +133,12 @@ def test_an_error_found_during_the_run_is_recorded_in_run_json(
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "failed" and "no lamp 'purple'" in info["error"]
     assert info["finished"]
+    # the report of the failed folder says what to do with a live run (not `medspot score`)
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "the live run failed before it wrote its results" in err and "no lamp" in err
+    assert f"medspot live run --env {NAME} --model oracle --out {out} ..." in err
+    assert "medspot score" not in err
 
 
 def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -> None:
@@ -154,3 +160,119 @@ def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "failed" and info["error"].startswith("bug: AttributeError")
     assert not processes_mentioning(str(work))  # the environment was closed all the same
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--seed", "-1"), "--seed: '-1' must be 0 or more"),
+        (("--repeats", "1000000"), "--repeats: '1000000' must be 100 at most"),
+        (("--timeout", "0"), "--timeout: '0' must be more than 0"),
+        (("--concurrency", "100000"), "--concurrency: '100000' must be 1024 at most"),
+        (("--bootstrap", "0"), "--bootstrap: '0' must be 1 or more"),
+        (("--env-retries", "1000"), "--env-retries: '1000' must be 100 at most"),
+        (("--ray-cpus-per-env", "inf"), "'inf' is not a finite number"),
+    ],
+)
+def test_an_option_out_of_bounds_is_refused_before_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str
+) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        main(_live_run(out, *extra))
+    assert e.value.code == 2 and says in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_library_caller_meets_the_same_bounds(tmp_path: Path) -> None:
+    from medspot.live.loop.request import LiveRequest, run_live
+
+    out = tmp_path / "run"
+    for bad, says in (
+        ({"seed": -1}, "--seed -1: must be from 0 to 4294967295"),
+        ({"repeats": 101}, "--repeats 101: must be from 1 to 100"),
+        ({"max_cost": float("inf")}, "--max-cost inf: must be a finite number"),
+        ({"options": {"timeout": 0}}, "timeout 0: must be more than 0"),
+    ):
+        with pytest.raises(ConfigError, match=says):
+            run_live(LiveRequest(env=ENV, model="oracle", out=out, **bad))  # type: ignore[arg-type]
+        assert not out.exists()
+
+
+def _price_file(path: Path) -> Path:
+    path.write_text('{"models": {"gpt-5.4": {"input": "cheap", "output": -1}}}')
+    return path
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new folder", "empty folder"])
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--mode", "agent", "--model", "uground-v1-7b"), "has no agent prompt of its own"),
+        (("--model", "openai-computer-use"), "plans by itself: run it with --mode agent"),
+        (("--model", "anthropic-computer-use"), "plans by itself: run it with --mode agent"),
+        (
+            (
+                "--mode",
+                "agent",
+                "--model",
+                "openai-computer-use",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--price-file",
+                "PRICES",
+            ),
+            "models.gpt-5.4.input: Input should be a valid number",
+        ),
+    ],
+    ids=["grounder in agent mode", "openai guided", "anthropic guided", "bad price file"],
+)
+def test_a_refused_agent_leaves_no_folder_and_no_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str,
+    existing: bool,
+) -> None:  # fmt: skip
+    out = tmp_path / "run"
+    if existing:
+        out.mkdir()
+    prices = str(_price_file(tmp_path / "prices.json"))
+    argv = ["live", "run", "--env", ENV, "--out", str(out), "--no-progress",
+            *(prices if a == "PRICES" else a for a in extra)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and "validation error" not in err
+    assert "errors.pydantic.dev" not in err
+    assert (list(out.iterdir()) == []) if existing else not out.exists()
+
+
+def test_an_unknown_task_of_a_task_file_points_to_that_files_listing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = subset_file(tmp_path / "two.json", ["open-study-ct-doe-john", "lookup-doe-joan"])
+    out = tmp_path / "run"
+    code = main(_live_run(out, "--tasks-file", str(tasks), "--tasks", "nope,lookup-doe-jaon"))
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    listing = f"medspot live tasks --env {ENV} --tasks-file {tasks}"
+    assert f"unknown task id(s) in {tasks}: nope, lookup-doe-jaon" in err
+    assert "did you mean 'lookup-doe-joan'?" in err and f"`{listing}` lists them" in err
+    assert main(listing.split()[1:]) == 0
+    listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["open-study-ct-doe-john", "lookup-doe-joan"]  # the file's, not packaged
+
+
+def test_a_replay_line_for_a_task_that_exists_nowhere_is_refused_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text(
+        '{"task": "open-study-ct-doe-john", "n": 1, "oracle": true}\n\n'
+        '{"task": "open-study-ct-doe-jhon", "n": 1, "raw_text": "click(1, 2)"}\n'
+    )
+    out = tmp_path / "run"
+    argv = ["live", "run", "--env", ENV, "--model", "replay", "--replay-file", str(replay),
+            "--tasks", "open-study-ct-doe-john", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{replay}, line 3: task 'open-study-ct-doe-jhon' is none of the packaged {ENV}" in err
+    assert "did you mean 'open-study-ct-doe-john'?" in err
+    assert not out.exists()

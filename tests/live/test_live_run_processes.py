@@ -22,6 +22,7 @@ from _lamp_panel import (
 )
 from _runner_support import kill, processes_mentioning
 
+from _children import start
 from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
 
 SLOW = "step_delay_s=0.8"
@@ -58,7 +59,7 @@ def _finish(proc: subprocess.Popen[bytes], timeout: float = 180) -> tuple[int, s
 def _start(args: list[str], workroot: Path) -> subprocess.Popen[bytes]:
     workroot.mkdir(parents=True, exist_ok=True)
     env = process_env(workroot)
-    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return start(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _finished_once(journal: Path) -> Counter[str]:

@@ -6,6 +6,7 @@ in live.log), the task is retried on a fresh environment and the run completes."
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start
 from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
 
 pytestmark = pytest.mark.live
@@ -46,7 +48,7 @@ def _start(out: Path, workroot: Path) -> subprocess.Popen[bytes]:
         "--bootstrap", "20",
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
-    return subprocess.Popen(
+    return start(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
 
@@ -130,3 +132,31 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_environment_starts_ends_the_run_within_seconds(
+    tmp_path: Path, workroot: Path, sig: signal.Signals, status: int
+) -> None:
+    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM as soon as run.json is
+    written, while Orthanc and chromium start: the run ends within seconds, run.json says
+    "interrupted", nothing of it is left."""
+    out = tmp_path / "run"
+    proc = _start(out, workroot)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (out / "run.json").exists():
+        time.sleep(0.02)
+    assert proc.poll() is None and _steps(out / JOURNAL_NAME) == 0
+    t0 = time.monotonic()
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    code, err = _finish(proc, timeout=120)
+    took = time.monotonic() - t0
+    assert code == status, err
+    assert took < 20, f"{took:.1f} s from the signal to the end"
+    _assert_short(err)
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+    time.sleep(1)
+    assert not processes_mentioning(str(workroot)), f"left alive after {sig.name}"

@@ -21,9 +21,18 @@ from typing import Any
 
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
-from _ray_support import REPO, env_actors, require_ray, stop_processes_under, two_nodes, wait_gone
+from _ray_support import (
+    REPO,
+    env_actors,
+    free_port,
+    require_ray,
+    stop_processes_under,
+    two_nodes,
+    wait_gone,
+)
 from _runner_support import ENV, descendants, env_options, processes_mentioning
 
+from _children import start, stop
 from medspot.errors import ConfigError
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
@@ -215,7 +224,7 @@ def test_sigterm_stops_a_ray_run_cleanly_and_the_rerun_resumes(short_tmp: Path) 
     # the run's Ray session and the environments' folders are under the test's folder
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(short_tmp))
     cmd = _cli(out, short_tmp, TASKS)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     journal = out / JOURNAL_NAME
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and proc.poll() is None:
@@ -294,3 +303,55 @@ def test_actors_run_only_on_the_node_that_declares_the_environment(
                            executor="ray", ray_address=nodes.address)  # fmt: skip
         with pytest.raises(ConfigError, match=r"no node of the Ray cluster .* medspot-env-ohif"):
             run_live(lone)
+
+
+def test_an_address_nothing_listens_on_is_exit_2_at_once(short_tmp: Path) -> None:
+    """`--ray-address 127.0.0.1:PORT` with no head there: a medspot message naming the address
+    typed, in seconds (Ray itself waited 828 s, deaf to signals), nothing written."""
+    port = free_port()
+    out = short_tmp / "run"
+    cmd = [sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "oracle",
+           "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--out", str(out),
+           "--no-progress"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(short_tmp))
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert time.monotonic() - t0 < 30
+    assert f"--ray-address 127.0.0.1:{port}: no Ray cluster answers" in done.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_ends_the_wait_for_a_cluster_within_seconds(
+    short_tmp: Path, sig: signal.Signals, status: int
+) -> None:
+    """A head that accepts connections but never answers as Ray: the run waits in Ray's
+    connect; Ctrl-C or SIGTERM ends it within seconds, run.json says "interrupted"."""
+    import socket
+
+    out = short_tmp / "run"
+    with socket.socket() as head:
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        cmd = [sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model",
+               "oracle", "--executor", "ray", "--ray-address", address, "--out", str(out),
+               "--no-progress"]  # fmt: skip
+        env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(short_tmp))
+        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        log = out / "live.log"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if log.exists() and "live run of oracle" in log.read_text():
+                break
+            time.sleep(0.1)
+        time.sleep(3)  # inside Ray's connect now
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        t0 = time.monotonic()
+        stopped = stop(proc, sig, timeout_s=30)
+        took = time.monotonic() - t0
+    assert not stopped.killed and stopped.returncode == status, stopped.err.decode()[-3000:]
+    assert took < 10, f"{took:.1f} s after the signal"
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["executor"] == "ray"

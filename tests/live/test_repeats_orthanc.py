@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start, stop
 from medspot.cli import main
 from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
 
@@ -43,7 +45,7 @@ def test_oracle_repeats_resume_after_a_kill_between_repeats(tmp_path: Path) -> N
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
     try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             if sum(1 for r in _ends(out) if r.repeat == 0) == len(IDS):
@@ -88,3 +90,49 @@ def test_noop_repeats_write_pass_hat_k_zero(tmp_path: Path) -> None:
     m = json.loads((out / "overall_dataset_metrics.json").read_text())
     assert m["pass_hat_k"] == 0.0 and m["pass_at_k"] == 0.0 and m["task_success_rate"] == 0.0
     assert m["endings"] == {"done": 6} and m["num_task_repeats_complete"] == 2
+
+
+def test_sigterm_ends_a_run_of_many_repeats_within_seconds_and_builds_only_what_ran(
+    tmp_path: Path,
+) -> None:
+    """`--repeats 100` (the most allowed; more is refused before anything starts) of one task:
+    SIGTERM once two repeats ended stops the run within 10 s, the summary included, and the
+    rows and intervals cover the repeats that ran, not the 100 asked."""
+    require_orthanc_stack()
+    out = tmp_path / "many"
+    workroot = Path(tempfile.mkdtemp(prefix="msrp", dir="/tmp"))
+    cmd = [
+        sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "oracle",
+        "--repeats", "100", "--tasks", IDS[0], "--out", str(out),
+        "--env-option", f"chromium={CHROMIUM}", "--no-progress",
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
+    try:
+        refused = subprocess.run([*cmd[:-1], "--repeats", "101", "--no-progress"], env=env,
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert refused.returncode == 2 and "must be 100 at most" in refused.stderr
+        assert not out.exists()
+        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(_ends(out)) >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        t0 = time.monotonic()
+        stopped = stop(proc, signal.SIGTERM, timeout_s=60)
+        took = time.monotonic() - t0
+    finally:
+        kill(processes_mentioning(str(workroot)))
+        shutil.rmtree(workroot, ignore_errors=True)
+    assert not stopped.killed and stopped.returncode == 143, stopped.err.decode()[-2000:]
+    assert took < 10, f"{took:.1f} s from SIGTERM to the end"
+    ran = max(r.repeat for r in _ends(out)) + 1
+    assert 2 <= ran < 100
+    rows = json.loads((out / ENV / "task_results.json").read_text())
+    assert len(rows) <= ran + 1  # the repeats that ran (the one cut short included), not 100
+    assert all(r["repeats"] == 100 for r in rows)
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["repeats"] == 100
+    m = json.loads((out / "overall_dataset_metrics.json").read_text())
+    assert m["pass_at_k"] is None  # not every repeat ran: no pass@100

@@ -19,6 +19,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
+from _children import start
 from medspot.cli import main
 from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
 
@@ -62,7 +63,7 @@ def test_killed_run_resumes_without_repeating_a_model_call(tmp_path: Path) -> No
         ]  # fmt: skip
         env = _cli_env()
         env["TMPDIR"] = str(workroot)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         journal = out / JOURNAL_NAME
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:

@@ -17,6 +17,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_live, require_orthanc_stack
 from _runner_support import descendants, kill, processes_mentioning
 
+from _children import start
 from medspot.cli import main
 from medspot.live.core.registry import env_names
 
@@ -54,7 +55,7 @@ def test_sigterm_exits_143_and_leaves_nothing(
     cmd = [sys.executable, "-m", "medspot", "live", "run", "--env", env, "--model", "oracle",
            "--out", str(out), "--no-progress", "--bootstrap", "20", *opts]  # fmt: skip
     proc_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
-    proc = subprocess.Popen(cmd, env=proc_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start(cmd, env=proc_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     journal = out / "live_journal.jsonl"
     try:
         deadline = time.monotonic() + 300

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.live
 PATIENT = {"css": "#all-patients li", "contains": "MS0001"}
 ON_PATIENT = {"kind": "web.url_matches", "pattern": "#patient\\?uuid={patient:DOE^JOHN}$"}
 NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64}
+ON_LOOKUP = {"kind": "web.url_matches", "pattern": "#lookup$"}
 
 
 def _task(tid: str, **fields: Any) -> dict[str, Any]:
@@ -48,13 +49,27 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         "pattern": ".*"}], fail_if=[{"kind": "orthanc.instance_count", "min": 0}]),
         # a fail_if that holds for any state fires at once
         {"vacuous_check", "fail_if_at_start", "oracle_failed"}),
-    # a click beside the page: it lands on no element and changes nothing
+    # a click on the empty header beside the page's title: it changes nothing
     "no-change": (_task("no-change", steps=[
+        {"instruction": "Click beside the title", "target": {"css": "#find-patients h1",
+         "at": [1.03, 0.5]}},
+        {"instruction": "Open patient DOE^JOHN", "target": PATIENT}]),
+        {"no_change"}),
+    # a click beside the page: off the screen, it cannot be carried out and the oracle's
+    # budget runs out
+    "off-screen": (_task("off-screen", steps=[
         {"instruction": "Click beside the page", "target": {"css": "body", "at": [1.5, 0.5]}},
         {"instruction": "Open patient DOE^JOHN", "target": PATIENT}]),
-        {"no_change", "lands_elsewhere"}),
+        {"lands_elsewhere", "oracle_failed"}),
     "keep-not-at-start": (_task("keep-not-at-start", success=[{**ON_PATIENT, "keep": True}]),
                           {"keep_not_at_start"}),
+    # the required step holds at the start route: it never becomes true, the oracle's clicks
+    # on the field change nothing and its budget runs out
+    "required-at-start": (_task("required-at-start", start={"route": "#lookup"},
+        requires=["lookup"], steps=[{"name": "lookup", "instruction": "Open the lookup page",
+        "target": {"css": "#lookup-patient-name"}, "done_if": ON_LOOKUP}],
+        success=[{**ON_LOOKUP, "keep": True}]),
+        {"required_at_start", "oracle_failed", "no_change"}),
 }  # fmt: skip
 
 
@@ -79,7 +94,7 @@ def test_audit_reports_each_kind_of_broken_task(
     static = [x["message"] for x in report["findings"] if x["task"] == "vacuous"]
     assert any(m.startswith("fail_if.0 (orthanc.instance_count)") for m in static)
     assert any(m.startswith("success.1 (web.title_matches): the pattern") for m in static)
-    assert "6 with findings" in printed.err
+    assert f"{len(BROKEN) - 1} with findings" in printed.err  # all but the sound one
     # bad input is exit 2, before anything starts
     assert main(["live", "audit", "--env", "orthanc-explorer", "--tasks-file", str(f),
                  "--tasks", "nope", "--no-progress"]) == 2  # fmt: skip

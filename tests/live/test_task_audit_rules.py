@@ -113,3 +113,65 @@ def test_static_vacuity_is_reported_with_its_place() -> None:
     assert [(f.kind, f.message.split(":")[0]) for f in found] == [
         ("vacuous_check", "fail_if.0 (orthanc.instance_count)")
     ]
+
+
+def test_a_required_step_done_at_the_start_is_a_finding() -> None:
+    required = TASK.model_copy(update={"requires": ("a",), "steps": (TASK.steps[0].model_copy(
+        update={"name": "a", "done_if": TASK.success[0]}), TASK.steps[1])})  # fmt: skip
+
+    def started(requires_each: list[bool]) -> ResumeState:
+        oracle = _sound()
+        at_start = {"success_each": [False, True], "fail_if_each": [False],
+                    "requires_each": requires_each}  # fmt: skip
+        oracle.last["t"] = oracle.last["t"].model_copy(update={"start_checks": at_start})
+        return oracle
+
+    assert kinds(started([False]), required) == set()
+    found = judge_task(required, started([True]))
+    assert [f.kind for f in found] == ["required_at_start"]
+    assert "'a'" in found[0].message
+
+
+def test_checks_that_do_not_read_the_right_end_state() -> None:
+    """A success check (or a required step's done_if) that reads a text box instead of the
+    applied value, or an annotation on no named image: static findings with their place; the
+    same checks elsewhere (a typing step's done_if, a fail_if) are not."""
+    typed = {"kind": "atspi.text", "after_label": "c:", "number": 120}
+    task = LiveTask.model_validate({
+        "id": "typed", "instruction": "Set the window centre to 120",
+        "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
+        "steps": [{"instruction": "Type 120", "action": "type", "text": "120", "done_if": typed},
+                  {"name": "enter", "instruction": "Press Enter", "action": "key", "key": "Enter",
+                   "done_if": typed}],
+        "requires": ["enter"], "success": [typed],
+    })  # fmt: skip
+    found = [(f.kind, f.message.split(" ")[0]) for f in audit_tasks("dicomscope", [task], SOUND)
+             if f.kind == "unapplied_value"]  # fmt: skip
+    assert found == [("unapplied_value", "success.0"), ("unapplied_value", "steps.1.done_if")]
+    length = {"kind": "ohif.measurement", "from": "A", "to": "B", "series": "CT-DOE-JOHN/AXIAL"}
+    measured = LiveTask.model_validate({
+        "id": "m", "instruction": "Measure A to B on image 3", "start": {"route": "/"},
+        "steps": [{"instruction": "Draw it", "action": "drag", "target": {"landmark": "A"},
+                   "to": {"landmark": "B"}, "done_if": length}],
+        "success": [length, {**length, "series": None, "position": 3, "keep": True},
+                    {**length, "position": 3}, {**length, "present": False, "from": "C"}],
+        "fail_if": [{**length, "series": "CT-DOE-JOAN/AXIAL"}],
+    })  # fmt: skip
+    anchored = [f.message for f in audit_tasks("ohif", [measured], SOUND)
+                if f.kind == "unanchored_annotation"]  # fmt: skip
+    assert [m.split(" ")[0] for m in anchored] == ["success.0", "success.1"]
+    assert "no 'position' or 'instance'" in anchored[0] and "no 'series'" in anchored[1]
+
+
+def test_every_finding_and_check_kind_is_documented() -> None:
+    from pathlib import Path
+
+    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.loop.task_audit import FINDING_KINDS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()
+    audit = doc[doc.index("## Audit") : doc.index("## Setup and doctor")]
+    assert [k for k in FINDING_KINDS if f"| `{k}` |" not in audit] == []
+    table = doc[doc.index("### Check kinds") : doc.index("### Process tasks")]
+    kinds = {k for e in env_names() for k in env_entry(e).check_kinds}
+    assert sorted(k for k in kinds if f"`{k}`" not in table) == []

@@ -18,6 +18,7 @@ from medspot.live.core.taskfiles import parse_task_file
 
 WEB_STEP = {"instruction": "Open it", "target": {"text": "Open"}}
 DESKTOP_STEP = {"instruction": "Invert", "target": {"description": "Invert"}}
+INFEASIBLE = {"infeasible": True, "steps": [{"instruction": "Report it", "action": "infeasible"}]}
 
 
 def _file(env: str, **task: Any) -> dict[str, Any]:
@@ -93,6 +94,58 @@ CASES = [
     ("dicomscope", {"start": {"file": "CT-NOPE/AXIAL/1"}}, "no seeded series CT-NOPE/AXIAL"),
     ("dicomscope", {"success": [{"kind": "web.url_matches", "pattern": "x"}]},
      "check kind 'web.url_matches' is not understood by dicomscope"),
+    # what people read is text, not whitespace; numbers are numbers (`true` is no 1)
+    ("orthanc-explorer", {"instruction": " \t\n"},
+     "f.json, task 0, field 'instruction': Value error, must not be blank"),
+    ("orthanc-explorer", {"steps": [{**WEB_STEP, "instruction": "   "}]},
+     "step 1, field 'instruction': Value error, must not be blank"),
+    ("orthanc-explorer", {"max_steps": True},
+     "field 'max_steps': Input should be a valid integer"),
+    ("orthanc-explorer", {"steps": [{**WEB_STEP, "target": {"text": "x", "nth": True}}]},
+     "field 'target.nth': Input should be a valid integer"),
+    ("orthanc-explorer", {"steps": [{**WEB_STEP, "action": "scroll", "dy": True}]},
+     "field 'dy': Input should be a valid integer"),
+    ("orthanc-explorer", {"start": {"viewport": [True, 800]}},
+     "field 'start.viewport.0': Input should be a valid integer"),
+    ("orthanc-explorer", {"steps": [{**WEB_STEP, "target": {"text": "x", "at": [False, 0.5]}}]},
+     "field 'target.at.0': Input should be a valid number"),
+    ("orthanc-explorer", {"infeasible": 1}, "field 'infeasible': Input should be a valid boolean"),
+    # an infeasible task's success checks say nothing changed: one that needs a change is a
+    # contradiction no agent can meet
+    ("orthanc-explorer", {**INFEASIBLE, "success": [{"kind": "orthanc.study_absent",
+                                                     "study": "CT-DOE-JOHN"}]},
+     "field 'success.0': check 'orthanc.study_absent' needs a change (every start has the whole "
+     "seeded database: CT-DOE-JOHN is deleted first), but an infeasible task's success checks "
+     "say that nothing changed"),
+    ("orthanc-explorer", {**INFEASIBLE, "success": [{"kind": "orthanc.instance_count",
+                                                     "max": 64}]},
+     "field 'success.0': check 'orthanc.instance_count' needs a change"),
+    ("orthanc-explorer", {**INFEASIBLE, "success": [{"kind": "web.download"}]},
+     "a reset forgets every download"),
+    ("ohif", {**INFEASIBLE, "success": [{"kind": "ohif.measurement", "from": "A", "to": "B"}]},
+     "has no measurement"),
+    ("ohif", {**INFEASIBLE, "success": [{"kind": "ohif.measurement_count", "min": 1}]},
+     "field 'success.0': check 'ohif.measurement_count' needs a change"),
+    ("ohif", {**INFEASIBLE, "success": [{"kind": "ohif.voi", "changed": True}]},
+     "the series' own window"),
+    ("dicomscope", {**INFEASIBLE, "success": [{"kind": "dicomscope.image",
+                                               "series": "CT-DOE-JOHN/AXIAL"}]},
+     "a start without start.file shows no image"),
+    ("dicomscope", {**INFEASIBLE, "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
+                    "success": [{"kind": "dicomscope.window", "center": 120}]},
+     "the start shows CT-DOE-JOHN/AXIAL/3 at c/w 40/400"),
+    # a prepare step's (or a step's) target names what the seeded start cannot show
+    ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "target": {
+        "css": "li", "contains": "DOE^JIM"}}]}},
+     "field 'start.prepare.0.target': no seeded patient's name contains 'DOE^JIM'"),
+    ("ohif", {"steps": [{**WEB_STEP, "target": {"text": "SMITH^ANNE"}}]},
+     "step 1, field 'target': no seeded patient's name contains 'SMITH^ANNE'"),
+    ("dicomscope", {"start": {"prepare": [{**DESKTOP_STEP, "target": {
+        "role": "label", "text": "Study DOE^JOHN, 04/02/1961 * CT HEAD"}}]}},
+     "field 'start.prepare.0.target': no Browser row of the seeded studies is text "
+     "'Study DOE^JOHN, 04/02/1961 * CT HEAD'"),
+    ("dicomscope", {"steps": [{**DESKTOP_STEP, "target": {"contains": "Series CT * Coronal"}}]},
+     "no Browser row of the seeded studies is contains 'Series CT * Coronal'"),
 ]  # fmt: skip
 
 
@@ -147,3 +200,35 @@ def test_cli_validate_and_run_refuse_before_starting(
     assert code == 2
     assert "no seeded patient 'NOBODY'" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ({"instruction": "   "}, "task 0, field 'instruction': Value error, must not be blank"),
+        ({"max_steps": True}, "task 0, field 'max_steps': Input should be a valid integer"),
+        ({**INFEASIBLE, "success": [{"kind": "orthanc.patient_absent", "patient": "DOE^JOHN"}]},
+         "task 0, field 'success.0': check 'orthanc.patient_absent' needs a change"),
+    ],
+)  # fmt: skip
+def test_task_data_the_run_would_misread_is_refused_before_anything_starts(
+    task: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A whitespace-only goal, `"max_steps": true` (read as 1 before) and an infeasible task
+    whose success needs a change: exit 2, located, at `--validate` and before `run` starts."""
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(_file("orthanc-explorer", **task)))
+    assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
+    assert f"bad.json, {message}" in capsys.readouterr().err
+    out = tmp_path / "run"
+    code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
+                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 "--no-progress"])  # fmt: skip
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_format_version_is_a_number_not_a_boolean() -> None:
+    data = _file("orthanc-explorer")
+    data["format_version"] = True
+    assert "field 'format_version': Input should be a valid integer" in _error(data)

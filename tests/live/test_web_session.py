@@ -20,7 +20,7 @@ from _orthanc_support import CHROMIUM, require_live
 from medspot.live.core.actions import Click, Done, Drag, Key, Scroll, TypeText
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.tasks import Locator
-from medspot.live.drivers.web import WebSession, playwright_key
+from medspot.live.drivers.web import KEY_TABLE, PLAYWRIGHT_KEYS, WebSession, playwright_key
 
 pytestmark = pytest.mark.live
 
@@ -183,3 +183,24 @@ def test_closed_browser_is_an_environment_fault(web: WebSession) -> None:
         web.act(Click(10, 10))
     with pytest.raises(EnvironmentFault):
         web.observe()
+
+
+def test_the_key_table_is_playwrights(web: WebSession) -> None:
+    """Every key of `PLAYWRIGHT_KEYS` is pressed by Playwright in chromium, and the names next
+    to it (F13, other spellings, other characters) are refused there as "Unknown key": the
+    table the episode checks keys against is the driver's own."""
+    page = web.context.new_page()  # a blank page: no key does anything there
+    try:
+        page.goto("about:blank")
+        outside = ["F13", "F24", "Clear", "é", "NoSuchKeyXYZ", "ctrl", "enter", "Esc", "Win"]
+        for key in [*sorted(PLAYWRIGHT_KEYS), *outside]:
+            try:
+                page.keyboard.press(key)
+                pressed = True
+            except Exception as e:  # Playwright's Error
+                assert "Unknown key" in str(e), (key, e)
+                pressed = False
+            assert pressed == (key in PLAYWRIGHT_KEYS), key
+    finally:
+        page.close()
+    assert KEY_TABLE.unknown("ctrl+shift+f5") is None and KEY_TABLE.unknown("Win") == "Win"

@@ -9,7 +9,7 @@ model-specific prompt or parsing logic.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from medspot.adapters.base import Convention, StepRequest
@@ -24,6 +24,7 @@ __all__ = [
     "ResizeSpec",
     "StyleSpec",
     "prompt_record",
+    "with_sent_size",
 ]
 
 
@@ -73,6 +74,17 @@ class PromptSpec:
     # send them back as assistant turns, UI-TARS): the user text goes alone first, then these
     # as assistant messages, then the screenshot in a last user message.
     earlier: tuple[str, ...] = ()
+    # The screenshot in a user message of its own after the text's (MAI-UI's agent harness),
+    # as it is when `earlier` answers stand between them.
+    image_turn_alone: bool = False
+    # Keyword arguments of the checkpoint's chat template (Holo2: enable_thinking=False). hf
+    # backend: passed to apply_chat_template; openai backend: `chat_template_kwargs` (vLLM,
+    # with server extras), else dropped.
+    chat_template_kwargs: tuple[tuple[str, str | int | float | bool], ...] = ()
+    # The prompt names the size of the image as sent (GTA1's system message): `{sent_width}`
+    # and `{sent_height}` in `system` and `user_text` are filled in once the backend has
+    # prepared the image (`with_sent_size`), whatever resize the backend applied.
+    fill_sent_size: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +150,23 @@ class ModelCard:
                 raise ConfigError(f"model {self.name!r} cannot be asked as a planner")
             return self.planner
         return self.native if style is PromptStyle.NATIVE else self.upstream
+
+
+SENT_WIDTH = "{sent_width}"
+SENT_HEIGHT = "{sent_height}"
+
+
+def with_sent_size(spec: PromptSpec, sent_size: tuple[int, int]) -> PromptSpec:
+    """`spec` with `{sent_width}` / `{sent_height}` filled in (only when it asks for it)."""
+    if not spec.fill_sent_size:
+        return spec
+    w, h = (str(v) for v in sent_size)
+
+    def fill(text: str) -> str:
+        return text.replace(SENT_WIDTH, w).replace(SENT_HEIGHT, h)
+
+    system = fill(spec.system) if spec.system is not None else None
+    return replace(spec, system=system, user_text=fill(spec.user_text), fill_sent_size=False)
 
 
 def prompt_record(spec: PromptSpec) -> str:

@@ -242,6 +242,7 @@ class OcrAdapter:
     several steps are read once); calls to the engine are serialised."""
 
     name = "ocr"
+    reads_screen = True  # it can be zoomed (`medspot.adapters.zoom`)
     convention = Convention.NORMALISED
     max_concurrency = 2
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from medspot.errors import ConfigError
+from medspot.limits import MAX_CONCURRENCY, check_number, check_whole
 
 __all__ = ["BACKENDS", "PROMPT_STYLES", "AdapterOptions", "BackendName", "PromptStyleName"]
 
@@ -28,7 +29,8 @@ class AdapterOptions:
     # the backend and its server
     backend: BackendName | None = None
     base_urls: tuple[str, ...] = ()
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)  # a key given in code
+    api_key_env: str | None = None  # the variable holding the key (`adapters.keys`)
     api_model: str | None = None
     timeout: float | None = None
     balance: str | None = None
@@ -56,6 +58,10 @@ class AdapterOptions:
             )
         if self.backend is not None and self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r} (choose {', '.join(BACKENDS)})")
+        if self.timeout is not None:
+            check_number("timeout", self.timeout, above=True)
+        if self.concurrency is not None:
+            check_whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
         if isinstance(self.base_urls, str):
             object.__setattr__(self, "base_urls", (self.base_urls,))
         else:

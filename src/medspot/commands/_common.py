@@ -3,54 +3,100 @@
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.keys import named_key
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
+from medspot.limits import MAX_BOOTSTRAP, MAX_CONCURRENCY, MAX_RETRIES_LIMIT, MAX_SEED
 
 __all__ = [
     "adapter_options",
     "add_data_args",
     "add_protocol_args",
+    "bootstrap_number",
+    "concurrency_number",
     "non_negative_float",
     "non_negative_int",
     "parse_apps",
+    "parse_env_options",
+    "positive_float",
     "positive_int",
     "progress_bar",
+    "retries_number",
+    "seed_number",
+    "whole_number",
 ]
 
 
-def positive_int(text: str) -> int:
+def _whole_in(text: str, least: int, most: int | None) -> int:
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    if v < least:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {least} or more")
+    if most is not None and v > most:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {most} at most")
     return v
 
 
+def whole_number(least: int, most: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from `least` to `most` (`medspot.limits`)."""
+
+    def parse(text: str) -> int:
+        return _whole_in(text, least, most)
+
+    parse.__name__ = "whole number"  # argparse names the type in its own messages
+    return parse
+
+
+def positive_int(text: str) -> int:
+    return _whole_in(text, 1, None)
+
+
 def non_negative_int(text: str) -> int:
+    return _whole_in(text, 0, None)
+
+
+def _finite(text: str) -> float:
     try:
-        v = int(text)
+        v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return v
+
+
+def non_negative_float(text: str) -> float:
+    v = _finite(text)
     if v < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return v
 
 
-def non_negative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a timeout: 0 is refused, never read as the default)."""
+    v = _finite(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
     return v
+
+
+def seed_number(text: str) -> int:
+    """A seed: a whole number 0 .. `limits.MAX_SEED`."""
+    return _whole_in(text, 0, MAX_SEED)
+
+
+# the bounded counts of `medspot.limits`, as argparse types
+concurrency_number = whole_number(1, MAX_CONCURRENCY)
+bootstrap_number = whole_number(1, MAX_BOOTSTRAP)
+retries_number = whole_number(0, MAX_RETRIES_LIMIT)
 
 
 def parse_apps(text: str | None) -> list[str] | None:
@@ -91,7 +137,7 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--bootstrap",
-        type=positive_int,
+        type=bootstrap_number,
         default=2000,
         metavar="N",
         help="bootstrap resamples for the 95%% intervals (default 2000)",
@@ -107,6 +153,7 @@ def out_dir(value: str | None, model: str) -> Path:
 
 _ADAPTER_OPTIONS = (
     "backend",
+    "api_key_env",
     "timeout",
     "checkpoint",
     "device",
@@ -124,12 +171,12 @@ _ADAPTER_OPTIONS = (
 
 def adapter_options(args: argparse.Namespace) -> AdapterOptions:
     """The adapter options of the parsed command line (those a command defines), without
-    unset ones. The API key is read from the environment variable `--api-key-env` names."""
+    unset ones. A variable named by `--api-key-env` must be set (checked here, before
+    anything starts; the backends read it, `medspot.adapters.keys`)."""
     opts: dict[str, Any] = {k: getattr(args, k, None) for k in _ADAPTER_OPTIONS}
     opts["base_urls"] = getattr(args, "base_url", None) or []
-    env = getattr(args, "api_key_env", None)
-    if env and os.environ.get(env):
-        opts["api_key"] = os.environ[env]
+    if getattr(args, "api_key_env", None) is not None:
+        named_key(args.api_key_env)
     return AdapterOptions.from_mapping({k: v for k, v in opts.items() if v not in (None, [])})
 
 
@@ -164,3 +211,18 @@ def progress_bar(disabled: bool, desc: str = "eval") -> _Bar | None:
     if disabled:
         return None
     return _Bar(desc)
+
+
+def parse_env_options(items: list[str] | None) -> dict[str, str]:
+    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
+    check them (`medspot.live.core.envoptions`)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        name = key.strip().replace("-", "_")
+        if not sep or not name:
+            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
+        if name in out:
+            raise ConfigError(f"--env-option {name} is given twice")
+        out[name] = raw
+    return out

@@ -12,7 +12,12 @@ import tempfile
 from pathlib import Path
 
 from medspot.adapters.options import AdapterOptions
-from medspot.commands._common import adapter_options, non_negative_float, positive_int
+from medspot.commands._common import (
+    adapter_options,
+    concurrency_number,
+    positive_float,
+    positive_int,
+)
 
 __all__ = ["options_from_args", "register"]
 
@@ -53,16 +58,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--base-url", action="append", metavar="URL", help="OpenAI-compatible server (repeatable)"
     )
-    p.add_argument("--api-key-env", default=None, metavar="VAR", help="variable holding the key")
+    p.add_argument(
+        "--api-key-env", default=None, metavar="VAR",
+        help="the variable holding the API key, and the only one read (default OPENAI_API_KEY)",
+    )  # fmt: skip
     p.add_argument(
         "--api-model", default=None, metavar="NAME", help="model name sent to the server"
     )
-    p.add_argument("--timeout", type=non_negative_float, default=None, metavar="S")
+    p.add_argument("--timeout", type=positive_float, default=None, metavar="S")
     p.add_argument("--checkpoint", default=None, metavar="ID_OR_DIR", help="weights (--backend hf)")
     p.add_argument("--device", default=None)
     p.add_argument("--dtype", default=None)
     p.add_argument("--batch-size", type=positive_int, default=None, metavar="N")
-    p.add_argument("--concurrency", type=positive_int, default=None, metavar="N")
+    p.add_argument("--concurrency", type=concurrency_number, default=None, metavar="N")
     p.add_argument("--prompt", choices=["native", "upstream"], default=None)
     p.add_argument("--convention", choices=["rel1000", "rel1", "abs_sent"], default=None)
     p.add_argument("--prompt-template", default=None, metavar="FILE")

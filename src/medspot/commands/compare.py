@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from medspot.commands._common import positive_int
+from medspot.commands._common import bootstrap_number, seed_number
 
 __all__ = ["register"]
 
@@ -34,9 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("run_b", metavar="RUN_B")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     p.add_argument(
-        "--bootstrap", type=positive_int, default=2000, metavar="N", help="resamples (2000)"
+        "--bootstrap", type=bootstrap_number, default=2000, metavar="N", help="resamples (2000)"
     )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    p.add_argument("--seed", type=seed_number, default=0, help="bootstrap seed (0)")
     p.add_argument(
         "--mixed",
         action="store_true",

@@ -11,7 +11,12 @@ import time
 from pathlib import Path
 
 from medspot.cache import cache_root
-from medspot.commands._common import positive_int
+from medspot.commands._common import (
+    bootstrap_number,
+    concurrency_number,
+    positive_int,
+    seed_number,
+)
 from medspot.errors import AdapterUnavailable
 
 __all__ = ["default_cache", "register"]
@@ -143,10 +148,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--tasks", type=positive_int, default=24, help="tasks in the suite (24)")
     p.add_argument("--apps", type=positive_int, default=5, help="applications (5)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_number, default=0)
     p.add_argument("--models", default="ocr,random", help="comma-separated (ocr,random)")
-    p.add_argument("--concurrency", type=positive_int, default=2)
-    p.add_argument("--bootstrap", type=positive_int, default=1000, metavar="N")
+    p.add_argument("--concurrency", type=concurrency_number, default=2)
+    p.add_argument("--bootstrap", type=bootstrap_number, default=1000, metavar="N")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)

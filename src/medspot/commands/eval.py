@@ -12,17 +12,37 @@ from medspot.commands._common import (
     adapter_options,
     add_data_args,
     add_protocol_args,
+    concurrency_number,
     non_negative_float,
-    non_negative_int,
     out_dir,
     parse_apps,
+    positive_float,
     positive_int,
     progress_bar,
+    retries_number,
+    seed_number,
+    whole_number,
 )
 from medspot.errors import BudgetExceeded
 from medspot.interrupts import exit_status
+from medspot.limits import MAX_SEED, MAX_ZOOM_PASSES
 
 __all__ = ["register"]
+
+
+def _crop_fraction(text: str) -> float:
+    """A `--zoom-crop` value, checked by `ZoomSpec` (the owner of its bounds)."""
+    from medspot.adapters.zoom import ZoomSpec
+    from medspot.errors import ConfigError
+
+    try:
+        v = float(text)
+        ZoomSpec(2, v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return v
 
 
 def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -> None:
@@ -50,7 +70,9 @@ def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -
         "--api-key-env",
         default=None,
         metavar="VAR",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
+        help="the environment variable holding the API key; when given, the only one read "
+        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY for anthropic-computer-use, sent to a "
+        "custom --base-url too)",
     )
     g.add_argument(
         "--api-model",
@@ -60,7 +82,7 @@ def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -
     )
     g.add_argument(
         "--timeout",
-        type=non_negative_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="per-request timeout in seconds",
@@ -111,6 +133,7 @@ def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.adapters import registry
+    from medspot.adapters.zoom import ZoomSpec
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
     from medspot.runfolder.writer import metrics_table
@@ -119,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     # The protocol, resolved once: bad options are reported before the data is read.
     protocol = get_protocol(args.protocol or "medspot-v1", tolerance_px=args.tolerance)
     registry.entry(args.model)
+    zoom = ZoomSpec.of(args.zoom, args.zoom_crop) if args.zoom > 1 else None
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
     style = args.prompt or protocol.prompt_style
     req = EvalRequest(
@@ -136,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
         n_boot=args.bootstrap,
         options=adapter_options(args),
         limit=args.limit,
+        zoom=zoom,
     )
     if args.dry_run:
         from medspot.dryrun import dry_run
@@ -171,6 +196,13 @@ def _run(args: argparse.Namespace) -> int:
         print(
             "note: `oracle` reads the target boxes; these numbers are the protocol's ceiling "
             "and a pipeline check, not a model's score."
+        )
+    if info.zoom is not None and info.zoom.model_calls is not None:
+        steps = info.calls - info.errors
+        per = info.zoom.model_calls / steps if steps else 0.0
+        print(
+            f"zoom-in: {info.zoom.passes} passes, crop {info.zoom.crop:g}: "
+            f"{info.zoom.model_calls} model calls for {steps} steps ({per:.2f} per step)"
         )
     if info.cost_usd:
         print(f"cost so far: ${info.cost_usd:.4f}")
@@ -210,14 +242,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=concurrency_number,
         default=16,
         metavar="N",
         help="model calls in flight (default 16)",
     )
     p.add_argument(
         "--max-retries",
-        type=non_negative_int,
+        type=retries_number,
         default=MAX_RETRIES,
         metavar="N",
         help=f"retries of a failed call before it is recorded as an error (default {MAX_RETRIES})",
@@ -234,6 +266,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="print the calls and the estimated cost without making them",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
+    p.add_argument(
+        "--zoom",
+        type=whole_number(1, MAX_ZOOM_PASSES),
+        default=1,
+        metavar="K",
+        help="K passes per step: after the answer, ask again on a crop of the screenshot "
+        "around it, K-1 times (default 1: single pass); the run is marked multi-pass",
+    )
+    p.add_argument(
+        "--zoom-crop",
+        type=_crop_fraction,
+        default=None,
+        metavar="F",
+        help="each zoom pass looks at F (0 < F < 1) of the width and height of the pass "
+        "before (default: half)",
+    )
+    p.add_argument(
+        "--seed", type=seed_number, default=0,
+        help=f"seed for baselines and bootstrap (0 to {MAX_SEED}; default 0)",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

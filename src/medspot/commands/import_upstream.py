@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import positive_int
+from medspot.commands._common import bootstrap_number
 
 __all__ = ["register"]
 
@@ -70,6 +70,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="their pred_point units (auto: pixels when a value exceeds 1)",
     )
     p.add_argument(
-        "--bootstrap", type=positive_int, default=2000, metavar="N", help="resamples (2000)"
+        "--bootstrap", type=bootstrap_number, default=2000, metavar="N", help="resamples (2000)"
     )
     p.set_defaults(func=_run)

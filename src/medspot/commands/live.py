@@ -20,36 +20,26 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    bootstrap_number,
+    concurrency_number,
     non_negative_float,
-    non_negative_int,
-    positive_int,
+    parse_env_options,
     progress_bar,
+    retries_number,
+    seed_number,
+    whole_number,
 )
 from medspot.commands._runlog import run_log
 from medspot.commands.eval import add_model_args
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
+from medspot.limits import MAX_REPEATS, MAX_SEED
 
-__all__ = ["GIVEN_UP_EXIT_STATUS", "parse_env_options", "register"]
+__all__ = ["GIVEN_UP_EXIT_STATUS", "register"]
 
 # The run finished, but tasks ended as environment errors whose fault recurs on every fresh
 # environment: running the command again does not retry them (--retry-env-errors does).
 GIVEN_UP_EXIT_STATUS = 4
-
-
-def parse_env_options(items: list[str] | None) -> dict[str, str]:
-    """`--env-option KEY=VALUE` pairs, as text: the environment's declared types convert and
-    check them (`medspot.live.core.envoptions`)."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        name = key.strip().replace("-", "_")
-        if not sep or not name:
-            raise ConfigError(f"--env-option {item!r}: expected KEY=VALUE")
-        if name in out:
-            raise ConfigError(f"--env-option {name} is given twice")
-        out[name] = raw
-    return out
 
 
 def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
@@ -85,7 +75,7 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--tasks-file", default=None, metavar="FILE", help="a task file instead of the packaged"
     )
     p.add_argument(
-        "--concurrency", type=positive_int, default=1, metavar="N",
+        "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
     p.add_argument(
@@ -167,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
         executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env,
+        ray_cpus_per_env=args.ray_cpus_per_env, tools=args.tools,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -251,9 +241,11 @@ def _incomplete_status(status: str, errors: int, given_up: tuple[str, ...], out:
 def _tasks(args: argparse.Namespace) -> int:
     from medspot.live.core.taskfiles import env_task_file
 
-    path = Path(args.validate) if args.validate else None
+    if args.validate and args.tasks_file:
+        raise ConfigError("give --validate FILE or --tasks-file FILE, not both")
+    path = Path(args.validate or args.tasks_file) if args.validate or args.tasks_file else None
     tf, fp = env_task_file(args.env, path)
-    if path is not None:
+    if args.validate:
         print(f"{path}: {len(tf.tasks)} tasks for {tf.env}, valid (fingerprint {fp})")
         return 0
     for t in tf.tasks:
@@ -309,7 +301,7 @@ def _audit(args: argparse.Namespace) -> int:
     from medspot.live.loop.task_audit import audit_env
 
     tasks_file = Path(args.tasks_file) if args.tasks_file else None
-    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args))  # bad input: exit 2
+    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args), tasks_file)  # exit 2
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
     bar, update = _bar(args, "audit")
     try:
@@ -450,15 +442,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "only the task's goal, it plans and ends by itself",
     )  # fmt: skip
     r.add_argument(
-        "--repeats", type=positive_int, default=1, metavar="K",
+        "--repeats", type=whole_number(1, MAX_REPEATS), default=1, metavar="K",
         help="run each task K times, each on a freshly reset environment (pass@k, pass^k; "
-        "default 1)",
+        f"1 to {MAX_REPEATS}, default 1)",
     )  # fmt: skip
     r.add_argument(
-        "--env-retries", type=non_negative_int, default=2, metavar="N",
+        "--env-retries", type=retries_number, default=2, metavar="N",
         help="fresh environments per task after an environment fault (default 2)",
     )  # fmt: skip
-    r.add_argument("--max-retries", type=non_negative_int, default=MAX_RETRIES, metavar="N",
+    r.add_argument("--max-retries", type=retries_number, default=MAX_RETRIES, metavar="N",
                    help="retries of a failed model call before it is an error")  # fmt: skip
     r.add_argument(
         "--max-cost", type=non_negative_float, default=None, metavar="USD",
@@ -473,15 +465,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="openai-computer-use: acknowledge the API's pending safety checks and go on "
         "(default: such a turn is an error and nothing is executed)",
     )  # fmt: skip
+    r.add_argument(
+        "--tools", default=None, metavar="NAME",
+        help="the tools track: offer typed tools over the application's API beside the GUI "
+        "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
+    )  # fmt: skip
     _executor_args(r)
-    r.add_argument("--seed", type=int, default=0, help="seed for baselines and bootstrap")
-    r.add_argument("--bootstrap", type=positive_int, default=2000, metavar="N",
+    r.add_argument(
+        "--seed",
+        type=seed_number,
+        default=0,
+        help=f"seed for baselines and bootstrap (0 to {MAX_SEED}; default 0)",
+    )
+    r.add_argument("--bootstrap", type=bootstrap_number, default=2000, metavar="N",
                    help="bootstrap resamples for the 95%% intervals")  # fmt: skip
     r.set_defaults(func=_run)
 
     t = lsub.add_parser("tasks", help="list an environment's tasks or validate a task file")
     _env_args(t)
     t.add_argument("--validate", default=None, metavar="FILE", help="validate this task file")
+    t.add_argument(
+        "--tasks-file", default=None, metavar="FILE",
+        help="list this task file's tasks instead of the packaged ones",
+    )  # fmt: skip
     t.set_defaults(func=_tasks)
 
     x = lsub.add_parser("export", help="write the oracle's screens as a MedSPOT dataset")
@@ -519,3 +525,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it has everything for",
     )  # fmt: skip
     d.set_defaults(func=_doctor)
+
+    from medspot.commands.live_serve import register_serve
+
+    register_serve(lsub)

@@ -10,6 +10,18 @@ from medspot.adapters import registry
 __all__ = ["register"]
 
 
+def _live_agents() -> list[dict[str, str]]:
+    """The agents of `medspot live run` that are not models of the benchmark (the cards
+    above run there too)."""
+    from medspot.live.agents.factory import LIVE_AGENT_SUMMARIES
+
+    return [
+        {"name": name, "kind": "live-agent", "modes": "agent" if modes == "agent" else
+         "guided,agent", "summary": summary}
+        for name, (modes, summary) in LIVE_AGENT_SUMMARIES.items()
+    ]  # fmt: skip
+
+
 def _run(args: argparse.Namespace) -> int:
     entries = registry.available()
     if args.json:
@@ -25,7 +37,8 @@ def _run(args: argparse.Namespace) -> int:
                         **(e.info or {}),
                     }
                     for e in entries
-                ],
+                ]
+                + _live_agents(),
                 indent=2,
             )
         )
@@ -47,6 +60,16 @@ def _run(args: argparse.Namespace) -> int:
         "\nConventions: rel1000/rel999 = integer grid over the image, rel1 = fractions, "
         "abs_resized = pixels of the image the harness resized and sent, pointer = points "
         "from a pointer head. `medspot models --json` gives every field."
+    )
+    live = _live_agents()
+    print("\nLive agents (`medspot live run --model NAME`, beside the models above):")
+    width = max(len(a["name"]) for a in live)
+    for a in live:
+        modes = "--mode agent only" if a["modes"] == "agent" else "guided or agent"
+        print(f"{a['name'].ljust(width)}  {modes.ljust(17)}  {a['summary']}")
+    print(
+        "and any model above as a planner with a grounding card: --planner MODEL --grounder "
+        "CARD (--mode agent; docs/live.md)"
     )
     return 0
 

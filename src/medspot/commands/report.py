@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import positive_int
+from medspot.commands._common import bootstrap_number, positive_int
 
 __all__ = ["register"]
 
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", default="MedSPOT report", help="page title")
     p.add_argument(
         "--bootstrap",
-        type=positive_int,
+        type=bootstrap_number,
         default=2000,
         metavar="N",
         help="resamples for the paired intervals of the comparison pages (default 2000)",

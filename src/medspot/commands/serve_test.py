@@ -22,6 +22,8 @@ from medspot.commands._common import non_negative_float
 
 __all__ = ["register"]
 
+DEFAULT_ANSWER = "(500, 500)"  # the centre of a rel1000 screen
+
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.errors import ConfigError
@@ -33,10 +35,14 @@ def _run(args: argparse.Namespace) -> int:
 
         from medspot.testing.cu_script import ScriptedComputerUse, load_script
 
+        if args.answer is not None:
+            raise ConfigError(
+                "--answer and --script go apart: a script answers every request it matches "
+                "with its own turns (and refuses the others)"
+            )
         responder = ScriptedComputerUse(load_script(Path(args.script)))
-    srv = OpenAITestServer(
-        answer=args.answer, responder=responder, latency=args.latency, port=args.port
-    )
+    answer = DEFAULT_ANSWER if args.answer is None else args.answer
+    srv = OpenAITestServer(answer=answer, responder=responder, latency=args.latency, port=args.port)
     try:
         srv.start()
     except OSError as e:
@@ -53,7 +59,7 @@ def _run(args: argparse.Namespace) -> int:
                 flush=True,
             )
         else:
-            print(f"serving {srv.base_url} (answer {args.answer!r}); Ctrl-C stops", flush=True)
+            print(f"serving {srv.base_url} (answer {answer!r}); Ctrl-C stops", flush=True)
             print(
                 f"try: medspot eval --data DATA --limit 2 --model openai:test --convention "
                 f"rel1000 --base-url {srv.base_url} --out results/try",
@@ -87,7 +93,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: a free one)")
-    p.add_argument("--answer", default="(500, 500)", help="the text every request gets")
+    p.add_argument(
+        "--answer", default=None,
+        help=f"the text every request gets (default {DEFAULT_ANSWER!r}; not with --script)",
+    )  # fmt: skip
     p.add_argument(
         "--script", default=None, metavar="FILE",
         help="scripted computer-use conversations (JSON; medspot.testing.cu_script)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from medspot.commands._common import seed_number
 from medspot.synth.themes import THEMES
 
 __all__ = ["register", "run"]
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", type=Path, required=True, help="folder to write (empty, or an "
                    "earlier synthetic suite, which is replaced)")  # fmt: skip
     p.add_argument("--tasks", type=int, default=40, help="number of tasks (default 40)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_number, default=0, help="random seed (default 0)")
     p.add_argument("--apps", type=int, default=5,
                    help=f"number of applications, 1 to {len(THEMES)} (default 5)")  # fmt: skip
     p.set_defaults(func=run)

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
         Infeasible,
         Key,
         LiveAction,
+        NotAnAction,
         Scroll,
+        ToolCall,
         TypeText,
         action_from_json,
         action_to_json,
@@ -57,7 +59,14 @@ if TYPE_CHECKING:
         Observation,
         PixelBox,
     )
-    from medspot.live.core.episode import MODES, Episode, Mode, StepResult, hit_intended
+    from medspot.live.core.episode import (
+        MODES,
+        Episode,
+        EpisodeError,
+        Mode,
+        StepResult,
+        hit_intended,
+    )
     from medspot.live.core.registry import (
         EnvEntry,
         create_environment,
@@ -73,6 +82,7 @@ if TYPE_CHECKING:
     )
     from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+    from medspot.live.serve.openenv_client import MedspotAction, MedspotEnvClient
 
 __all__ = [
     "MODES",
@@ -90,6 +100,7 @@ __all__ = [
     "Environment",
     "EnvironmentFault",
     "Episode",
+    "EpisodeError",
     "Infeasible",
     "Key",
     "LiveAction",
@@ -99,10 +110,13 @@ __all__ = [
     "LiveTask",
     "LiveTaskFile",
     "Locator",
+    "MedspotAction",
+    "MedspotEnvClient",
     "MedspotError",
     "Mode",
     "ModelAgent",
     "ModelCallError",
+    "NotAnAction",
     "Observation",
     "OracleAgent",
     "ParsedAction",
@@ -112,6 +126,7 @@ __all__ = [
     "Scroll",
     "StepResult",
     "StepSpec",
+    "ToolCall",
     "TypeText",
     "action_from_json",
     "action_to_json",
@@ -140,17 +155,21 @@ _PARTS = {
     "medspot.live.agents.model": "ModelAgent",
     "medspot.live.agents.scripted": "OracleAgent ReplayAgent",
     "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
-    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction Scroll TypeText "
-    "action_from_json action_to_json describe_action",
+    "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction NotAnAction Scroll "
+    "ToolCall TypeText action_from_json action_to_json describe_action",
     "medspot.live.core.contract": "ActResult ElementInfo Environment EnvironmentFault "
     "Observation PixelBox",
-    "medspot.live.core.episode": "MODES Episode Mode StepResult hit_intended",
+    "medspot.live.core.episode": "MODES Episode EpisodeError Mode StepResult hit_intended",
     "medspot.live.core.registry": "EnvEntry create_environment env_entry env_names register_env",
     "medspot.live.core.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
+    # openenv-core, imported only when asked for (`pip install 'medspot[openenv]'`)
+    "medspot.live.serve.openenv_client": "MedspotAction MedspotEnvClient",
 }
 _HOMES = {name: module for module, names in _PARTS.items() for name in names.split()}
+# The homes that need an extra, by the extra's name: resolving their names imports it.
+EXTRA_HOMES = {"medspot.live.serve.openenv_client": "openenv"}
 
 
 def __getattr__(name: str) -> Any:

@@ -30,8 +30,13 @@ class ReportResult:
 
 
 def _data_root(run: Run, data: Path | None) -> Path | None:
+    """Where a run's screenshots are: `--data`; a live run's own folder, wherever it is now
+    (run.json's root is where it was written: a copied folder reads its own screens); else
+    the dataset root run.json records."""
     if data is not None:
         return data
+    if is_live(run):
+        return run.path
     root = run.info.dataset.root
     return Path(root) if root else None
 
@@ -66,11 +71,17 @@ def build_report(
         paths = [s.image_path for t in r.tasks for s in t.steps] + live_images(r)
         made = make_thumbnails(root, paths, out_dir, max_width=thumb_width)
         full.append(full_images(root, paths, out_dir) if is_live(r) else {})
+        wanted = {p for p in paths if p}
         if not made:
             notes.append(
                 f"{r.name}: no screenshots found"
                 + (f" under {root}" if root else " (run.json names no dataset root; use --data)")
                 + ": the report has no pictures"
+            )
+        elif len(made) < len(wanted):
+            notes.append(
+                f"{r.name}: {len(wanted) - len(made)} of {len(wanted)} screenshots are missing "
+                f"or unreadable under {root}: their frames say so"
             )
         thumbs.append(made)
     plot_paths: list[Path] = []

@@ -1,6 +1,9 @@
 """Which runs may be ranked or compared together: the same data (annotation fingerprint, apps,
-`--limit`, number of tasks), each run once. Protocols are checked by the callers; this module
-owns the data side and the label of a run's data for `--mixed` tables."""
+`--limit`, number of tasks), each run once, live runs of one mode and one K, and single-pass
+runs apart from multi-pass (zoom-in) ones, as the grounding leaderboards keep them, live runs
+apart from static ones, and one protocol (with the advice that fits: a static run can be
+re-scored under another preset, a live run cannot). This module owns these rules and the labels
+of `--mixed` tables."""
 
 from __future__ import annotations
 
@@ -16,10 +19,15 @@ __all__ = [
     "DataKey",
     "data_key",
     "data_mismatch",
+    "kind_mismatch",
     "mode_mismatch",
+    "passes_label",
+    "passes_mismatch",
+    "protocol_mismatch",
     "refuse_repeated_runs",
     "repeats_mismatch",
     "run_mode",
+    "run_passes",
     "run_repeats",
     "same_task",
 ]
@@ -85,6 +93,41 @@ def mode_mismatch(runs: Sequence[Run]) -> str | None:
     return None
 
 
+def kind_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why live and static runs may not be ranked or compared together, or None: a live run
+    is scored on the application's state after each action, a static one on screenshots, and
+    neither can be re-scored as the other."""
+    live = [r for r in runs if run_mode(r) is not None]
+    if not live or len(live) == len(runs):
+        return None
+    static = [r for r in runs if run_mode(r) is None]
+    return (
+        f"live runs ({', '.join(r.name for r in live)}) and static runs "
+        f"({', '.join(r.name for r in static)}) measure different things: a live run is "
+        "scored on the application's state after each action, a static one on screenshots, "
+        "and neither can be re-scored as the other"
+    )
+
+
+def protocol_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why runs scored under different protocols are not comparable, with the advice that
+    fits them (static runs: re-score under one preset; live runs are scored by their own
+    protocol and cannot be re-scored), or None."""
+    if len({r.protocol for r in runs}) <= 1:
+        return None
+    detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
+    if any(run_mode(r) is not None for r in runs):
+        return (
+            f"the runs were scored under different protocols ({detail}); a live run's "
+            "protocol is the one of the medspot that ran it and cannot be re-scored: run it "
+            "again with this medspot"
+        )
+    return (
+        f"the runs were scored under different protocols ({detail}); re-score them under one "
+        "preset with `medspot score RUN_DIR --protocol NAME --out NEW_DIR`"
+    )
+
+
 def run_repeats(run: Run) -> int | None:
     """A live run's repeats per task (`--repeats`; 1 for runs made before), None for a static
     run."""
@@ -100,6 +143,32 @@ def repeats_mismatch(runs: Sequence[Run]) -> str | None:
     if len({k for k in ks if k is not None}) > 1:
         detail = ", ".join(f"{r.name}: {k}" for r, k in zip(runs, ks, strict=True) if k)
         return f"the live runs were made with different --repeats ({detail})"
+    return None
+
+
+def run_passes(run: Run) -> int:
+    """The model calls a run made per step: 1, or a zoom-in run's passes (`--zoom K`)."""
+    zoom = run.info.zoom
+    return zoom.passes if zoom is not None else 1
+
+
+def passes_label(run: Run) -> str:
+    """How a row names a multi-pass run ("zoom x2, crop 0.5"); "" for a single-pass run."""
+    zoom = run.info.zoom
+    if zoom is None or zoom.passes <= 1:
+        return ""
+    return f"zoom x{zoom.passes}, crop {zoom.crop:g}"
+
+
+def passes_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why single-pass and multi-pass runs (or runs of different zoom settings) may not be
+    ranked or compared together, or None: a zoom-in run asks the model again on a crop around
+    its first answer, K calls per step, and ranks apart (the ScreenSpot-Pro leaderboard keeps
+    zoom-in and agentic variants in a section of their own)."""
+    labels = [passes_label(r) or "single-pass" for r in runs]
+    if len(set(labels)) > 1:
+        detail = ", ".join(f"{r.name}: {lab}" for r, lab in zip(runs, labels, strict=True))
+        return f"the runs mix single-pass and multi-pass (zoom-in) runs ({detail})"
     return None
 
 

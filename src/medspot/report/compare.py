@@ -13,7 +13,16 @@ from typing import Any
 import numpy as np
 
 from medspot.errors import ConfigError
-from medspot.report.comparable import data_mismatch, mode_mismatch, repeats_mismatch, same_task
+from medspot.report.comparable import (
+    data_mismatch,
+    kind_mismatch,
+    mode_mismatch,
+    passes_label,
+    passes_mismatch,
+    protocol_mismatch,
+    repeats_mismatch,
+    same_task,
+)
 from medspot.report.repeats import PASS_LABELS, PassDiff, pass_diffs
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import (
@@ -149,12 +158,12 @@ def compare_runs(
     a: Run, b: Run, *, n_boot: int = 2000, seed: int = 0, mixed: bool = False
 ) -> Comparison:
     """Compare run `b` against run `a` on the tasks both scored (status "scored")."""
-    if a.protocol != b.protocol and not mixed:
-        raise ConfigError(
-            f"the runs were scored under different protocols ({a.name}: {a.protocol}, "
-            f"{b.name}: {b.protocol}); re-score one with `medspot score --protocol`, or pass "
-            "--mixed to compare anyway"
-        )
+    kinds_problem = kind_mismatch([a, b])
+    if kinds_problem is not None and not mixed:
+        raise ConfigError(f"{kinds_problem}; compare runs of one kind, or pass --mixed")
+    protocol_problem = protocol_mismatch([a, b])
+    if protocol_problem is not None and not mixed:
+        raise ConfigError(f"{protocol_problem}; or pass --mixed to compare anyway")
     repeats_problem = repeats_mismatch([a, b])  # before the data: K changes the task rows
     if repeats_problem is not None and not mixed:
         raise ConfigError(f"{repeats_problem}; compare runs of one K, or pass --mixed")
@@ -164,6 +173,11 @@ def compare_runs(
     mode_problem = mode_mismatch([a, b])
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; compare runs of one mode, or pass --mixed")
+    passes_problem = passes_mismatch([a, b])
+    if passes_problem is not None and not mixed:
+        raise ConfigError(
+            f"{passes_problem}; compare single-pass and zoom-in runs apart, or pass --mixed"
+        )
     scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
     scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
     common = tuple(tid for tid in scored_a if tid in scored_b)
@@ -203,8 +217,8 @@ def compare_runs(
     b_only = tuple(t for t in common if scored_b[t].completed and not scored_a[t].completed)
     both = sum(1 for t in common if scored_a[t].completed and scored_b[t].completed)
     return Comparison(
-        label_a=a.name,
-        label_b=b.name,
+        label_a=_label(a),
+        label_b=_label(b),
         protocol_a=a.protocol,
         protocol_b=b.protocol,
         common=common,
@@ -221,6 +235,12 @@ def compare_runs(
         changed=changed,
         passes=pass_diffs(a, b, n_boot=n_boot, seed=seed),
     )
+
+
+def _label(run: Run) -> str:
+    """The run's name, with its passes when it is a multi-pass (zoom-in) run."""
+    passes = passes_label(run)
+    return f"{run.name} [{passes}]" if passes else run.name
 
 
 def _pct(v: float | None, signed: bool = False) -> str:

@@ -1,6 +1,8 @@
 """The leaderboard: one row per run, every metric with its 95% interval, sorted, as Markdown,
-CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols
-are refused unless `mixed`. Live runs with repeats (`--repeats K`, all of one K) add the
+CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols,
+and single-pass runs beside multi-pass (zoom-in) ones, are refused unless `mixed` (a zoom-in
+row is marked `[zoom xK, crop F]`; live runs of different modes, guided and agent, ranked together
+with `mixed` show a mode column). Live runs with repeats (`--repeats K`, all of one K) add the
 pass@k and pass^k columns (`medspot.report.repeats`)."""
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ from medspot.errors import ConfigError
 from medspot.report.comparable import (
     data_key,
     data_mismatch,
+    kind_mismatch,
     mode_mismatch,
+    passes_label,
+    passes_mismatch,
+    protocol_mismatch,
     refuse_repeated_runs,
     repeats_mismatch,
+    run_mode,
     run_repeats,
 )
 from medspot.report.repeats import PASS_LABELS, pass_keys
@@ -60,6 +67,8 @@ class Row:
     values: dict[str, float | None]
     intervals: dict[str, tuple[float, float] | None]
     data: str = ""  # the run's data, named in the rows of a table over mixed data
+    passes: str = ""  # a multi-pass (zoom-in) run's passes ("zoom x2, crop 0.5"), else ""
+    mode: str = ""  # a live run's mode (guided, agent); "" for a static run
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,8 @@ class Leaderboard:
     mixed_data: bool = False
     left_out: tuple[str, ...] = ()  # incomplete runs not ranked
     repeats: tuple[int, ...] = ()  # the live runs' K (one value unless mixed)
+    mixed_passes: bool = False  # single-pass and multi-pass runs in one table (--mixed)
+    mixed_modes: bool = False  # guided and agent-mode live runs in one table (--mixed)
 
     @property
     def caption(self) -> str:
@@ -95,6 +106,18 @@ class Leaderboard:
                 f"live runs with K = {ks} repeats per task: pass@k (some run of a task "
                 "succeeded) and pass^k (all K did) over tasks, the other metrics pool the runs"
             )
+        if self.mixed_modes:
+            notes.append(
+                "MIXED live modes (see the mode column; guided: told each step, agent: the "
+                "goal only): rows are not comparable"
+            )
+        if self.mixed_passes:
+            notes.append(
+                "MIXED single-pass and multi-pass (zoom-in) runs: a zoom-in row asked the "
+                "model again on a crop, several calls per step; rows are not comparable"
+            )
+        elif any(r.passes for r in self.rows):
+            notes.append(f"multi-pass (zoom-in) runs: {self.rows[0].passes}")
         if any(not r.complete for r in self.rows):
             notes.append("* incomplete run: metrics over the tasks that were scored")
         if self.left_out:
@@ -124,6 +147,9 @@ def build_leaderboard(
                 "every run is incomplete (" + ", ".join(left_out) + "); finish them, or pass "
                 "--include-incomplete to rank them anyway"
             )
+    kinds_problem = kind_mismatch(runs)  # before the data: live and static data differ
+    if kinds_problem is not None and not mixed:
+        raise ConfigError(f"{kinds_problem}; rank runs of one kind, or pass --mixed")
     repeats_problem = repeats_mismatch(runs)  # before the data: K changes the task rows
     if repeats_problem is not None and not mixed:
         raise ConfigError(f"{repeats_problem}; rank runs of one K, or pass --mixed")
@@ -133,13 +159,15 @@ def build_leaderboard(
     mode_problem = mode_mismatch(runs)
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
-    protocols = tuple(dict.fromkeys(r.protocol for r in runs))
-    if len(protocols) > 1 and not mixed:
-        detail = ", ".join(f"{r.name}: {r.protocol}" for r in runs)
+    passes_problem = passes_mismatch(runs)
+    if passes_problem is not None and not mixed:
         raise ConfigError(
-            f"the runs were scored under different protocols ({detail}); re-score them with "
-            "`medspot score --protocol NAME`, or pass --mixed to list them anyway"
+            f"{passes_problem}; rank single-pass and zoom-in runs apart, or pass --mixed"
         )
+    protocols = tuple(dict.fromkeys(r.protocol for r in runs))
+    protocol_problem = protocol_mismatch(runs)
+    if protocol_problem is not None and not mixed:
+        raise ConfigError(f"{protocol_problem}; or pass --mixed to list them anyway")
     keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
     if sort not in keys:
         raise ConfigError(f"no run has the metric {SHORT_NAMES.get(sort, sort)}")
@@ -154,6 +182,8 @@ def build_leaderboard(
             values={k: r.metric(k) for k in keys},
             intervals={k: r.interval(k) for k in keys},
             data=data_key(r).label,
+            passes=passes_label(r),
+            mode=run_mode(r) or "",
         )
         for r in runs
     ]
@@ -166,6 +196,8 @@ def build_leaderboard(
         mixed_data=data_problem is not None,
         left_out=left_out,
         repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
+        mixed_passes=passes_problem is not None,
+        mixed_modes=mode_problem is not None,
     )
 
 
@@ -191,25 +223,23 @@ def _cell(key: str, row: Row) -> str:
 
 def _row_label(row: Row) -> str:
     extra = {"oracle": " (oracle)", "baseline": " (baseline)", "imported": " (imported)"}
-    return row.label + extra.get(row.kind, "") + ("" if row.complete else " *")
+    passes = f" [{row.passes}]" if row.passes else ""
+    return row.label + extra.get(row.kind, "") + passes + ("" if row.complete else " *")
 
 
 def _md(lb: Leaderboard, mixed: bool) -> str:
     data = ["data"] if lb.mixed_data else []
-    head = ["#", "run", *(["protocol"] if mixed else []), *data, "tasks"]
+    mode = ["mode"] if lb.mixed_modes else []
+    texts = 2 + mixed + len(data) + len(mode)  # the columns of text, then the numbers
+    head = ["#", "run", *(["protocol"] if mixed else []), *data, *mode, "tasks"]
     head += [_label(k) for k in lb.keys]
     out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
-    out.append(
-        "|"
-        + "|".join(
-            ["---"] * (2 + mixed + len(data)) + ["---:"] * (len(head) - 2 - mixed - len(data))
-        )
-        + "|"
-    )
+    out.append("|" + "|".join(["---"] * texts + ["---:"] * (len(head) - texts)) + "|")
     for i, r in enumerate(lb.rows, 1):
         label = _row_label(r).replace("|", "\\|")
         cells = [str(i), label, *([r.protocol] if mixed else [])]
         cells += [r.data.replace("|", "\\|")] if data else []
+        cells += [r.mode or "static"] if mode else []
         cells.append(str(r.num_tasks or "-"))
         cells += [_cell(k, r) for k in lb.keys]
         out.append("| " + " | ".join(cells) + " |")
@@ -219,12 +249,13 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
 def _csv(lb: Leaderboard) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data"]
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes", "mode"]
     for k in lb.keys:
         head += [k, f"{k}_lo", f"{k}_hi"]
     w.writerow(head)
     for i, r in enumerate(lb.rows, 1):
-        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data]
+        line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data,
+                              r.passes, r.mode]  # fmt: skip
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)
             line += [
@@ -255,8 +286,10 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(lb: Leaderboard, mixed: bool) -> str:
-    cols = "rl" + ("l" if mixed else "") + ("l" if lb.mixed_data else "") + "r" + "c" * len(lb.keys)
+    texts = "l" * (mixed + lb.mixed_data + lb.mixed_modes)
+    cols = "rl" + texts + "r" + "c" * len(lb.keys)
     head = ["\\#", "Run", *(["Protocol"] if mixed else []), *(["Data"] if lb.mixed_data else [])]
+    head += ["Mode"] if lb.mixed_modes else []
     head.append("Tasks")
     head += [latex_escape(_label(k)) for k in lb.keys]
     out = [
@@ -276,6 +309,8 @@ def _latex(lb: Leaderboard, mixed: bool) -> str:
             cells.append(latex_escape(r.protocol))
         if lb.mixed_data:
             cells.append(latex_escape(r.data))
+        if lb.mixed_modes:
+            cells.append(latex_escape(r.mode or "static"))
         cells.append(str(r.num_tasks or "-"))
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)

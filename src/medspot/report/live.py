@@ -16,6 +16,7 @@ beside one frame), `task_ending` (how a task ended), `task_heading`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -126,17 +127,21 @@ def _action_text(a: Mapping[str, Any] | None) -> str:
         return f"key {a.get('key', '')}"
     if kind == "infeasible":
         return f"infeasible(“{a.get('reason', '')}”)"
+    if kind == "tool":  # the tools track: a tool over the application's API
+        args = json.dumps(a.get("args") or {}, ensure_ascii=False, sort_keys=True)
+        return f"tool {a.get('name', '')} {args}"
     return str(kind or "done")
 
 
 def _picture(thumb: Thumb | None, full: str | None, alt: str, e: Escape, overlay: str = "") -> str:
     """The frame: the thumbnail (with its overlay); a link to the full screenshot when the
-    report holds it."""
+    report holds it; without a thumbnail, a note naming the screenshot that is missing (`alt`,
+    its path in the run folder)."""
     img = (
         f'<img src="{e(thumb.rel)}" width="{thumb.size[0]}" height="{thumb.size[1]}" '
         f'loading="lazy" alt="{e(alt)}">'
         if thumb
-        else ""
+        else f'<p class="nopic">screenshot missing: {e(alt)}</p>'
     )
     frame = f'<div class="frame{"" if thumb else " noimg"}">{img}{overlay}</div>'
     if full and thumb:
@@ -147,19 +152,27 @@ def _picture(thumb: Thumb | None, full: str | None, alt: str, e: Escape, overlay
     return frame
 
 
+def _unfolding(label: str, text: str, e: Escape) -> str:
+    short = shorten(text, THOUGHT_TEXT)
+    if short == " ".join(text.split()):
+        return f'<span class="thought">{label}: {e(short)}</span>'
+    return (
+        f'<details class="thought"><summary>{label}: {e(short)}</summary>'
+        f'<pre class="raw">{e(text)}</pre></details>'
+    )
+
+
 def frame_notes(s: LiveStepRow, e: Escape) -> str:
     """What is shown beside one frame below its action and outcome: the agent's thought when
-    it wrote one (shortened; the whole text unfolds). Agents' further per-frame text goes
-    here."""
-    if not s.thought:
-        return ""
-    short = shorten(s.thought, THOUGHT_TEXT)
-    if short == " ".join(s.thought.split()):
-        return f'<span class="thought">thought: {e(short)}</span>'
-    return (
-        f'<details class="thought"><summary>thought: {e(short)}</summary>'
-        f'<pre class="raw">{e(s.thought)}</pre></details>'
-    )
+    it wrote one, what a tool call returned (the tools track); each shortened, the whole text
+    unfolds. Agents' further per-frame text goes here."""
+    out = _unfolding("thought", s.thought, e) if s.thought else ""
+    tool = s.tool_result or {}
+    if "error" in tool:
+        out += _unfolding("tool error", str(tool["error"]), e)
+    elif tool.get("text"):
+        out += _unfolding("tool result", str(tool["text"]), e)
+    return out
 
 
 def _effects(s: LiveStepRow, e: Escape) -> str:
@@ -178,6 +191,8 @@ def _effects(s: LiveStepRow, e: Escape) -> str:
         parts.append(f"→ {s.url_after}")
     if s.replayed:
         parts.append("answer replayed from the journal")
+    if s.not_executed:
+        parts.append(f"not executed: {s.not_executed}")
     return f'<span class="note">{e(" · ".join(parts))}</span>'
 
 
@@ -216,6 +231,7 @@ ENDINGS = {
     "infeasible": "the agent said infeasible",
     "budget": "the budget of actions was spent",
     "checks": "the application's state ended it",
+    "abandoned": "the agent left before the task ended (a served agent disconnected)",
     "error": "a model call failed (asked again on resume)",
     "env_error": "the environment kept failing",
     "missing": "not run yet",
@@ -265,7 +281,8 @@ def task_heading(t: LiveTaskRow, e: Escape) -> str:
 
 
 def repeat_table(lr: LiveRun, e: Escape) -> str:
-    """With repeats: each task's successes over its K runs and how each run ended."""
+    """With repeats: each task's successes over its K runs and how each run ended (a run
+    of an interrupted folder that never started: "not run")."""
     if lr.info.repeats <= 1:
         return ""
     by_task: dict[str, list[LiveTaskRow]] = {}
@@ -275,10 +292,13 @@ def repeat_table(lr: LiveRun, e: Escape) -> str:
     for task, runs in by_task.items():
         first = runs[0]
         frac = first.success_fraction
+        by_repeat = {t.repeat: t for t in runs}
         cells = "".join(
             f'<td><a href="#{e(t.task_id)}">{e(t.live_outcome)}</a>'
             f"{f' · {e(t.ending)}' if t.ending else ''}</td>"
-            for t in sorted(runs, key=lambda r: r.repeat)
+            if t is not None
+            else "<td>not run</td>"
+            for t in (by_repeat.get(k) for k in range(lr.info.repeats))
         )
         rows.append(
             f'<tr><td class="text">{e(task)}</td><td>{e(_fraction(first))}</td>'
@@ -295,7 +315,7 @@ def _task(t: LiveTaskRow, thumbs: Mapping[str, Thumb], full: Mapping[str, str], 
     frames = [_frame(s, thumbs.get(s.image_path), full.get(s.image_path), e, False)
               for s in t.steps]  # fmt: skip
     if t.final_screen:
-        pic = _picture(thumbs.get(t.final_screen), full.get(t.final_screen), "final screen", e)
+        pic = _picture(thumbs.get(t.final_screen), full.get(t.final_screen), t.final_screen, e)
         frames.append(
             f'<figure class="step live final out-{e(t.live_outcome)}">{pic}'
             f"<figcaption>{task_ending(t, e)}</figcaption></figure>"

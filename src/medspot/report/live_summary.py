@@ -19,12 +19,14 @@ from medspot.runfolder.live_schema import (
     HARMFUL,
     HIT_RATE,
     INFEASIBLE_ACCURACY,
+    ON_PATH_HIT_RATE,
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
     SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
+    TOOL_RATE,
     LiveRun,
 )
 
@@ -50,7 +52,10 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
     LiveRow(STEPS_RATIO, "steps against the oracle", share=False,
             note="actions used over the oracle's steps, in successful tasks (1 = as short)"),
     LiveRow(HIT_RATE, "intended-element hits",
-            note="executed actions that hit the current step's element"),
+            note="executed actions (all of them) that hit the current step's element"),
+    LiveRow(ON_PATH_HIT_RATE, "intended-element hits on the path", optional=True,
+            note="the same over the executed actions whose intended element was on the "
+                 "screen (actions taken off the oracle's path left out)"),
     LiveRow(PASS_AT_K, "pass@k", optional=True,
             note="tasks that succeeded in at least one of their K repeats"),
     LiveRow(PASS_HAT_K, "pass^k", optional=True,
@@ -59,10 +64,20 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
             note="infeasible tasks ended with infeasible(...) and nothing changed"),
     LiveRow(FALSE_INFEASIBLE, "feasible tasks called infeasible", optional=True,
             note="feasible tasks the agent ended with infeasible(...) (failures)"),
+    LiveRow(TOOL_RATE, "tool invocation rate", optional=True,
+            note="tasks offered tools (--tools) in which the agent called one"),
     LiveRow(SEGMENTATION_DICE, "segmentation Dice", optional=True,
             note="mean Dice (x100) of the final mask with the truth, over the tasks judged on one "
                  "(successful or not)"),
 )  # fmt: skip
+
+
+# a run written before the on-path hit rate: its intended_hit_rate left out the actions
+# taken off the oracle's path (today's on_path_hit_rate)
+OLD_HIT_RATE = (
+    "written before the intended-element hit rate was defined over every executed action: "
+    "this run's figure counts only the actions whose intended element was on the screen"
+)
 
 
 def shown_rows(metrics: Sequence[Mapping[str, Any]]) -> tuple[LiveRow, ...]:
@@ -89,13 +104,22 @@ def _cell(row: LiveRow, m: Mapping[str, Any], e: Escape) -> str:
         and all(isinstance(x, int | float) for x in ci)
     ):
         out += f' <span class="ci">[{e(_fmt(row, ci[0]))}, {e(_fmt(row, ci[1]))}]</span>'
+    if row.key == HIT_RATE and m.get(HIT_RATE) is not None and ON_PATH_HIT_RATE not in m:
+        out += f' <span class="ci" title="{e(OLD_HIT_RATE)}">(on-path actions only)</span>'
     return f"<td>{out}</td>"
 
 
 def live_settings(lr: LiveRun) -> list[tuple[str, str]]:
     """A live run's settings shown under its name (label, value)."""
-    return [("environment", lr.info.env), ("mode", lr.info.mode),
-            ("repeats", str(lr.info.repeats))]  # fmt: skip
+    out = [
+        ("environment", lr.info.env),
+        ("mode", lr.info.mode),
+        ("repeats", str(lr.info.repeats)),
+        ("tools", lr.info.tools or "none (GUI only)"),
+    ]
+    if lr.info.served:
+        out.append(("agent served over", lr.info.served))
+    return out
 
 
 def _counts(lr: LiveRun) -> str:

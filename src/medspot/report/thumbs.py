@@ -55,6 +55,7 @@ def make_thumbnails(
         return made
     target = out_dir / THUMB_DIR
     skipped = 0
+    missing: list[str] = []
     for rel in dict.fromkeys(image_paths):
         if not rel:
             continue
@@ -65,7 +66,7 @@ def make_thumbnails(
             skipped += 1
             continue
         if not src.is_file():
-            skipped += 1
+            missing.append(rel)
             continue
         name = thumb_name(root, rel)
         try:
@@ -83,8 +84,12 @@ def make_thumbnails(
             skipped += 1
             continue
         made[rel] = Thumb(rel=f"{THUMB_DIR}/{name}", size=size, original=original)
-    if skipped:
-        log.info("%d screenshot(s) not found or unreadable under %s", skipped, root)
+    if missing and made:  # some are there: the missing ones are said, each frame says which
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        shown = ", ".join(missing[:5]) + more
+        log.warning("%d screenshot(s) missing under %s: %s", len(missing), root, shown)
+    if skipped or (missing and not made):
+        log.info("%d screenshot(s) not found or unreadable under %s", skipped + len(missing), root)
     return made
 
 

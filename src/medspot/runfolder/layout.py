@@ -4,6 +4,7 @@ that joins them to a path.
     .medspot.lock                     the writer's advisory lock, holding its pid
     run.json                          what was run (`RunInfo`, with `format_version`)
     predictions.jsonl                 the journal: one record per model call
+    zoom_passes.jsonl                 a zoom-in run's passes: one record per model call
     overall_dataset_metrics.json      pooled metrics, intervals, macro average, breakdowns
     overall_failure_statistics.json   failure histograms over every app
     <App>/task_results.json           one `TaskRow` per task, with its `StepRow`s
@@ -33,11 +34,13 @@ __all__ = [
     "RUN_JSON",
     "TASK_FAILURES",
     "TASK_RESULTS",
+    "ZOOM_PASSES",
     "RunFolder",
 ]
 
 RUN_JSON = "run.json"
 JOURNAL = "predictions.jsonl"
+ZOOM_PASSES = "zoom_passes.jsonl"  # the passes of a zoom-in run (`medspot.adapters.zoom`)
 LOCK = ".medspot.lock"  # the writer's lock (runfolder.lock)
 OVERALL_METRICS = "overall_dataset_metrics.json"
 OVERALL_FAILURES = "overall_failure_statistics.json"
@@ -63,6 +66,10 @@ class RunFolder:
     @property
     def journal(self) -> Path:
         return self.path / JOURNAL
+
+    @property
+    def zoom_passes(self) -> Path:
+        return self.path / ZOOM_PASSES
 
     @property
     def lock(self) -> Path:

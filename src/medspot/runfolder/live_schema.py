@@ -35,12 +35,14 @@ __all__ = [
     "LIVE_KIND",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
     "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
+    "TOOL_RATE",
     "EnvOptionValue",
     "LiveEnding",
     "LiveExecutor",
@@ -56,10 +58,15 @@ __all__ = [
 
 LIVE_KIND = "live"
 LiveMode = Literal["guided", "agent"]  # the same values as `medspot.live.core.episode.Mode`
-LiveOutcome = Literal["success", "harmful", "failure", "error", "env_error", "missing"]
+# "abandoned": an agent served by `medspot live serve` left before its episode ended (a
+# disconnect, the server stopped): scored, never a success
+LiveOutcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error", "missing"]
 # How a run of a task ended: the agent said done / infeasible(reason), the budget was spent,
-# the checks ended it after an action (success, or a fail_if: harm), or it was not scored
-LiveEnding = Literal["done", "infeasible", "budget", "checks", "error", "env_error", "missing"]
+# the checks ended it after an action (success, or a fail_if: harm), the agent left
+# (abandoned), or it was not scored
+LiveEnding = Literal[
+    "done", "infeasible", "budget", "checks", "abandoned", "error", "env_error", "missing"
+]
 EnvOptionValue = str | int | float | bool | None
 LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
 
@@ -67,7 +74,12 @@ LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.exec
 SUCCESS = "task_success_rate"
 HARMFUL = "harmful_failure_rate"
 RECOVERY = "recovery_rate"
+# over every executed action: it hit the intended element of the current step (an action
+# taken off the oracle's path, where that element is not on the screen, is no hit)
 HIT_RATE = "intended_hit_rate"
+# over the executed actions whose intended element was on the screen (on the oracle's path):
+# what `intended_hit_rate` counted in folders written before it was defined over every action
+ON_PATH_HIT_RATE = "on_path_hit_rate"
 STEPS_RATIO = "steps_ratio"
 # over the tasks whose right ending is infeasible: ended with infeasible(...), nothing changed
 INFEASIBLE_ACCURACY = "infeasible_accuracy"
@@ -76,22 +88,22 @@ FALSE_INFEASIBLE = "false_infeasible_rate"
 # with repeats (K > 1), over the tasks whose K repeats were all scored
 PASS_AT_K = "pass_at_k"  # at least one of the K runs succeeded
 PASS_HAT_K = "pass_hat_k"  # all K succeeded
+# the tools track (`--tools`), over the runs of tasks that were offered tools: the agent called
+# at least one tool
+TOOL_RATE = "tool_invocation_rate"
 # over the runs whose environment measured the segmentation they end with (a task judged on a
 # mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
 SEGMENTATION_DICE = "segmentation_dice"
-# written since repeats and infeasible tasks (the pass keys only with K > 1): a folder
-# written before has none of them
+# written since repeats, infeasible tasks, the on-path hit rate, the tools track and the
+# segmentation Dice (the pass keys only with K > 1): a folder written before has none of them
 LIVE_OPTIONAL_KEYS = (
-    INFEASIBLE_ACCURACY,
-    FALSE_INFEASIBLE,
-    PASS_AT_K,
-    PASS_HAT_K,
+    INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, ON_PATH_HIT_RATE, TOOL_RATE,
     SEGMENTATION_DICE,
-)
+)  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
 # run.json's live fields that change what an agent is asked: a resumed run must match them.
-LIVE_PREDICTION_KEYS = ("env", "mode", "repeats")
+LIVE_PREDICTION_KEYS = ("env", "mode", "repeats", "tools")
 
 
 def repeat_task_id(uid: str, repeat: int, repeats: int) -> str:
@@ -110,6 +122,10 @@ class LiveRunInfo(RunInfo):
     # where the environments ran (`medspot.live.loop.executors.EXECUTORS`); not a prediction
     # setting: a run may resume on the other executor
     executor: LiveExecutor = "threads"
+    # the tools track: the toolset offered beside the GUI actions (`--tools orthanc`), or none
+    tools: str | None = None
+    # `medspot live serve`: the protocol the agent came through ("mcp", "openenv"), or none
+    served: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -160,6 +176,11 @@ class LiveStepRow(StepRow):
     url_after: str | None = None
     replayed: bool = False  # the answer came from the journal
     thought: str | None = None  # the agent's own reasoning text, where it has one
+    # why the action was not executed (one the environment cannot execute, an answer that
+    # does not read as an action): a no-action step, scored as a miss
+    not_executed: str | None = None
+    # the tools track: what a tool call returned (`name`, `text`, `data`) or why it did not run
+    tool_result: dict[str, Any] | None = None
 
 
 class LiveTaskRow(TaskRow):
@@ -185,6 +206,11 @@ class LiveTaskRow(TaskRow):
     task_successes: int | None = None  # successful runs of this task over its repeats
     task_runs_scored: int | None = None  # its scored runs
     success_fraction: float | None = None  # task_successes / task_runs_scored
+    # the tools track: the tools this run of the task was offered (None: no tools track), the
+    # tool calls it made, and why a task stays GUI-only
+    tools_offered: list[str] | None = None
+    tool_calls: int = 0
+    gui_only: str | None = None
     # the Dice of the segmentation the run ended with, with the truth (tasks judged on one)
     dice: float | None = None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from medspot.errors import ConfigError, RunFolderError
 from medspot.runfolder.layout import RunFolder
 
-__all__ = ["RunFolderBusy", "run_folder_lock"]
+__all__ = ["RunFolderBusy", "lock_holder", "run_folder_lock"]
 
 
 class RunFolderBusy(ConfigError):
@@ -28,6 +28,27 @@ def _holder(path: Path) -> str:
     except OSError:
         return "another process"
     return f"pid {text}" if text.isdigit() else "another process"
+
+
+def lock_holder(folder: Path) -> str | None:
+    """Who holds the lock of `folder` now ("pid N"), or None when no process does (the
+    lock file is only read: nothing is created)."""
+    import fcntl
+
+    path = RunFolder(folder).lock
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return None
 
 
 @contextlib.contextmanager

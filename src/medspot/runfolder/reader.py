@@ -27,7 +27,7 @@ from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import TaskRow
 from medspot.scoring.metrics import METRIC_KEYS
 
-__all__ = ["Run", "load_run", "load_runs"]
+__all__ = ["Run", "load_run", "load_runs", "unscored_advice"]
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,42 @@ def _discover_apps(run_dir: Path, listed: list[str]) -> list[str]:
     return ordered + [a for a in found if a not in ordered]
 
 
+def unscored_advice(run_dir: Path, info: RunInfo) -> str:
+    """What to do with a run folder that has no results yet: wait for the process still
+    writing it; resume a live run with its own command (`medspot score` scores static
+    predictions, not a live journal); score a static run."""
+    from medspot.runfolder.live_schema import LiveRunInfo
+    from medspot.runfolder.lock import lock_holder
+
+    head = f"{run_dir} has no {OVERALL_METRICS} yet"
+    holder = lock_holder(run_dir)
+    if holder is not None:
+        return (
+            f"{head}: it is still running ({holder}); its results are written when it ends, "
+            "or when it is stopped with Ctrl-C"
+        )
+    live = LiveRunInfo.of(info)
+    if live is None:
+        return f"{head}: the run was never scored (`medspot score {run_dir}` writes it)"
+    mode = " --mode agent" if live.mode == "agent" else ""
+    who = f"--model {live.model}"
+    if live.adapter.get("kind") == "planner+grounder":
+        planner, grounder = live.adapter.get("planner") or {}, live.adapter.get("grounder") or {}
+        who = f"--planner {planner.get('name')} --grounder {grounder.get('name')}"
+    command = f"medspot live run --env {live.env} {who}{mode} --out {run_dir} ..."
+    if live.status == "failed":
+        why = (live.error or "").strip().splitlines()[0][:200] if live.error else "an error"
+        state = f"the live run failed before it wrote its results ({why})"
+    elif live.status == "running":
+        state = "the live run was stopped (killed) before it wrote its results"
+    else:
+        state = f"the live run ({live.status}) wrote no results"
+    return (
+        f"{head}: {state}; run the command that started it again (`{command}`, with the "
+        "same options): it resumes from the journal and writes the results, then report it"
+    )
+
+
 def load_run(path: Path | str) -> Run:
     """Read a run folder. Needs `run.json` and `overall_dataset_metrics.json`; per-app files
     that are missing are reported in `Run.warnings`."""
@@ -153,10 +189,7 @@ def load_run(path: Path | str) -> Run:
     info = RunInfo.load(run_dir / RUN_JSON)
     overall = _read_json(run_dir / OVERALL_METRICS, required=False)
     if overall is None:
-        raise ConfigError(
-            f"{run_dir} has no {OVERALL_METRICS}: the run was never scored "
-            f"(`medspot score {run_dir}` writes it)"
-        )
+        raise ConfigError(unscored_advice(run_dir, info))
     if not isinstance(overall, dict):
         raise ConfigError(f"{run_dir / OVERALL_METRICS}: expected a JSON object")
     warnings: list[str] = []

@@ -21,6 +21,7 @@ __all__ = [
     "FORMAT_VERSION",
     "DatasetInfo",
     "RunInfo",
+    "ZoomInfo",
     "git_revision",
     "now_iso",
     "package_versions",
@@ -57,6 +58,21 @@ class DatasetInfo(BaseModel):
         )  # fmt: skip
 
 
+class ZoomInfo(BaseModel):
+    """A multi-pass (zoom-in) run: `passes` model calls per step, each later one on a window
+    `crop` times the width and height of the one before (`medspot.adapters.zoom`); the model
+    calls of every pass of the run (`model_calls`), counted when it stops."""
+
+    model_config = ConfigDict(extra="allow")
+    passes: int
+    crop: float
+    model_calls: int | None = None
+
+    @property
+    def settings(self) -> tuple[int, float]:
+        return self.passes, self.crop
+
+
 class RunInfo(BaseModel):
     """`run.json`. `format_version` 0: a folder written before versioning (see `layout`)."""
 
@@ -84,6 +100,7 @@ class RunInfo(BaseModel):
     cost_usd: float | None = None
     medspot_version: str = __version__
     rescored_from: str | None = None  # the run folder whose journal this one was scored from
+    zoom: ZoomInfo | None = None  # a multi-pass (zoom-in) run; None: one call per step
 
     @classmethod
     def load(cls, path: Path) -> Self:
@@ -118,6 +135,10 @@ class RunInfo(BaseModel):
             a, b = getattr(self, key), getattr(other, key)
             if a != b:
                 out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
+        zoom_a = self.zoom.settings if self.zoom is not None else None
+        zoom_b = other.zoom.settings if other.zoom is not None else None
+        if zoom_a != zoom_b:
+            out.append(f"zoom (passes, crop): run folder has {zoom_a}, this command asks {zoom_b}")
         mine, theirs = self.dataset, other.dataset
         if mine.apps and theirs.apps and mine.apps != theirs.apps:
             out.append(f"apps: run folder has {mine.apps}, this command asks {theirs.apps}")

@@ -6,6 +6,7 @@ One scoring code path (`medspot.scoring.score`) reads these knobs; a preset is o
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -97,8 +98,8 @@ class Protocol:
 
     def with_tolerance(self, px: float) -> Protocol:
         """The same protocol with the tolerance replaced by `px` pixels (e.g. SeeClick: 0)."""
-        if px < 0:
-            raise ConfigError(f"the tolerance must be >= 0 pixels, not {px}")
+        if not 0 <= px < math.inf:
+            raise ConfigError(f"the tolerance must be a finite number >= 0 pixels, not {px}")
         return replace(self, tolerance_px=float(px), tolerance_frac=0.0, tolerance_overridden=True)
 
     @property

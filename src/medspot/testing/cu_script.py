@@ -11,11 +11,15 @@ A script file (JSON):
            "safety_checks": [{"id": "sc_1", "code": "malicious_instructions",
                               "message": "..."}]},
           {"tool_uses": [{"input": {"action": "left_click", "coordinate": [640, 120]}}]},
+          {"function_calls": [{"name": "find_studies",          # the tools track (`--tools`)
+                               "arguments": {"patient_name": "DOE^JOHN"}}],
+           "tool_uses": [{"name": "find_studies", "input": {"patient_name": "DOE^JOHN"}}]},
           {"text": "The study is open."}       # no actions: the final answer
         ]}]}
 
 A turn answers one request: for the Responses API its `actions` (or one `action`, the
-preview's form) become one `computer_call` (with `pending_safety_checks`), its `text` a
+preview's form) become one `computer_call` (with `pending_safety_checks`), its
+`function_calls` `function_call` items (the tools offered beside the computer), its `text` a
 message and `reasoning` a reasoning summary; for the Messages API its `tool_uses` become
 `tool_use` blocks (`name` "computer" with `input.action`, turned into the member's name when
 the request offers the `computer_toolset_...` toolset) after a text block. `usage` ([in, out])
@@ -28,7 +32,8 @@ a first request and for the stateless Messages API, the script whose `match` the
 contains; the Messages API's turn is the number of assistant messages sent. What the client
 must send is checked as the real APIs check it (refused with HTTP 400): every computer call of
 the previous turn answered by a `computer_call_output` with a screenshot, its pending safety
-checks acknowledged, every `tool_use` answered by a `tool_result`. Each request answered is
+checks acknowledged, every function call by a `function_call_output`, every `tool_use`
+answered by a `tool_result`. Each request answered is
 kept (`CuExchange`) so that tests read what was sent: the screenshots, the chaining, the
 acknowledgements, the tool and the beta header.
 """
@@ -41,13 +46,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from medspot.errors import ConfigError
 from medspot.testing.messages_protocol import messages_body
 from medspot.testing.openai_server import Refusal, SeenRequest
 
-__all__ = ["CuExchange", "CuScript", "ScriptedComputerUse", "load_script"]
+__all__ = [
+    "SCRIPT_FORMAT_VERSION",
+    "CuExchange",
+    "CuScript",
+    "ScriptedComputerUse",
+    "load_script",
+]
 
 
 class SafetyCheck(BaseModel):
@@ -63,9 +74,16 @@ class ToolUse(BaseModel):
     input: dict[str, Any]
 
 
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class ScriptTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str | None = None
+    function_calls: list[FunctionCall] = Field(default_factory=list)
     reasoning: str | None = None
     action: dict[str, Any] | None = None  # the preview's single action
     actions: list[dict[str, Any]] | None = None  # the computer tool's batch
@@ -78,13 +96,23 @@ class ScriptTurn(BaseModel):
 class Conversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     match: str
-    turns: list[ScriptTurn]
+    turns: list[ScriptTurn] = Field(min_length=1)
+
+
+SCRIPT_FORMAT_VERSION = 1  # the script format this module reads
 
 
 class CuScript(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    format_version: int = 1
-    conversations: list[Conversation]
+    format_version: int = SCRIPT_FORMAT_VERSION
+    conversations: list[Conversation] = Field(min_length=1)
+
+    @field_validator("format_version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v != SCRIPT_FORMAT_VERSION:
+            raise ValueError(f"format {v} is not one this medspot reads ({SCRIPT_FORMAT_VERSION})")
+        return v
 
 
 def load_script(path: Path) -> CuScript:
@@ -117,6 +145,10 @@ class CuExchange:
     tool: dict[str, Any]
     beta: str | None
     truncation: str | None
+    # what the previous turn's tool calls returned, as the client sent it (function call
+    # outputs, the text of the tool_result blocks), and the names of the tools offered
+    tool_outputs: tuple[str, ...] = ()
+    tools_offered: tuple[str, ...] = ()
 
 
 @dataclass
@@ -170,6 +202,8 @@ class ScriptedComputerUse:
         prev = body.get("previous_response_id")
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
         outputs = [i for i in items if i.get("type") == "computer_call_output"]
+        fn_outputs = {str(i.get("call_id")): str(i.get("output", "")) for i in items
+                      if i.get("type") == "function_call_output"}  # fmt: skip
         with self._lock:
             if prev:
                 if prev not in self._st.responses:
@@ -193,6 +227,10 @@ class ScriptedComputerUse:
                     raise Refusal(400, f"Safety checks not acknowledged: {sorted(missing)}")
                 if not req.images:
                     raise Refusal(400, "the computer_call_output carries no screenshot")
+            for j in range(len(before.function_calls)):
+                if f"fcall_{conv}_{k - 1}_{j}" not in fn_outputs:
+                    raise Refusal(400, f"No tool output found for function call "
+                                       f"fcall_{conv}_{k - 1}_{j}.")  # fmt: skip
         turn = self._turn(conv, k)
         rid = f"resp_{conv}_{k}_{req.index}"
         output: list[dict[str, Any]] = []
@@ -217,14 +255,21 @@ class ScriptedComputerUse:
                 call["actions"] = turn.actions
                 n_actions = len(turn.actions or ())
             output.append(call)
+        for j, fc in enumerate(turn.function_calls):
+            fn = {"type": "function_call", "id": f"fc_{req.index}_{j}", "name": fc.name,
+                  "call_id": f"fcall_{conv}_{k}_{j}", "arguments": json.dumps(fc.arguments),
+                  "status": "completed"}  # fmt: skip
+            output.append(fn)
+            n_actions += 1
         tokens = _tokens(turn, req, n_actions)
         tools = body.get("tools") or [{}]
+        offered = tuple(str(t.get("name")) for t in tools if t.get("type") == "function")
         with self._lock:
             self._st.responses[rid] = (conv, k)
             self._st.exchanges.append(CuExchange(
                 "responses", conv, k, req.index, tuple(i.sha256 for i in req.images),
                 str(prev) if prev else None, tuple(acknowledged), dict(tools[0]), None,
-                body.get("truncation"),
+                body.get("truncation"), tuple(fn_outputs.values()), offered,
             ))  # fmt: skip
         return {
             "id": rid, "object": "response", "created_at": 0, "status": "completed",
@@ -247,6 +292,8 @@ class ScriptedComputerUse:
         tools = req.body.get("tools") or [{}]
         toolset = str(tools[0].get("type", "")).startswith("computer_toolset_")
         shots: tuple[str, ...] = ()
+        texts: tuple[str, ...] = ()
+        offered = tuple(str(t.get("name")) for t in tools[1:] if "input_schema" in t)
         if k > 0:
             asked = [b.get("id") for b in messages[-2].get("content") or ()
                      if isinstance(b, dict) and b.get("type") == "tool_use"]  # fmt: skip
@@ -260,6 +307,9 @@ class ScriptedComputerUse:
             if asked and not req.images:
                 raise Refusal(400, "the tool_result blocks carry no screenshot")
             shots = (req.images[-1].sha256,) if req.images else ()
+            texts = tuple(str(c.get("text", "")) for b in last if isinstance(b, dict)
+                          and b.get("type") == "tool_result" for c in b.get("content") or ()
+                          if isinstance(c, dict) and c.get("type") == "text")  # fmt: skip
         turn = self._turn(conv, k)
         content: list[dict[str, Any]] = []
         if turn.text:
@@ -277,7 +327,7 @@ class ScriptedComputerUse:
         with self._lock:
             self._st.exchanges.append(CuExchange(
                 "messages", conv, k, req.index, shots, None, (), dict(tools[0]),
-                req.headers.get("anthropic-beta"), None,
+                req.headers.get("anthropic-beta"), None, texts, offered,
             ))  # fmt: skip
         body = messages_body(req.index, req.model, content, tokens, stop)
         body["id"] = f"msg_{conv}_{k}_{req.index}"  # which turn it answered, for tests

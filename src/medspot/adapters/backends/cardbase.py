@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from medspot.adapters.base import Convention, Prediction, StepRequest, Usage
-from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle, StyleSpec, prompt_record
+from medspot.adapters.card import (
+    ModelCard,
+    PromptSpec,
+    PromptStyle,
+    StyleSpec,
+    prompt_record,
+    with_sent_size,
+)
 
 __all__ = ["CardAdapter", "Generation", "SentImage"]
 
@@ -78,6 +85,7 @@ class CardAdapter(ABC):
     async def predict(self, request: StepRequest) -> Prediction:
         spec = self.spec.build(request)
         image = await self._prepare(request, spec)
+        spec = with_sent_size(spec, image.sent_size)
         tries = 1 + max(0, spec.retries_on_no_point)
         usage_in = usage_out = 0
         have_usage = False

@@ -7,8 +7,8 @@ strict round robin). Failures become `TransientModelError` (429 with its Retry-A
 timeouts, connection errors, malformed bodies) or `ModelCallError` (other 4xx); the runner
 retries, this module never loops. The API key is never logged, described or recorded.
 
-Options: `base_urls` / `base_url` (default `$OPENAI_BASE_URL`, else OpenAI), `api_key`
-(default `$OPENAI_API_KEY`; local servers accept a placeholder), `api_model` (default the card's
+Options: `base_urls` / `base_url` (default `$OPENAI_BASE_URL`, else OpenAI), `api_key` /
+`api_key_env` (the key's source: `medspot.adapters.keys`), `api_model` (default the card's
 checkpoint), `timeout` (seconds, default 120), `concurrency` (default 16), `balance`
 ("least" or "round_robin"), `price_file`, `server_extras` (send vLLM's `skip_special_tokens`,
 `seed` and assistant-continuation fields; default: on for any server but api.openai.com).
@@ -39,6 +39,7 @@ from medspot.adapters.backends.openai_bodies import (
 from medspot.adapters.backends.pricing import CostMeter, PriceTable, load_price_table
 from medspot.adapters.base import StepRequest, Usage
 from medspot.adapters.card import ModelCard, PromptSpec, PromptStyle
+from medspot.adapters.keys import GIVEN, OPENAI_KEY_ENV, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import AdapterUnavailable, ConfigError, ModelCallError, TransientModelError
 
@@ -169,7 +170,7 @@ class OpenAIAdapter(CardAdapter):
         *,
         model: str,
         base_urls: list[str],
-        api_key: str,
+        api_key: ApiKey | str,
         timeout: float = DEFAULT_TIMEOUT,
         concurrency: int = DEFAULT_CONCURRENCY,
         balance: str = "least",
@@ -198,7 +199,10 @@ class OpenAIAdapter(CardAdapter):
         self.images = ImagePrep()
         official = any(urlsplit(u).hostname == "api.openai.com" for u in base_urls)
         self.server_extras = (not official) if server_extras is None else server_extras
-        self._secrets = (api_key,) if api_key else ()
+        if isinstance(api_key, str):
+            api_key = ApiKey(api_key, GIVEN)
+        self.key_source = api_key.source
+        self._secrets = (api_key.value,) if api_key.value else ()
         self._rr = 0
         self._openai = openai
         from openai.types.chat import ChatCompletion
@@ -222,7 +226,7 @@ class OpenAIAdapter(CardAdapter):
                 )
                 clients.append(
                     openai.AsyncOpenAI(
-                        api_key=api_key,
+                        api_key=api_key.value,
                         base_url=url,
                         timeout=self.timeout,
                         max_retries=0,
@@ -239,22 +243,18 @@ class OpenAIAdapter(CardAdapter):
         urls = [str(u).rstrip("/") for u in options.base_urls if str(u).strip()]
         if not urls:
             urls = [os.environ.get("OPENAI_BASE_URL") or OPENAI_URL]
-        key = options.api_key or os.environ.get("OPENAI_API_KEY")
         official = any(urlsplit(u).hostname == "api.openai.com" for u in urls)
-        if not key:
-            if official:
-                raise AdapterUnavailable(
-                    f"model {card.name!r} on the OpenAI API needs a key: set OPENAI_API_KEY "
-                    "(or name another variable with --api-key-env)"
-                )
-            key = "EMPTY"  # local servers (vLLM) accept any key
+        key = api_key(
+            options, default_env=OPENAI_KEY_ENV,
+            needed_by=f"model {card.name!r} on the OpenAI API" if official else None,
+        )  # fmt: skip
         timeout = options.timeout
         return cls(
             card,
             style,
             model=str(options.api_model or card.checkpoint),
             base_urls=urls,
-            api_key=str(key),
+            api_key=key,
             timeout=float(timeout) if timeout else DEFAULT_TIMEOUT,
             concurrency=int(options.concurrency or DEFAULT_CONCURRENCY),
             balance=str(options.balance or "least"),
@@ -296,6 +296,7 @@ class OpenAIAdapter(CardAdapter):
             "balance": self.balance,
             "server_extras": self.server_extras,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }
 
     async def aclose(self) -> None:

@@ -65,7 +65,7 @@ def chat_body(
     messages: list[dict[str, Any]] = []
     if spec.system:
         messages.append({"role": "system", "content": spec.system})
-    if spec.earlier:  # the text, the model's earlier answers, then the screenshot
+    if spec.earlier or spec.image_turn_alone:  # text, earlier answers, then the screenshot
         messages.append({"role": "user", "content": [txt]})
         messages.extend({"role": "assistant", "content": a} for a in spec.earlier)
         messages.append({"role": "user", "content": [img]})
@@ -100,6 +100,8 @@ def chat_body(
         body["seed"] = seed
         if spec.keep_special_tokens:
             extra["skip_special_tokens"] = False
+        if spec.chat_template_kwargs:
+            extra["chat_template_kwargs"] = dict(spec.chat_template_kwargs)
     return ChatBody({**body, **extra}, tuple(flags))
 
 

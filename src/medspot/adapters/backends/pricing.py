@@ -82,8 +82,8 @@ _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")  # gpt-5-2025-08-07, claude-
 
 class _PriceEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    input: float = Field(ge=0)  # USD per 1M input tokens
-    output: float = Field(ge=0)  # USD per 1M output tokens
+    input: float = Field(ge=0, allow_inf_nan=False)  # USD per 1M input tokens
+    output: float = Field(ge=0, allow_inf_nan=False)  # USD per 1M output tokens
     image_base_tokens: int = Field(default=85, ge=0)
     image_tile_tokens: int = Field(default=170, ge=0)
 
@@ -136,12 +136,25 @@ def load_price_table(path: str | Path | None) -> PriceTable:
     try:
         parsed = _PriceFile.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"price file {p}: {exc}") from None
+        raise ConfigError(f"price file {p}: " + _problems(exc)) from None
     for name, ent in parsed.models.items():
         table.prices[name] = Price(
             ent.input, ent.output, ent.image_base_tokens, ent.image_tile_tokens
         )
     return table
+
+
+def _problems(exc: ValidationError, most: int = 5) -> str:
+    """Each problem of a price file as `field.path: what (got VALUE)`, the first few."""
+    out = []
+    for err in exc.errors()[:most]:
+        where = ".".join(str(x) for x in err["loc"]) or "(the file)"
+        got = err.get("input")
+        shown = "" if err["type"] == "missing" else f" (got {got!r})"[:80]
+        out.append(f"{where}: {err['msg']}{shown}")
+    more = exc.error_count() - most
+    hint = ' (expected {"models": {"NAME": {"input": USD, "output": USD}}}, USD per 1M tokens)'
+    return "; ".join(out) + (f"; and {more} more" if more > 0 else "") + hint
 
 
 def image_tokens_high(size: tuple[int, int], base: int = 85, per_tile: int = 170) -> int:

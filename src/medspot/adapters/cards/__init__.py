@@ -1,5 +1,6 @@
-"""The model cards of the benchmark (models.md), one module per family, and their registry
-entries. Importing this package imports no heavy package (torch, transformers, openai)."""
+"""The model cards of the benchmark (models.md) and of the grounding models researchers run
+since, one module per family, and their registry entries. Importing this package imports no
+heavy package (torch, transformers, openai)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ from medspot.adapters.cards import (
     cogagent,
     deepseek,
     general,
+    gta1,
     gui_actor,
     gui_grounders,
+    gui_owl,
+    holo,
+    mai_ui,
     openai_models,
     qwen,
     seeclick,
+    ui_venus,
     uitars,
 )
 from medspot.adapters.cards.harness_planner import planner_style
@@ -60,6 +66,12 @@ def _all_cards() -> list[ModelCard]:
         deepseek.deepseek_vl2("deepseek-vl2-tiny"),
         general.mistral("mistral-small-3.1-24b"),
         general.mistral("ministral-3-8b"),
+        # the grounding models on the ScreenSpot-Pro leaderboard since (docs/models.md)
+        holo.holo2(),
+        ui_venus.ui_venus_15(),
+        mai_ui.mai_ui(),
+        gta1.gta1(),
+        gui_owl.gui_owl_15(),
     ]
 
 

@@ -16,8 +16,10 @@ Endings: `done()`, `finished(...)`, `terminate(status='success')` and `DONE` are
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from medspot.adapters.base import Convention
 from medspot.adapters.conventions import to_normalised
@@ -32,12 +34,14 @@ from medspot.live.core.actions import (
     Key,
     LiveAction,
     Scroll,
+    ToolCall,
     TypeText,
     normalise_key,
 )
 
 __all__ = [
     "BAD_ARGS",
+    "NO_ACTION",
     "PAGE_NOTCHES",
     "SCROLL_NOTCHES",
     "UNSUPPORTED",
@@ -48,6 +52,7 @@ __all__ = [
     "parse_answer",
     "point_action",
     "pyautogui_actions",
+    "tool_call_action",
 ]
 
 # Notches of a scroll that names a direction but no amount (UI-TARS's own pyautogui code: 5).
@@ -58,6 +63,7 @@ PAGE_NOTCHES = 8
 # Flags a ParsedAction may carry.
 UNSUPPORTED = "unsupported_action"  # hover, wait, horizontal scroll: nothing is executed
 BAD_ARGS = "bad_action_args"  # a known action whose arguments could not be read
+NO_ACTION = "no_action"  # a text with no readable action (a no-action step: Gymnasium, OpenEnv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +111,27 @@ _DONE = {"finished", "done"}
 _INFEASIBLE = {"infeasible", "call_user"}
 _NOOP = {"wait", "hover", "long_press"}
 NAMED_CALLS = frozenset(
-    {*_CLICKS, *_DRAGS, *_DONE, *_INFEASIBLE, *_NOOP, "scroll", "type", "hotkey", "press", "key"}
-)
+    {*_CLICKS, *_DRAGS, *_DONE, *_INFEASIBLE, *_NOOP, "scroll", "type", "hotkey", "press", "key",
+     "tool"}
+)  # fmt: skip
+_TOOL_CALL = re.compile(r"""\s*["']?([A-Za-z_][\w.-]*)["']?\s*(?:,\s*(.*))?\Z""", re.DOTALL)
+
+
+def tool_call_action(raw: str) -> ToolCall | None:
+    """`tool(name, {"arg": value})`'s arguments (`raw`, as written) as a `ToolCall`; None when
+    they do not read (the name, then one JSON object, or nothing)."""
+    m = _TOOL_CALL.match(raw)
+    if m is None:
+        return None
+    args: Any = {}
+    if m.group(2) is not None and m.group(2).strip():
+        try:
+            args = json.loads(m.group(2))
+        except ValueError:
+            return None
+    return ToolCall(m.group(1), args) if isinstance(args, dict) else None
+
+
 _UITARS_KEYS = {"start_box", "end_box", "point", "start_point", "end_point", "content", "direction"}
 _UITARS_ONLY = {"left_single", "left_double", "right_single", "finished", "hotkey", "call_user"}
 _ACTION_ANCHOR = re.compile(r"Action\s*:", re.IGNORECASE)
@@ -164,6 +189,13 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
         return ParsedAction(Key(normalise_key(key)), source)
     if name in _DONE:
         return ParsedAction(Done(), source)
+    if name == "tool":
+        tool = tool_call_action(call.raw)
+        return (
+            ParsedAction(tool, source)
+            if tool is not None
+            else ParsedAction(None, source, (BAD_ARGS,))
+        )
     if name in _INFEASIBLE:
         reason = call.kw("reason", "content", "text")
         if reason is None and pos and isinstance(pos[0], str):

@@ -114,6 +114,7 @@ class Call:
     args: list[Arg]
     start: int
     end: int = 0
+    raw: str = ""  # the argument text as written (a tool call's JSON arguments)
 
     def kw(self, *names: str) -> str | float | None:
         for k, v in self.args:
@@ -140,13 +141,13 @@ def find_calls(text: str, names: set[str], prefix: str = "") -> list[Call]:
         if name.lower() not in names or (out and m.start() < out[-1].end):
             continue  # another name, or inside the previous call (`type(content='click(1)')`)
         end = call_end(text, m.end())
-        args = split_args(text[m.end() : max(m.end(), end - 1)])
-        out.append(_call(name.lower(), args, m.start(), end))
+        raw = text[m.end() : max(m.end(), end - 1)]
+        out.append(_call(name.lower(), split_args(raw), m.start(), end, raw))
     return out
 
 
-def _call(name: str, args: list[Arg] | None, start: int, end: int) -> Call:
-    return Call(name, args if args is not None else [("?", None)], start, end)
+def _call(name: str, args: list[Arg] | None, start: int, end: int, raw: str = "") -> Call:
+    return Call(name, args if args is not None else [("?", None)], start, end, raw)
 
 
 _POINT_TAG = re.compile(r"<point>\s*([-+\d.]+)[\s,]+([-+\d.]+)\s*</point>")

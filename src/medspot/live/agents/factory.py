@@ -30,6 +30,7 @@ __all__ = [
     "COMPUTER_USE_AGENTS",
     "GROUNDER_OWN_OPTIONS",
     "LIVE_AGENTS",
+    "LIVE_AGENT_SUMMARIES",
     "adapter_options",
     "check_planner_grounder",
     "create_agent",
@@ -45,6 +46,19 @@ GROUNDER_OWN_OPTIONS = ("api_model", "checkpoint", "replay_file", "convention", 
 COMPUTER_USE_AGENTS = ("openai-computer-use", "anthropic-computer-use")
 # agents that are not registry models (no card, no prompt style)
 LIVE_AGENTS = ("oracle", "noop", "replay", *COMPUTER_USE_AGENTS)
+# what each does in `medspot live run` (`medspot models` lists them); "agent": --mode agent only
+LIVE_AGENT_SUMMARIES: dict[str, tuple[str, str]] = {
+    "oracle": ("both", "the target element read from the application: the tasks' ceiling and "
+               "a pipeline check, not a model"),
+    "noop": ("both", "answers done() at once: the do-nothing baseline (a task it solves was "
+             "solved at its start)"),
+    "replay": ("both", "actions from a JSON-lines file (--replay-file): scripted agents, "
+               "answers made elsewhere"),
+    "openai-computer-use": ("agent", "the OpenAI Responses API's computer-use tool "
+                            "($OPENAI_API_KEY or --api-key-env; --base-url)"),
+    "anthropic-computer-use": ("agent", "the Anthropic Messages API's computer-use tool "
+                               "($ANTHROPIC_API_KEY or --api-key-env; --base-url)"),
+}  # fmt: skip
 
 
 def adapter_options(

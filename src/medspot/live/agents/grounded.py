@@ -25,6 +25,7 @@ from typing import Any, Literal
 from medspot.adapters.base import Prediction, StepRequest
 from medspot.live.agents.formats.planner import PlanStep, plan_memory, read_plan
 from medspot.live.agents.model import ModelAgent, own_memories
+from medspot.live.agents.tools_prompt import with_tools
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn, TurnCall
 from medspot.live.core.actions import Click, Drag, LiveAction, Scroll
 
@@ -85,7 +86,7 @@ class PlannerGrounderAgent:
             image_rel=turn.screen_rel,
             image_path=turn.screen_path,
             image_size=turn.size,
-            instruction=turn.task.instruction,
+            instruction=with_tools(turn.task.instruction, turn.tools),
             history=own_memories(turn, plan_memory),
             seed=turn.seed,
         )

@@ -27,8 +27,15 @@ from medspot.adapters.base import Adapter, Prediction, StepRequest
 from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.live.agents.answer_reader import Frame, parse_answer
 from medspot.live.agents.formats import AgentFormat, get_format
+from medspot.live.agents.tools_prompt import tool_result_line, with_tools
 from medspot.live.agents.turn import QUEUED, AgentAnswer, AgentTurn
-from medspot.live.core.actions import LiveAction, action_from_json, action_to_json, point_of
+from medspot.live.core.actions import (
+    ActionFormatError,
+    LiveAction,
+    action_from_json,
+    action_to_json,
+    point_of,
+)
 
 __all__ = ["ModelAgent", "own_memories"]
 
@@ -70,7 +77,9 @@ class ModelAgent:
             image_rel=turn.screen_rel,
             image_path=turn.screen_path,
             image_size=turn.size,
-            instruction=turn.task.instruction if agent else turn.step.instruction,
+            instruction=with_tools(turn.task.instruction, turn.tools)
+            if agent
+            else turn.step.instruction,
             task_overview=None if agent else turn.task.instruction,
             history=self.memories(turn),
             seed=turn.seed,
@@ -95,7 +104,14 @@ class ModelAgent:
         pending = state.get("pending")
         if not isinstance(pending, list) or not pending:
             return None
-        action = action_from_json(pending[0])
+        try:
+            action = action_from_json(pending[0])
+        except ActionFormatError as e:  # a journal of a version that let it through
+            return AgentAnswer(
+                raw_text=None, action=None, source=f"{fmt.name}:queued", latency_s=0.0,
+                flags=[QUEUED, "actions_after_unreadable_dropped"],
+                not_executed=f"a queued action does not read: {e}",
+            )  # fmt: skip
         rest = pending[1:]
         return AgentAnswer(
             raw_text=None,
@@ -161,9 +177,11 @@ def own_memories(turn: AgentTurn, memory: Callable[[str], str]) -> tuple[str, ..
     out = []
     for past in turn.previous:
         text = past.answer.raw_text
-        if QUEUED in past.answer.flags or not text or not text.strip():
-            continue
-        out.append(memory(text))
+        if QUEUED not in past.answer.flags and text and text.strip():
+            out.append(memory(text))
+        result = tool_result_line(past.tool_result)
+        if result is not None:  # what a tool call returned (the tools track)
+            out.append(result)
     return tuple(out)
 
 

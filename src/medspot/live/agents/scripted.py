@@ -5,7 +5,9 @@ scripted agents for tests, answers made elsewhere).
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,11 @@ from medspot.live.core.actions import (
 )
 
 __all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
+
+
+def _shown(items: Sequence[str], most: int = 8) -> str:
+    more = len(items) - most
+    return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 @dataclass
@@ -70,7 +77,12 @@ class ReplayAgent:
     `{"task": ID, "n": 1, "raw_text": "click(412, 233)"}` (read like a model's answer, in
     screenshot pixels); `"n"` may be omitted (the lines of a task in order). A task's actions
     after its last line are `done()`. `{"task": ID, "n": k, "oracle": true}` takes the oracle's
-    action for that turn (scripts such as one wrong click, then the right ones)."""
+    action for that turn (scripts such as one wrong click, then the right ones).
+
+    `check_tasks` holds the file against the run's tasks before anything starts: a task that
+    exists nowhere (a misspelt id) is an error naming the file and line; lines for tasks this
+    run does not run, and tasks run without a line (they end with done() at once), are
+    warnings."""
 
     path: Path
     name: str = "replay"
@@ -78,6 +90,7 @@ class ReplayAgent:
 
     def __post_init__(self) -> None:
         self.lines: dict[str, dict[int, dict[str, Any]]] = {}
+        self.first_line: dict[str, int] = {}  # the file's line first naming each task
         try:
             text = self.path.read_text(encoding="utf-8")
         except OSError as e:
@@ -91,6 +104,7 @@ class ReplayAgent:
                 if not isinstance(task, str):
                     raise TypeError("task must be a string")
                 per = self.lines.setdefault(task, {})
+                self.first_line.setdefault(task, i)
                 n = obj.get("n", len(per) + 1)
                 if not isinstance(n, int) or n < 1:
                     raise TypeError("n must be a whole number from 1")
@@ -103,6 +117,36 @@ class ReplayAgent:
                 raise ConfigError(f"{self.path}, line {i}: not a live replay line ({e})") from None
             except Exception as e:  # MedspotError from action_from_json
                 raise ConfigError(f"{self.path}, line {i}: {e}") from None
+
+    def check_tasks(
+        self, known: Sequence[str], run: Sequence[str], *, where: str, listing: str
+    ) -> list[str]:
+        """A `ConfigError` for the first task of the file that is not in `known` (the ids of
+        the run's task file, which `where` names and `listing` lists); the warnings about the
+        tasks `run`."""
+        known_set, run_set = set(known), set(run)
+        for task, line in sorted(self.first_line.items(), key=lambda kv: kv[1]):
+            if task not in known_set:
+                close = difflib.get_close_matches(task, list(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigError(
+                    f"{self.path}, line {line}: task {task!r} is none of {where}{hint}; "
+                    f"`{listing}` lists them"
+                )
+        out = []
+        unused = [f"{t} (line {n})" for t, n in self.first_line.items() if t not in run_set]
+        if unused:
+            out.append(
+                f"the replay file {self.path} has lines for {len(unused)} task(s) this run "
+                f"does not run: {_shown(unused)}"
+            )
+        bare = [t for t in run if t not in self.lines]
+        if bare:
+            out.append(
+                f"the replay file {self.path} has no line for {len(bare)} task(s) of this run, "
+                f"which end with done() at once: {_shown(bare)}"
+            )
+        return out
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
         obj = self.lines.get(turn.task.id, {}).get(turn.n)

@@ -4,7 +4,7 @@ implements (`medspot.live.agents.model`, `.scripted`; `create_agent` in `.factor
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -16,6 +16,7 @@ from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.core.tools import ToolSpec
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
@@ -52,6 +53,8 @@ class AgentTurn:
     previous: tuple[PastTurn, ...] = ()  # the earlier turns of this attempt, in order
     attempt: int = 1  # a fresh environment after an environment fault is a new attempt
     repeat: int = 0  # which run of the task (`--repeats`); nothing of other repeats is given
+    # the tools offered beside the GUI actions (`--tools`; none for a GUI-only task)
+    tools: tuple[ToolSpec, ...] = ()
 
     @property
     def step(self) -> StepSpec:
@@ -90,6 +93,10 @@ class AgentAnswer(ModelCall):
     thought: str | None = None
     call_state: dict[str, Any] | None = None
     model_calls: list[TurnCall] | None = None  # each model's call (planner + grounder)
+    # why nothing is executed for this answer, when that is known before acting (an answer
+    # that cannot be turned into an action); the episode adds its own reason (an action the
+    # environment cannot execute)
+    not_executed: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
         """The fields a journal step record takes from this answer."""
@@ -100,6 +107,7 @@ class AgentAnswer(ModelCall):
             "call_state": self.call_state,
             "model_calls": self.model_calls,
             "action": action_to_json(self.action) if self.action is not None else None,
+            "not_executed": self.not_executed,
         }
 
 
@@ -122,6 +130,11 @@ class PastTurn:
     screen_path: Path
     screen_rel: str
     answer: AgentAnswer
+    # why the answer's action was not executed (an action the environment cannot execute)
+    not_executed: str | None = None
+    # the tools track: what the turn's tool call returned (`name`, `text`, `data`) or why it
+    # did not run (`error`); None for a GUI action
+    tool_result: Mapping[str, Any] | None = None
 
 
 class LiveAgent(Protocol):

@@ -15,14 +15,17 @@ Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_rea
     key("Enter")                one key or chord ("Escape", "ctrl+a"); Playwright key names
     done()                      the model declares the task finished
     infeasible("reason")        the model declares the request impossible (it ends the task)
+    tool(name, {"arg": ..})     a typed tool of the tools track (`--tools orthanc`), JSON args
 """
 
 from __future__ import annotations
 
+import json
 import math
+import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from medspot.errors import MedspotError
 from medspot.geometry import Point
@@ -30,17 +33,21 @@ from medspot.geometry import Point
 __all__ = [
     "ENDINGS",
     "WHEEL_NOTCH_PX",
+    "ActionFormatError",
     "Click",
     "Done",
     "Drag",
     "Infeasible",
     "Key",
     "LiveAction",
+    "NotAnAction",
     "Scroll",
+    "ToolCall",
     "TypeText",
     "action_from_json",
     "action_to_json",
     "describe_action",
+    "is_action",
     "normalise_key",
     "point_of",
 ]
@@ -91,15 +98,41 @@ class Infeasible:
     reason: str = ""
 
 
-LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call of one of the tools offered beside the GUI (`medspot.live.core.tools`): its
+    name and its arguments as JSON values."""
+
+    name: str
+    args: dict[str, Any]
+
+
+LiveAction = Click | Drag | Scroll | TypeText | Key | Done | Infeasible | ToolCall
 ENDINGS = (Done, Infeasible)  # actions that end the task instead of acting
 WHEEL_NOTCH_PX = 100  # one wheel notch in pixels (Chromium's; what the web driver sends)
+_ACTION_TYPES = (Click, Drag, Scroll, TypeText, Key, Done, Infeasible, ToolCall)
+
+
+class ActionFormatError(MedspotError):
+    """A live action's JSON form that does not read (`action_from_json`)."""
+
+
+class NotAnAction(MedspotError, TypeError):
+    """Something given as a live action that is not one (a string, a number, a dict): refused
+    before anything is spent. Also a `TypeError`."""
+
+    exit_code = 2
+
+
+def is_action(x: object) -> TypeGuard[LiveAction]:
+    """Whether `x` is an action object of this module."""
+    return isinstance(x, _ACTION_TYPES)
 
 
 def _num(d: dict[str, Any], name: str) -> float:
     v = d.get(name)
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise MedspotError(f"live action {d!r}: field '{name}' must be a finite number")
+        raise ActionFormatError(f"live action {d!r}: field '{name}' must be a finite number")
     return float(v)
 
 
@@ -120,15 +153,20 @@ def action_to_json(action: LiveAction) -> dict[str, Any]:
             return {"kind": "done"}
         case Infeasible(reason):
             return {"kind": "infeasible", "reason": reason}
+        case ToolCall(name, args):
+            return {"kind": "tool", "name": name, "args": dict(args)}
     raise TypeError(f"not a live action: {action!r}")
 
 
 def action_from_json(d: dict[str, Any]) -> LiveAction:
+    """An action from its journal form; `ActionFormatError` when it does not read."""
+    if not isinstance(d, dict):
+        raise ActionFormatError(f"live action {d!r}: not a JSON object")
     kind = d.get("kind")
     if kind == "click":
         button = d.get("button", "left")
         if button not in ("left", "right"):
-            raise MedspotError(f"live action {d!r}: field 'button' must be left or right")
+            raise ActionFormatError(f"live action {d!r}: field 'button' must be left or right")
         return Click(_num(d, "x"), _num(d, "y"), button, bool(d.get("double", False)))
     if kind == "drag":
         return Drag(_num(d, "x1"), _num(d, "y1"), _num(d, "x2"), _num(d, "y2"))
@@ -136,20 +174,33 @@ def action_from_json(d: dict[str, Any]) -> LiveAction:
         return Scroll(_num(d, "x"), _num(d, "y"), int(_num(d, "dy")))
     if kind == "type":
         if not isinstance(d.get("text"), str):
-            raise MedspotError(f"live action {d!r}: field 'text' must be a string")
+            raise ActionFormatError(f"live action {d!r}: field 'text' must be a string")
         return TypeText(d["text"])
     if kind == "key":
         if not isinstance(d.get("key"), str) or not d["key"]:
-            raise MedspotError(f"live action {d!r}: field 'key' must be a non-empty string")
+            raise ActionFormatError(f"live action {d!r}: field 'key' must be a non-empty string")
         return Key(d["key"])
     if kind == "done":
         return Done()
     if kind == "infeasible":
         reason = d.get("reason", "")
         if not isinstance(reason, str):
-            raise MedspotError(f"live action {d!r}: field 'reason' must be a string")
+            raise ActionFormatError(f"live action {d!r}: field 'reason' must be a string")
         return Infeasible(reason)
-    raise MedspotError(f"live action {d!r}: unknown kind {kind!r}")
+    if kind == "tool":
+        name, args = d.get("name"), d.get("args", {})
+        if not isinstance(name, str) or not name:
+            raise ActionFormatError(f"live action {d!r}: field 'name' must be a non-empty string")
+        if not isinstance(args, dict):
+            raise ActionFormatError(f"live action {d!r}: field 'args' must be an object")
+        return ToolCall(name, args)
+    raise ActionFormatError(f"live action {d!r}: unknown kind {kind!r}")
+
+
+def _px(v: object) -> str:
+    """A coordinate in the text form: whole pixels (what an action object holds may be no
+    number at all: it is then shown as it is, never an error while describing it)."""
+    return f"{v:.0f}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else repr(v)
 
 
 def describe_action(action: LiveAction | None) -> str:
@@ -159,11 +210,11 @@ def describe_action(action: LiveAction | None) -> str:
             return "no action"
         case Click(x, y, button, double):
             name = "double_click" if double else ("right_click" if button == "right" else "click")
-            return f"{name}({x:.0f}, {y:.0f})"
+            return f"{name}({_px(x)}, {_px(y)})"
         case Drag(x1, y1, x2, y2):
-            return f"drag({x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f})"
+            return f"drag({_px(x1)}, {_px(y1)}, {_px(x2)}, {_px(y2)})"
         case Scroll(x, y, dy):
-            return f"scroll({x:.0f}, {y:.0f}, {dy})"
+            return f"scroll({_px(x)}, {_px(y)}, {dy})"
         case TypeText(text):
             return f"type({text!r})"
         case Key(key):
@@ -172,6 +223,8 @@ def describe_action(action: LiveAction | None) -> str:
             return "done()"
         case Infeasible(reason):
             return f"infeasible({reason!r})"
+        case ToolCall(name, args):
+            return f"tool({name}, {json.dumps(args, ensure_ascii=False, sort_keys=True)})"
     return repr(action)
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from medspot.errors import DataError
-from medspot.live.core.tasks import CheckSpec, Locator
+from medspot.live.core.tasks import CheckSpec, Locator, StartSpec
 
 __all__ = [
     "CheckKind",
@@ -72,6 +72,24 @@ class CheckParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     def vacuous(self) -> str | None:
+        return None
+
+    def unapplied(self) -> str | None:
+        """Why this check reads a value the agent can type into a field before the application
+        applies it (a text box's content), for the task audit: a success check must read the
+        applied value (what the application uses)."""
+        return None
+
+    def unanchored(self) -> str | None:
+        """Why this check (an annotation that must exist) does not say which image the
+        annotation lies on, for the task audit: one drawn on any image would pass it."""
+        return None
+
+    def needs_change(self, start: StartSpec) -> str | None:
+        """Why this check holds at no start state a task with `start` can have (it needs
+        something to happen in the episode first): an infeasible task's success checks say that
+        nothing changed, so such a check there is a contradiction (`parse_task_file` refuses
+        it). None: it may hold at the start, or the kind cannot tell."""
         return None
 
     def locators(self) -> list[tuple[str, Locator]]:

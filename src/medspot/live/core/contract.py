@@ -12,6 +12,13 @@ Faults of the environment itself (the server died, the browser crashed, an actio
 settled) raise `EnvironmentFault`: the runner records an environment error, throws the
 environment away, and retries the task on a fresh one. They are never model failures. Bad task
 data raises `medspot.errors.DataError` with a location.
+
+An action reaches `act` only once `medspot.live.core.executable` found it executable (its
+points finite and on the screen, its scroll and text within bounds, its key in the
+environment's key table), so an action the model got wrong is never a fault. An environment
+declares the keys its driver presses as `key_table` (a `medspot.live.core.keys.KeyTable`:
+`drivers.web.KEY_TABLE`, `drivers.x11.KEY_TABLE`); without one, the action format's
+(Playwright's) names are the table.
 """
 
 from __future__ import annotations

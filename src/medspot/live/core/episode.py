@@ -16,19 +16,38 @@ the Gymnasium environment and the tests all go through it. Per step:
 - an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
   the right ending and the success checks hold (and every `requires`d step happened), else as a
   failure; no answer (`None`) uses one action of the budget and changes nothing;
+- an action the environment cannot execute (`medspot.live.core.executable`: a key its driver
+  does not have, a point that is not finite or off the screen, a scroll of no or too many
+  notches, text no keyboard types) is not executed either: one action of the budget, the flag
+  `not_executable:<why>` and `StepResult.not_executed` (the model's mistake, never a fault);
+- a tool call (`ToolCall`, the tools track: `tools`, a `Toolset` of the environment) runs the
+  tool instead of a GUI action (what it found is `info["tool"]`), then the path and the checks
+  as below (a tool hits no element: `hit_intended` is None); an unknown tool or arguments that
+  do not fit is a no-action step with its flag (`unknown_tool`, `bad_tool_args`);
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
   target; following steps whose `done_if` already holds are achieved too;
-- the `done_if` of every step named in `requires` is checked after every action: a required
-  step has happened once its `done_if` held at some point;
+- the `done_if` of every step named in `requires` is read at the start (after the reset and
+  `start.prepare`) and after every action: a required step has happened once its `done_if`
+  BECAME true, i.e. held after an action having been false at the start or at an earlier
+  reading (a step already done at the start counts only after it was undone and done again:
+  any action would pass it otherwise);
 - then `fail_if` (any fires: a *harmful* failure, checked first) and `success` (all hold, and
   every required step happened, and the task is not one whose right ending is `infeasible`):
   either ends the episode (`terminated`); the budget spent without an ending is `truncated`.
 
 Environment faults (`EnvironmentFault`, anything the environment raises) propagate: the
-caller decides (the runner retries the task on a fresh environment). The Episode is synchronous
-and must be used from the environment's own thread.
+caller decides (the runner retries the task on a fresh environment). A `start.prepare` step
+whose target (or drag release) is not on the screen is the task's data, not a fault: the
+environment's reset returns only once the application settled on the task's start, and its
+`act` only once the application settled after an action (or they raise `EnvironmentFault`), so
+a target missing from that screen does not exist there: a `DataError` located at
+`start.prepare.K.target` (0-based, as the task file's validation names it), at once. After a fault
+the episode refuses every step until it is reset (`EpisodeError`, as before the first `reset()`).
+What is not an action is refused (`NotAnAction`) before anything is spent, and a task of
+another environment when the episode is made (a `DataError`). The Episode is synchronous and
+must be used from the environment's own thread.
 """
 
 from __future__ import annotations
@@ -38,6 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from medspot.errors import DataError, Location, MedspotError
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -45,24 +65,32 @@ from medspot.live.core.actions import (
     Infeasible,
     Key,
     LiveAction,
+    NotAnAction,
     Scroll,
+    ToolCall,
     TypeText,
+    is_action,
     normalise_key,
     point_of,
 )
 from medspot.live.core.contract import (
+    ActResult,
     ElementInfo,
     Environment,
     EnvironmentFault,
     Observation,
     PixelBox,
 )
+from medspot.live.core.executable import capabilities_of, unexecutable
+from medspot.live.core.taskfiles import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
+from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
 
 __all__ = [
     "MODES",
     "POINT_TOLERANCE_PX",
     "Episode",
+    "EpisodeError",
     "Mode",
     "Outcome",
     "StepResult",
@@ -73,6 +101,13 @@ __all__ = [
 Mode = Literal["guided", "agent"]
 MODES: tuple[Mode, ...] = ("guided", "agent")
 Outcome = Literal["success", "harmful", "failure"]
+
+
+class EpisodeError(MedspotError, RuntimeError):
+    """An `Episode` used out of order: a step or the oracle before `reset()`, a step after the
+    episode ended or after the environment failed in it (reset again, on a fresh environment
+    after a fault). Also a `RuntimeError`."""
+
 
 # A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
 # pixels of it counts as hitting it.
@@ -184,6 +219,8 @@ class StepResult:
     # an ending evaluates them on the screen it ends on (the start, for `done()` at once)
     success_each: tuple[bool, ...] = ()
     fail_each: tuple[bool, ...] = ()
+    # an action the environment cannot execute (`core.executable`): why; it was not executed
+    not_executed: str | None = None
     # when the episode ended: the environment's measures of the end state, where it has any
     # (`Environment.task_quality`, an optional method; e.g. {"dice": 0.93})
     quality: Mapping[str, float] = field(default_factory=dict)
@@ -206,11 +243,22 @@ class StepResult:
 class Episode:
     """One task in one environment: `reset()`, then `step(action)` until it ends."""
 
-    def __init__(self, env: Environment, task: LiveTask, *, mode: Mode = "guided") -> None:
+    def __init__(
+        self,
+        env: Environment,
+        task: LiveTask,
+        *,
+        mode: Mode = "guided",
+        tools: Toolset | None = None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        if not isinstance(task, LiveTask):
+            raise TypeError(f"Episode takes a LiveTask, not {type(task).__name__}")
+        check_task_for_env(task, env.name)  # a task of another environment: a DataError
         self.env = env
         self.task = task
+        self.tools = tools  # the tools offered beside the GUI (the tools track), or none
         self.mode: Mode = mode
         self.achieved = [False] * len(task.steps)
         self.happened: set[str] = set()
@@ -220,7 +268,17 @@ class Episode:
         self.reason = ""
         self.reset_s = 0.0
         self._intended: tuple[PixelBox | None, PixelBox | None] | None = None
-        self._required = {s.name: s for s in task.steps if s.name in set(task.requires)}
+        # the required steps' done_if checks by name (validated: each has one)
+        self._required: dict[str, CheckSpec] = {
+            s.name: s.done_if
+            for s in task.steps
+            if s.name is not None and s.name in task.requires and s.done_if is not None
+        }
+        # required steps whose done_if was read false (at the start or later): only these can
+        # happen (become true); and each required step's done_if at the start
+        self._seen_false: set[str] = set()
+        self.required_at_start: dict[str, bool] = {}
+        self._fault: str | None = None  # what failed in the environment during this episode
 
     # -- what the agent is told ---------------------------------------------------------------
 
@@ -255,11 +313,20 @@ class Episode:
     def reset(self) -> Observation:
         """The task's start state: the environment's reset, then the task's `start.prepare`."""
         t0 = time.perf_counter()
-        obs = self.env.reset(self.task)
-        for k, step in enumerate(self.task.start.prepare, 1):
-            obs = self._prepare(k, step)
+        self.observation, self._fault = None, None  # not reset until the reset is done
+        try:
+            obs = self.env.reset(self.task)
+            for k, step in enumerate(self.task.start.prepare):
+                obs = self._prepare(k, step)
+        except BaseException as e:
+            self._fault = f"the reset failed: {type(e).__name__}: {_first_line(e)}"
+            raise
         self.achieved = [False] * len(self.task.steps)
         self.happened = set()
+        self.required_at_start = {
+            name: bool(self.env.check(done_if)) for name, done_if in self._required.items()
+        }
+        self._seen_false = {name for name, held in self.required_at_start.items() if not held}
         self.n = 0
         self.outcome, self.reason = None, ""
         self._intended = None
@@ -268,33 +335,48 @@ class Episode:
         return obs
 
     def _prepare(self, k: int, step: StepSpec) -> Observation:
+        """Perform `start.prepare` step `k` (0-based) as the oracle would."""
         box = self.env.locate(step.target) if step.target is not None else None
         to = self.env.locate(step.to) if step.to is not None else None
+        for name, loc, found in (("target", step.target, box), ("to", step.to, to)):
+            if loc is not None and found is None:
+                raise DataError(
+                    f"no element matches the start.prepare step's {name} on the settled start "
+                    f"screen of {self.env.name}: {loc.model_dump(exclude_defaults=True)}",
+                    Location(f"task {self.task.id}", field=f"start.prepare.{k}.{name}"),
+                )
         action = oracle_step_action(step, box, to)
         if action is None or isinstance(action, Infeasible):
-            raise EnvironmentFault(
-                f"task {self.task.id}: start.prepare step {k}: its target is not on screen"
+            raise DataError(
+                "a start.prepare step must act (an 'infeasible' step ends a task)",
+                Location(f"task {self.task.id}", field=f"start.prepare.{k}.action"),
             )
         self.env.act(action)
         if step.done_if is not None and not self.env.check(step.done_if):
             raise EnvironmentFault(
-                f"task {self.task.id}: start.prepare step {k}: its done_if does not hold"
+                f"task {self.task.id}: start.prepare step {k + 1}: its done_if does not hold"
             )
         return self.env.observe()
 
-    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+    def start_checks(self) -> dict[str, list[bool]]:
         """Each success and each `fail_if` check on the start state, after `reset()` and before
-        the first action: what an agent that ends at once (`done()`) is judged on (the audit's
-        reading of the start)."""
+        the first action: what an agent that ends at once (`done()`) is judged on; and each
+        required step's `done_if` there (in `requires` order): the audit's reading of the
+        start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`)."""
         if self.observation is None or self.n:
-            raise RuntimeError("Episode.start_checks: after reset(), before the first step")
-        return tuple(self._check_all(self.task.success)), tuple(self._check_all(self.task.fail_if))
+            raise EpisodeError("Episode.start_checks: after reset(), before the first step")
+        return {
+            "success_each": self._check_all(self.task.success),
+            "fail_if_each": self._check_all(self.task.fail_if),
+            "requires_each": [self.required_at_start[r] for r in self.task.requires],
+        }
 
     # -- the oracle -----------------------------------------------------------------------------
 
     def intended(self) -> tuple[PixelBox | None, PixelBox | None]:
         """The current step's target box (and a drag's release box) on the current screen;
         located once per screen."""
+        self._usable("intended")
         if self._intended is None:
             step = self.current_step
             box = self.env.locate(step.target) if step.target is not None else None
@@ -304,6 +386,7 @@ class Episode:
 
     def oracle_action(self) -> LiveAction | None:
         """The action of the task's own path for the current step, on the current screen."""
+        self._usable("oracle_action")
         return oracle_step_action(self.current_step, *self.intended())
 
     # -- one step -------------------------------------------------------------------------------
@@ -315,12 +398,36 @@ class Episode:
         """Every success check holds (`each`) and every required step happened."""
         return all(each) and all(name in self.happened for name in self._required)
 
-    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
-        """Take one action (None: the agent gave no readable action; it costs one action)."""
+    def _usable(self, what: str) -> None:
+        """`EpisodeError` when `what` cannot be done now: before `reset()`, after a fault."""
+        if self._fault is not None:
+            raise EpisodeError(
+                f"Episode.{what}: the environment failed in this episode ({self._fault}); "
+                "reset() it (a fresh environment, when the fault was the environment's)"
+            )
         if self.observation is None:
-            raise RuntimeError("Episode.step before reset()")
+            raise EpisodeError(f"Episode.{what} before reset()")
+
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        """Take one action (None: the agent gave no readable action; it costs one action).
+        An action the environment cannot execute (`core.executable`) is not executed: a
+        no-action step with the flag `not_executable:<why>`. Anything that is not an action is
+        refused (`NotAnAction`) and costs nothing."""
+        if action is not None and not is_action(action):
+            raise NotAnAction(
+                f"Episode.step takes a live action (medspot.live.core.actions: Click, Drag, "
+                f"Scroll, TypeText, Key, Done, Infeasible, ToolCall) or None, not {action!r}"
+            )
+        self._usable("step")
         if self.ended:
-            raise RuntimeError(f"Episode.step after the episode ended ({self.outcome})")
+            raise EpisodeError(f"Episode.step after the episode ended ({self.outcome})")
+        try:
+            return self._step(action, tuple(flags))
+        except BaseException as e:
+            self._fault = f"action {self.n}: {type(e).__name__}: {_first_line(e)}"
+            raise
+
+    def _step(self, action: LiveAction | None, flags: tuple[str, ...]) -> StepResult:
         env_t = time.perf_counter()
         self.n += 1
         k = self.current
@@ -328,10 +435,25 @@ class Episode:
         box, to_box = self.intended()
         if action is None or isinstance(action, Done | Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
-        p = point_of(action)
-        element = self.env.element_at(p.x, p.y) if p is not None else None
-        hit = hit_intended(step, action, box, to_box)
-        result = self.env.act(action)
+        if isinstance(action, ToolCall):
+            try:
+                result = self._tool(action)
+            except ToolArgsError as e:  # nothing ran: a no-action step that says why
+                return self._ending(
+                    None, k, box, to_box, (*flags, e.flag), env_t, str(e), {"tool_error": str(e)}
+                )
+            element, hit = None, None
+        else:
+            assert self.observation is not None
+            refused = unexecutable(action, capabilities_of(self.env, self.observation))
+            if refused is not None:
+                return self._ending(
+                    action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
+                )
+            p = point_of(action)
+            element = self.env.element_at(p.x, p.y) if p is not None else None
+            hit = hit_intended(step, action, box, to_box)
+            result = self.env.act(action)
         obs = self.env.observe()
         self.observation = obs
         self._intended = None
@@ -360,6 +482,15 @@ class Episode:
             success_each=tuple(each), fail_each=tuple(fail), quality=self._quality(),
         )  # fmt: skip
 
+    def _tool(self, call: ToolCall) -> ActResult:
+        """Run a tool call of the tools track; what it found goes to the step's info."""
+        if self.tools is None:
+            raise ToolArgsError(f"no tools are offered for this task ({call.name!r})", UNKNOWN_TOOL)
+        t0 = time.perf_counter()
+        out = self.tools.call(call.name, call.args)
+        tool = {"name": call.name, "text": out.text, "data": dict(out.data)}
+        return ActResult(settle_s=time.perf_counter() - t0, changed=None, info={"tool": tool})
+
     def _advance(self, k: int, hit: bool | None) -> tuple[list[int], bool | None]:
         """Achieve the current step and the following ones whose `done_if` already holds."""
         steps = self.task.steps
@@ -371,7 +502,9 @@ class Episode:
             if s.done_if is not None:
                 ok = bool(self.env.check(s.done_if))
                 done_if = ok if j == k else done_if
-                if ok and s.name is not None:
+                if s.name is not None and s.name in self._required:
+                    self._read_required(s.name, ok)
+                elif ok and s.name is not None:
                     self.happened.add(s.name)
             elif j == k:
                 ok = bool(hit)
@@ -392,14 +525,21 @@ class Episode:
             return {}
         return {str(k): float(v) for k, v in dict(fn(self.task)).items()}
 
+    def _read_required(self, name: str, holds: bool) -> None:
+        """A reading of required step `name`'s `done_if` after an action: it has happened
+        when it holds having been read false before (it became true)."""
+        if not holds:
+            self._seen_false.add(name)
+        elif name in self._seen_false:
+            self.happened.add(name)
+
     def _check_required(self) -> tuple[str, ...]:
-        """Required steps whose `done_if` holds now (and so have happened)."""
+        """The required steps that have happened (their `done_if` became true) by now."""
         now: list[str] = []
-        for name, s in self._required.items():
-            assert name is not None and s.done_if is not None
-            if name in self.happened or self.env.check(s.done_if):
-                if name not in self.happened:
-                    self.happened.add(name)
+        for name, done_if in self._required.items():
+            if name not in self.happened:
+                self._read_required(name, bool(self.env.check(done_if)))
+            if name in self.happened:
                 now.append(name)
         return tuple(now)
 
@@ -411,7 +551,11 @@ class Episode:
         to_box: PixelBox | None,
         flags: tuple[str, ...],
         env_t: float,
+        not_executed: str | None = None,
+        info: Mapping[str, Any] | None = None,
     ) -> StepResult:
+        """A step that executes nothing: an ending, no answer, or an action the environment
+        cannot execute (`not_executed` says why)."""
         assert self.observation is not None
         success, terminated = False, False
         hit: bool | None = None
@@ -452,6 +596,11 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            env_s=time.perf_counter() - env_t, success_each=tuple(each), fail_each=tuple(fail),
+            env_s=time.perf_counter() - env_t, info=dict(info or {}),
+            success_each=tuple(each), fail_each=tuple(fail), not_executed=not_executed,
             quality=self._quality(),
         )  # fmt: skip
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]

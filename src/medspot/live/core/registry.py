@@ -42,6 +42,9 @@ class EnvEntry:
     # task for this environment beyond its checks and locator keys (start keys, seeded names in
     # routes, landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
     task_check: str | None = None
+    # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
+    # `toolset(name)` makes one: `medspot.live.core.tools`)
+    toolsets: tuple[str, ...] = ()
 
     def hook(self, which: str) -> Callable[..., Any] | None:
         """The `doctor`, `setup` or `task_check` hook, imported."""

@@ -3,8 +3,10 @@ them, and the packaged task files of each environment."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import shlex
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -13,16 +15,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
-from medspot.live.core.registry import env_entry
+from medspot.live.core.registry import env_entry, env_names
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
 
 __all__ = [
+    "check_task_for_env",
     "env_task_file",
     "load_task_file",
     "packaged_task_files",
     "parse_task_file",
     "select_tasks",
     "task_checks",
+    "tasks_listing",
+    "unknown_task_ids",
 ]
 
 
@@ -65,9 +70,10 @@ def _where(file: str, i: int, place: str) -> Location:
 
 
 def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
-    """Check kinds, their parameters (seeded names, locators inside them), locator keys of
-    every step (the path and `start.prepare`) and the environment's own task rules: the first
-    problem is a located `DataError`."""
+    """Check kinds, their parameters (seeded names, locators inside them), an infeasible task's
+    success checks that need a change (`CheckParams.needs_change`), locator keys of every step
+    (the path and `start.prepare`) and the environment's own task rules: the first problem is a
+    located `DataError`."""
     entry = env_entry(parsed.env)  # ConfigError for an unknown env
     keys = set(entry.locator_keys)
     lint = entry.hook("task_check")
@@ -90,13 +96,17 @@ def _check_against_env(parsed: LiveTaskFile, file: str) -> None:
                     raise DataError(
                         f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
                     )
-        steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
-        steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
-        for place, step in steps:
-            for name, where in (("target", step.target), ("to", step.to)):
-                why = bad_keys(where) if where is not None else None
-                if why is not None:
-                    raise DataError(why, _where(file, i, f"{place}.{name}"))
+            change = params.needs_change(task.start) if task.infeasible else None
+            if change is not None and place.startswith("success."):
+                raise DataError(
+                    f"check {check.kind!r} needs a change ({change}), but an infeasible "
+                    "task's success checks say that nothing changed: no agent can succeed",
+                    _where(file, i, place),
+                )
+        for place, name, loc in task.step_locators():
+            why = bad_keys(loc)
+            if why is not None:
+                raise DataError(why, _where(file, i, f"{place}.{name}"))
         for place, message in lint(task) if lint is not None else ():
             raise DataError(message, _where(file, i, place))
 
@@ -194,14 +204,62 @@ def _json(text: bytes, name: str) -> Any:
         ) from None
 
 
-def select_tasks(tf: LiveTaskFile, ids: Sequence[str] | None) -> list[LiveTask]:
+def tasks_listing(env: str, tasks_file: Path | None = None) -> str:
+    """The command that lists the tasks a run chooses from: the packaged ones, or a file's."""
+    if tasks_file is None:
+        return f"medspot live tasks --env {env}"
+    return f"medspot live tasks --env {env} --tasks-file {shlex.quote(str(tasks_file))}"
+
+
+def unknown_task_ids(
+    tf: LiveTaskFile, ids: Sequence[str], tasks_file: Path | None = None
+) -> str | None:
+    """What to say of the ids in `ids` that `tf` does not hold (None: it holds them all):
+    them, the nearest known id of each, and the command that lists the known ones."""
+    known = [t.id for t in tf.tasks]
+    missing = [i for i in dict.fromkeys(ids) if i not in set(known)]
+    if not missing:
+        return None
+    near = []
+    for i in missing:
+        close = difflib.get_close_matches(i, known, n=1)
+        if close:
+            near.append(f"{i!r}: did you mean {close[0]!r}?")
+    where = f"in {tasks_file}" if tasks_file is not None else f"for {tf.env}"
+    return (
+        f"unknown task id(s) {where}: {', '.join(missing)}"
+        + (f" ({'; '.join(near)})" if near else "")
+        + f"; `{tasks_listing(tf.env, tasks_file)}` lists them"
+    )
+
+
+def select_tasks(
+    tf: LiveTaskFile, ids: Sequence[str] | None, tasks_file: Path | None = None
+) -> list[LiveTask]:
+    """The tasks `ids` names (all when none), in that order; an unknown id is a `ConfigError`
+    pointing to the listing of `tasks_file`'s tasks (the packaged ones when None)."""
     if not ids:
         return list(tf.tasks)
+    problem = unknown_task_ids(tf, ids, tasks_file)
+    if problem is not None:
+        raise ConfigError(problem)
     known = {t.id: t for t in tf.tasks}
-    missing = [i for i in ids if i not in known]
-    if missing:
-        raise ConfigError(
-            f"unknown task id(s) for {tf.env}: {', '.join(missing)} "
-            f"(`medspot live tasks --env {tf.env}` lists them)"
-        )
     return [known[i] for i in dict.fromkeys(ids)]
+
+
+def check_task_for_env(task: LiveTask, env: str) -> None:
+    """A task object (from any file, or built in a program) checked against the environment
+    it is to run in, as a task file is: a task of another environment, whose check kinds,
+    locator keys or start keys this one does not have, is a `DataError` naming both. Nothing
+    is checked for an environment that is not registered."""
+    if env not in env_names():
+        return
+    try:
+        _check_against_env(LiveTaskFile(env=env, tasks=(task,)), f"task {task.id}")
+    except DataError as exc:
+        where = exc.location
+        field = f" (field '{where.field}')" if where is not None and where.field else ""
+        raise DataError(
+            f"task {task.id} cannot run in {env}{field}: {exc.message}; is it a task of "
+            "another environment?"
+        ) from None

@@ -26,13 +26,16 @@ action hit its target element (the static benchmark's notion of a hit).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
+    StrictInt,
     field_validator,
     model_validator,
 )
@@ -51,6 +54,16 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+
+
+def _not_blank(v: str) -> str:
+    if not v.strip():
+        raise ValueError("must not be blank (only whitespace)")
+    return v
+
+
+# what a person reads (a goal, a step's instruction): some text, not only whitespace
+Text = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 StepAction = Literal[
     "click", "double_click", "right_click", "drag", "scroll", "type", "key", "infeasible"
 ]
@@ -67,8 +80,8 @@ class Locator(BaseModel):
     contains: str | None = None  # substring of the visible text / accessible name
     role: str | None = None  # AT-SPI role (desktop) or tag name (web)
     description: str | None = None  # AT-SPI description (Java tooltips of icon buttons)
-    nth: int = Field(0, ge=0)  # which match, in document / tree order, of those visible
-    at: tuple[float, float] | None = None  # a point inside the box, as fractions (0..1)
+    nth: StrictInt = Field(0, ge=0)  # which match, in document / tree order, of those visible
+    at: tuple[StrictFloat, StrictFloat] | None = None  # a point inside the box, as fractions (0..1)
     landmark: str | None = None  # an environment-defined named point (e.g. a phantom's)
 
     def keys(self) -> set[str]:
@@ -98,14 +111,14 @@ class StepSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    instruction: str = Field(min_length=1)
+    instruction: Text
     name: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
     action: StepAction = "click"
     target: Locator | None = None
     to: Locator | None = None  # drag: where to release
     text: str | None = None  # type
     key: str | None = None  # key
-    dy: int | None = None  # scroll: notches, > 0 down
+    dy: StrictInt | None = None  # scroll: notches, > 0 down
     done_if: CheckSpec | None = None
 
     @model_validator(mode="after")
@@ -135,7 +148,7 @@ class StartSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    viewport: tuple[int, int] = (1280, 800)
+    viewport: tuple[StrictInt, StrictInt] = (1280, 800)
     route: str | None = None  # web: URL path/hash relative to the app, e.g. "#find-patients"
     file: str | None = None  # desktop: a seeded file to open
     prepare: tuple[StepSpec, ...] = Field((), max_length=12)
@@ -149,11 +162,11 @@ class LiveTask(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,79}$")
-    instruction: str = Field(min_length=1)
+    instruction: Text
     tags: tuple[str, ...] = ()
     start: StartSpec = StartSpec()
     steps: tuple[StepSpec, ...] = Field(min_length=1, max_length=12)
-    max_steps: int | None = Field(None, ge=1, le=50)
+    max_steps: StrictInt | None = Field(None, ge=1, le=50)
     success: tuple[CheckSpec, ...] = Field(min_length=1)
     fail_if: tuple[CheckSpec, ...] = ()
     # names of steps that must have happened (their done_if held at some point) for success:
@@ -162,7 +175,7 @@ class LiveTask(BaseModel):
     # the correct ending is the agent reporting the request infeasible (a study that does not
     # exist, an action the application does not offer); success then also needs the success
     # checks (written as "nothing changed") to hold
-    infeasible: bool = False
+    infeasible: StrictBool = False
 
     @model_validator(mode="after")
     def _names(self) -> LiveTask:
@@ -185,6 +198,18 @@ class LiveTask(BaseModel):
             raise ValueError("an 'infeasible' step needs \"infeasible\": true on the task")
         return self
 
+    def step_locators(self) -> list[tuple[str, str, Locator]]:
+        """Every locator of the path's steps and the `start.prepare` steps, with its place
+        (`steps.2`, `start.prepare.0`; 0-based) and field (`target`, `to`)."""
+        steps = [(f"steps.{k}", s) for k, s in enumerate(self.steps)]
+        steps += [(f"start.prepare.{k}", s) for k, s in enumerate(self.start.prepare)]
+        return [
+            (place, name, loc)
+            for place, step in steps
+            for name, loc in (("target", step.target), ("to", step.to))
+            if loc is not None
+        ]
+
     @property
     def budget(self) -> int:
         """The step budget: `max_steps`, or twice the oracle's steps plus two."""
@@ -194,7 +219,7 @@ class LiveTask(BaseModel):
 class LiveTaskFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: int = FORMAT_VERSION
+    format_version: StrictInt = FORMAT_VERSION
     env: str
     tasks: tuple[LiveTask, ...] = Field(min_length=1)
 

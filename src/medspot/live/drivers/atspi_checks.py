@@ -136,6 +136,13 @@ class TextParams(WidgetParams):
             return "the text test holds for any text"
         return None
 
+    def unapplied(self) -> str | None:
+        if self.after_label is None:
+            return None
+        return (f"reads the input field after {self.after_label!r}, which shows typed text "
+                "before the application applies it: read the applied value (in DICOMscope "
+                "dicomscope.window, dicomscope.zoom)")  # fmt: skip
+
 
 def _text(p: TextParams, tree: AtspiTree) -> bool:
     node = find_target(tree, p)

@@ -34,7 +34,7 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.tasks import Locator
 from medspot.live.drivers.atspi import AtspiClient, AtspiTree, NodeQuery
-from medspot.live.drivers.x11 import X11Session
+from medspot.live.drivers.x11 import KEY_TABLE, X11Session
 
 __all__ = ["DesktopDriver"]
 
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 class DesktopDriver:
     """One application window on an `X11Session`, its widgets through AT-SPI."""
+
+    key_table = KEY_TABLE  # the keys `act` presses (X keysyms, through xdotool)
 
     def __init__(
         self,

@@ -50,9 +50,17 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
+from medspot.live.core.keys import PLAYWRIGHT_KEYS, KeyTable, PlaywrightKeys, playwright_key
 from medspot.live.core.tasks import Locator
 
-__all__ = ["DEFAULT_ARGS", "DownloadRecord", "WebSession", "playwright_key"]
+__all__ = [
+    "DEFAULT_ARGS",
+    "KEY_TABLE",
+    "PLAYWRIGHT_KEYS",
+    "DownloadRecord",
+    "WebSession",
+    "playwright_key",
+]
 
 log = logging.getLogger(__name__)
 DEFAULT_ARGS = (
@@ -70,30 +78,8 @@ _JS_DIR = Path(__file__).with_name("web_js")
 _INIT_JS = (_JS_DIR / "init.js").read_text(encoding="utf-8")
 _LOCATE_JS = (_JS_DIR / "locate.js").read_text(encoding="utf-8")
 _ELEMENT_AT_JS = (_JS_DIR / "element_at.js").read_text(encoding="utf-8")
-_KEYS = {
-    "ctrl": "Control", "control": "Control", "alt": "Alt", "shift": "Shift", "meta": "Meta",
-    "cmd": "Meta", "super": "Meta", "enter": "Enter", "return": "Enter", "esc": "Escape",
-    "escape": "Escape", "tab": "Tab", "backspace": "Backspace", "delete": "Delete",
-    "del": "Delete", "space": "Space", "up": "ArrowUp", "down": "ArrowDown",
-    "left": "ArrowLeft", "right": "ArrowRight", "pageup": "PageUp", "pagedown": "PageDown",
-    "home": "Home", "end": "End", "insert": "Insert",
-}  # fmt: skip
-
-
-def playwright_key(key: str) -> str:
-    """Key names as Playwright wants them: ctrl+a -> Control+a, enter -> Enter, f5 -> F5."""
-    parts = []
-    for part in key.split("+") if key != "+" else ["+"]:
-        low = part.strip().lower()
-        if low in _KEYS:
-            parts.append(_KEYS[low])
-        elif re.fullmatch(r"f\d{1,2}", low):
-            parts.append(low.upper())
-        elif re.fullmatch(r"arrow(up|down|left|right)", low):
-            parts.append("Arrow" + low[5:].capitalize())
-        else:
-            parts.append(part.strip() or part)
-    return "+".join(parts)
+# the keys `act` can press: Playwright's table, for the action's key names (`core.keys`)
+KEY_TABLE: KeyTable = PlaywrightKeys()
 
 
 @dataclass(frozen=True, slots=True)

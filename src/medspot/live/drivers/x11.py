@@ -20,6 +20,9 @@ is only used for a move that moves (`move_words`, `drag_words`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import hashlib
 import io
 import logging
@@ -38,11 +41,14 @@ from pathlib import Path
 
 from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.keys import playwright_chord
 
 __all__ = [
     "CARET_PIXELS",
+    "KEY_TABLE",
     "Screenshot",
     "X11Session",
+    "XKeysyms",
     "drag_words",
     "missing_x11_tools",
     "move_words",
@@ -55,47 +61,88 @@ log = logging.getLogger(__name__)
 X11_TOOLS = ("Xvfb", "xdotool", "xwd", "dbus-daemon")
 CARET_PIXELS = 64  # a text caret blinking is 1-2 px x the line height: not a change
 
-# Playwright-style key names (the action format) -> X keysyms.
+# The action format's key names (Playwright's, `core.keys`) -> X keysyms (or xdotool's own
+# modifier names: ctrl, shift, alt, super).
 _KEYS = {
-    "enter": "Return",
-    "return": "Return",
-    "escape": "Escape",
-    "esc": "Escape",
-    "tab": "Tab",
-    "backspace": "BackSpace",
-    "delete": "Delete",
-    "space": "space",
-    "arrowup": "Up",
-    "arrowdown": "Down",
-    "arrowleft": "Left",
-    "arrowright": "Right",
-    "pageup": "Prior",
-    "pagedown": "Next",
-    "home": "Home",
-    "end": "End",
-    "control": "ctrl",
-    "ctrl": "ctrl",
-    "shift": "shift",
-    "alt": "alt",
-    "meta": "super",
-}
+    "enter": "Return", "return": "Return", "escape": "Escape", "esc": "Escape", "tab": "Tab",
+    "backspace": "BackSpace", "delete": "Delete", "del": "Delete", "space": "space",
+    "arrowup": "Up", "arrowdown": "Down", "arrowleft": "Left", "arrowright": "Right",
+    "up": "Up", "down": "Down", "left": "Left", "right": "Right",
+    "pageup": "Prior", "pagedown": "Next", "home": "Home", "end": "End", "insert": "Insert",
+    "capslock": "Caps_Lock", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
+    "printscreen": "Print", "pause": "Pause", "contextmenu": "Menu",
+    "control": "ctrl", "ctrl": "ctrl", "controlormeta": "ctrl", "shift": "shift",
+    "alt": "alt", "meta": "super", "cmd": "super", "super": "super",
+}  # fmt: skip
+# xdotool's own names for modifiers (its symbol map), beside the keysyms XStringToKeysym knows
+_XDOTOOL_NAMES = frozenset({"ctrl", "control", "shift", "alt", "meta", "super"})
+_MAX_KEYSYM = 0x0110FFFF  # the largest Unicode keysym (0x01000000 + U+10FFFF)
+
+
+def _x_key(part: str, chord: bool) -> str:
+    low = part.lower()
+    if low in _KEYS:
+        return _KEYS[low]
+    if re.fullmatch(r"f\d{1,2}", low):
+        return low.upper()
+    if len(part) == 1 and part.isascii() and part.isalnum():
+        return low if chord else part  # a letter in a chord is the key, not a capital
+    if len(part) == 1:  # any other character: its Unicode keysym (xdotool binds it)
+        return f"U{ord(part):04X}"
+    return part
 
 
 def xdotool_key(key: str) -> str:
-    """'Enter' -> 'Return', 'Control+A' / 'ctrl+a' -> 'ctrl+a', 'F5' -> 'F5'."""
-    parts = [p for p in re.split(r"\+", key.strip()) if p]
-    if not parts:
-        raise ValueError(f"empty key {key!r}")
-    out = []
-    for p in parts:
-        low = p.lower()
-        if low in _KEYS:
-            out.append(_KEYS[low])
-        elif len(p) == 1:
-            out.append(p.lower() if len(parts) > 1 else p)
-        else:
-            out.append(p)
-    return "+".join(out)
+    """'Enter' -> 'Return', 'Control+A' / 'ctrl+a' -> 'ctrl+a', 'F5' -> 'F5', '!' -> 'U0021'.
+    The chord is split as Playwright splits it (`Control++` is Control and `+`)."""
+    parts = playwright_chord(key.strip()) if key.strip() else []
+    if not parts or any(not p for p in parts):
+        raise ValueError(f"empty key in {key!r}")
+    return "+".join(_x_key(p, len(parts) > 1) for p in parts)
+
+
+class XKeysyms:
+    """The keys xdotool can press: X keysym names as `XStringToKeysym` (libX11, what xdotool
+    itself calls) resolves them, and xdotool's modifier names; reached through `xdotool_key`.
+    A name xdotool does not resolve it skips with a warning (nothing is pressed), and a number
+    it takes for a raw keycode: neither is a key here."""
+
+    name = "X keysyms (xdotool)"
+
+    def unknown(self, key: str) -> str | None:
+        try:
+            mapped = xdotool_key(key)
+        except ValueError:
+            return ""
+        for part in mapped.split("+"):
+            if part not in _XDOTOOL_NAMES and not 0 < _keysym(part) <= _MAX_KEYSYM:
+                return part
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _keysym(name: str) -> int:
+    """`XStringToKeysym(name)` (0: no such keysym)."""
+    fn = _xlib_string_to_keysym()
+    try:
+        return int(fn(name.encode("utf-8")))
+    except UnicodeEncodeError:
+        return 0
+
+
+@functools.lru_cache(maxsize=1)
+def _xlib_string_to_keysym() -> Callable[[bytes], int]:
+    path = ctypes.util.find_library("X11")
+    try:
+        lib = ctypes.CDLL(path or "libX11.so.6")
+    except OSError:
+        raise EnvironmentFault("libX11 is missing (it comes with xdotool)") from None
+    fn = lib.XStringToKeysym
+    fn.restype, fn.argtypes = ctypes.c_ulong, [ctypes.c_char_p]
+    return fn  # type: ignore[no-any-return]
+
+
+KEY_TABLE = XKeysyms()
 
 
 def missing_x11_tools() -> list[str]:

@@ -34,7 +34,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,13 +51,25 @@ from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
-from medspot.live.drivers.x11 import CARET_PIXELS, X11Session
+from medspot.live.drivers.file_reads import FileReads
+from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
+from medspot.live.envs.dicomscope_checks import (
+    VIEWER_KINDS,
+    ImageRef,
+    ViewerState,
+    image_file_name,
+    image_files,
+    image_problem,
+    parse_file_ref,
+    read_viewer_state,
+)
 from medspot.live.envs.reset_clock import ResetClock
+from medspot.live.services.names import locator_name_problems
 
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["DicomscopeEnv", "create", "doctor", "task_check"]
+__all__ = ["CHECK_KINDS", "DicomscopeEnv", "create", "doctor", "task_check"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +89,8 @@ MODE_ROLES = ("toggle button", "radio button", "check box")
 STATUS_PANEL = "Info"  # its label logs the last event ("Ready.", "Loading 100%"): not state
 NEUTRAL_POINT = (1270, 12)  # the empty end of the toolbar: no widget reacts to the pointer
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
+CHECK_KINDS = DESKTOP_KINDS + VIEWER_KINDS
+IMAGE_FILES = image_files()  # database file name -> STUDY/SERIES/SLICE
 PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
     "python3-pyatspi", "dicomscope", "dcmtk", "libatk-wrapper-java", "libatk-wrapper-java-jni",
@@ -85,22 +98,9 @@ PACKAGES = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class ImageRef:
-    study: str
-    series: str  # short name, e.g. "AXIAL"
-    slice: int  # 1-based
-
-
-def parse_file_ref(ref: str, where: Location | None = None) -> ImageRef:
-    m = re.fullmatch(r"([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/([1-9][0-9]*)", ref)
-    if not m:
-        raise DataError(f"start.file {ref!r}: expected STUDY/SERIES/SLICE", where)
-    return ImageRef(m.group(1), m.group(2), int(m.group(3)))
-
-
 class DicomscopeEnv:
     name = "dicomscope"
+    key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
     def __init__(
         self,
@@ -145,6 +145,14 @@ class DicomscopeEnv:
         self._clock = ResetClock()
         # the fresh Browser state, recorded at each (re)start: accessible tree and screen
         self._fresh: tuple[dict[str, NodeState], Any] | None = None
+        # the seeded image files the running DICOMscope reads (watched from before its start),
+        # the last one read (the image its viewer shows: `dicomscope.image`), and the image
+        # canvas's size as last seen showing (the layout is fixed for a viewport)
+        self._reads: FileReads | None = None
+        self._image: str | None = None
+        # the viewer's state as it last showed (`dicomscope.*` checks; kept while the Browser
+        # tab hides the status line), read after every action and reset
+        self._viewer_seen: ViewerState | None = None
 
     # -- processes ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -173,7 +181,7 @@ class DicomscopeEnv:
             for s in p.studies:
                 for se in s.series:
                     for k, uid in enumerate(se.instance_uids):
-                        name = f"{s.name}_{se.short}_{k + 1:03d}.dcm"
+                        name = image_file_name(s.name, se.short, k + 1)
                         shutil.copyfile(self._seed.files[uid], db / name)
                         names.append(str(db / name))  # absolute: DICOMscope's cwd differs
         try:
@@ -205,6 +213,7 @@ class DicomscopeEnv:
             ":".join(JARS),
             "dicomscope.DICOMscope",
         ]
+        self._watch_reads()  # before the start: every file it reads is seen
         self._app = self.x11.spawn(argv, log_name="dicomscope", cwd=self.home)
         self.desktop.window = self.x11.find_window("^DICOMscope", self.start_timeout_s, self._app)
         self.x11.place_window(self.desktop.window, self.viewport)
@@ -260,8 +269,12 @@ class DicomscopeEnv:
             self._prepare_spare()
             return False
         used = (self.x11, self.desktop, self._app, self._active)
+        if self._reads is not None:
+            self._reads.close()
         self.x11, self.desktop, self._app = twin.x11, twin.desktop, twin._app
         self._fresh, self.home, self._active = twin._fresh, twin.workdir, seat
+        self._reads, self._image = twin._reads, twin._image
+        self._viewer_seen = None
         self.desktop.alive = self._alive
         self.swaps += 1
         retire(*used)
@@ -292,6 +305,23 @@ class DicomscopeEnv:
             frame[max(y, 0) : max(y + bh, 0), max(x, 0) : max(x + bw, 0)] = 0
         return state, frame
 
+    def _watch_reads(self) -> None:
+        """A new watch of the database folder (a new DICOMscope has shown no image yet)."""
+        if self._reads is not None:
+            self._reads.close()
+        self._reads = FileReads(self.home / "db")
+        self._image = None
+        self._viewer_seen = None
+
+    def _drain_reads(self) -> None:
+        """The image shown: the last seeded image file read (`dicomscope.image`)."""
+        if self._reads is None:
+            raise EnvironmentFault("dicomscope environment not started")
+        for name in self._reads.drain():
+            self._image = IMAGE_FILES.get(name, self._image)
+        if self._reads.overflowed:
+            raise EnvironmentFault("lost track of the files DICOMscope read (inotify overflow)")
+
     def _alive(self) -> subprocess.Popen[bytes]:
         if self._app is None:
             raise EnvironmentFault("dicomscope environment not started")
@@ -310,6 +340,9 @@ class DicomscopeEnv:
             self.x11.stop(self._app)
             self._app = None
         self.x11.close()
+        if self._reads is not None:
+            self._reads.close()
+            self._reads = None
         processes.stop_folder(self.workdir)
         if self._active is not None:
             self._active.release()
@@ -339,6 +372,8 @@ class DicomscopeEnv:
             self._restart()
             self._reset_ui(ref)
         self.desktop.forget()
+        self._viewer_seen = None  # a reset's start: what shows now
+        self._note_viewer()
         self.last_reset["reset_s"] = time.monotonic() - t0
         with clock.phase("observe"):
             obs = self.observe()
@@ -525,18 +560,12 @@ class DicomscopeEnv:
         return [n for n in tree.find(NodeQuery(role="label")) if self._in_series(tree, n, series)]
 
     def _labels(self, ref: ImageRef) -> tuple[str, str]:
-        cat = self._seed.catalogue
         try:
-            st = cat.study(ref.study)
-            se = cat.series(f"{ref.study}/{ref.series}")
+            study, series = row_labels(self._seed.catalogue, ref.study, ref.series)
         except KeyError as exc:
             raise DataError(str(exc), Location("start.file")) from None
-        p = cat.patient(st.patient)
-        b = p.birth_date
-        return (
-            f"Study {p.name}, {b[4:6]}/{b[6:8]}/{b[:4]} * {st.description}",
-            f"Series {se.modality} * {se.description}",
-        )
+        assert series is not None
+        return study, series
 
     @staticmethod
     def _in_series(tree: AtspiTree, n: AtspiNode, series_label: str) -> bool:
@@ -553,7 +582,9 @@ class DicomscopeEnv:
         return self.desktop.observe()
 
     def act(self, action: LiveAction) -> ActResult:
-        return self.desktop.act(action)
+        result = self.desktop.act(action)
+        self._note_viewer()  # the showing tree, read here, serves the next locate too
+        return result
 
     def locate(self, locator: Locator) -> PixelBox | None:
         return self.desktop.locate(locator)
@@ -562,13 +593,24 @@ class DicomscopeEnv:
         return self.desktop.element_at(x, y)
 
     def check(self, spec: CheckSpec) -> bool:
-        """Read the state the kind judges (the whole AT-SPI tree; the window titles), then
-        judge it (`drivers.atspi_checks`)."""
+        """Read the state the kind judges (the whole AT-SPI tree; the window titles; the
+        viewer's state), then judge it (`drivers.atspi_checks`, `envs.dicomscope_checks`)."""
         self._alive()
-        return DESKTOP_KINDS.evaluate(spec, {"atspi": self._tree_state, "window": self._titles})
+        readers = {"atspi": self._tree_state, "window": self._titles, "dicomscope": self._viewer}
+        return CHECK_KINDS.evaluate(spec, readers)
 
     def _tree_state(self, _params: object) -> AtspiTree:
         return self.desktop.cached_tree(True)
+
+    def _viewer(self, _params: object) -> ViewerState:
+        return self._note_viewer()
+
+    def _note_viewer(self) -> ViewerState:
+        """The viewer's state now (what the status line does not show, as it last showed)."""
+        self._drain_reads()
+        state = read_viewer_state(self.desktop.cached_tree(False), self._image, self._viewer_seen)
+        self._viewer_seen = state
+        return state
 
     def _titles(self, _params: object) -> tuple[str, ...]:
         tree = self.desktop.cached_tree(True)
@@ -657,28 +699,53 @@ def retire(
     threading.Thread(target=stop, name="medspot-dicomscope-retire", daemon=True).start()
 
 
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong in a task's start for this
-    environment (the registry's `task_check` hook): `start.file` names a seeded image."""
+def row_labels(cat: Any, study: str, series: str | None = None) -> tuple[str, str | None]:
+    """The Browser tree's labels of a seeded study (and series): "Study DOE^JOHN, 04/02/1961 *
+    CT CHEST", "Series CT * Chest Axial 5mm"."""
+    st = cat.study(study)
+    p = cat.patient(st.patient)
+    b = p.birth_date
+    label = f"Study {p.name}, {b[4:6]}/{b[6:8]}/{b[:4]} * {st.description}"
+    if series is None:
+        return label, None
+    se = cat.series(f"{study}/{series}")
+    return label, f"Series {se.modality} * {se.description}"
+
+
+def _row_problem(loc: Locator) -> str | None:
+    """Why a locator naming a Browser row ("Study ..." / "Series ...") names none."""
     from medspot.live.services.seed import CATALOGUE
 
+    rows = {row_labels(CATALOGUE, s.name)[0] for s in CATALOGUE.studies()}
+    rows |= {str(row_labels(CATALOGUE, se.name.partition("/")[0], se.short)[1])
+             for se in CATALOGUE.all_series()}  # fmt: skip
+    for key, value in (("text", loc.text), ("contains", loc.contains)):
+        if value is None or not value.strip().startswith(("Study ", "Series ")):
+            continue
+        want = value.strip()
+        if not any(want == r if key == "text" else want in r for r in rows):
+            return f"no Browser row of the seeded studies is {key} {value!r}"
+    return None
+
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong in a task for this environment beyond
+    its checks (the registry's `task_check` hook): `start.file` names a seeded image; a
+    locator of a step or `start.prepare` step naming a Browser row or a patient names a seeded
+    one."""
     out: list[tuple[str, str]] = []
     if task.start.file is not None:
-        try:
-            ref = parse_file_ref(task.start.file)
-        except DataError as exc:
-            return [("start.file", exc.message)]
-        try:
-            se = CATALOGUE.series(f"{ref.study}/{ref.series}")
-        except KeyError:
-            out.append(("start.file", f"no seeded series {ref.study}/{ref.series}"))
-        else:
-            if ref.slice > se.slices:
-                out.append(("start.file", f"{se.name} has slices 1..{se.slices}"))
+        why = image_problem(task.start.file)
+        if why is not None:
+            out.append(("start.file", why))
     if task.start.route is not None:
         out.append(("start.route", "dicomscope has no routes (start.file opens an image)"))
     out += [(f"start.{k}", "not a start key of dicomscope") for k in task.start.params]
-    return out
+    for place, name, loc in task.step_locators():
+        why = _row_problem(loc)
+        if why is not None:
+            out.append((f"{place}.{name}", why))
+    return out + locator_name_problems(task)
 
 
 def doctor() -> list[str]:
@@ -713,7 +780,7 @@ register_env(
         name="dicomscope",
         target="medspot.live.envs.dicomscope:create",
         summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
-        check_kinds=DESKTOP_KINDS,
+        check_kinds=CHECK_KINDS,
         locator_keys=LOCATOR_KEYS,
         system_packages=PACKAGES,
         python_modules=("PIL", "numpy", "pydicom"),

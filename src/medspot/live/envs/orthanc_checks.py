@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pydantic import Field, model_validator
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
+from medspot.live.core.tasks import StartSpec
 from medspot.live.services.names import (
     NameTable,
     SeededPatient,
@@ -82,6 +83,24 @@ class SeriesParams(CheckParams):
     series: SeededSeries
 
 
+_SEEDED = "every start has the whole seeded database"
+
+
+class PatientGoneParams(PatientParams):
+    def needs_change(self, start: StartSpec) -> str | None:
+        return None if start.prepare else f"{_SEEDED}: {self.patient} is deleted first"
+
+
+class StudyGoneParams(StudyParams):
+    def needs_change(self, start: StartSpec) -> str | None:
+        return None if start.prepare else f"{_SEEDED}: {self.study} is deleted first"
+
+
+class SeriesGoneParams(SeriesParams):
+    def needs_change(self, start: StartSpec) -> str | None:
+        return None if start.prepare else f"{_SEEDED}: {self.series} is deleted first"
+
+
 class CountParams(CheckParams):
     """`count` (exactly), or `min` and/or `max` (inclusive); within one `series`, `study` or
     `patient`, or over the whole database."""
@@ -117,6 +136,20 @@ class CountParams(CheckParams):
             )
         return None
 
+    def holds_for(self, n: int) -> bool:
+        if self.count is not None:
+            return n == self.count
+        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+
+    def needs_change(self, start: StartSpec) -> str | None:
+        if start.prepare:
+            return None
+        size = self.scope_size()
+        seeded = size if size is not None else sum(se.slices for se in CATALOGUE.all_series())
+        if self.holds_for(seeded):
+            return None
+        return f"{_SEEDED}: {seeded} instances there, not what the count asks"
+
     def vacuous(self) -> str | None:
         if self.count is not None:
             return None
@@ -137,9 +170,7 @@ def _count(p: CountParams, s: OrthancState) -> bool:
         n = sum(1 for i in s.instances if i.partition("/")[0] in mine)
     else:
         n = s.total
-    if p.count is not None:
-        return n == p.count
-    return (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
+    return p.holds_for(n)
 
 
 def _patient_present(p: PatientParams, s: OrthancState) -> bool:
@@ -169,15 +200,15 @@ def _series_absent(p: SeriesParams, s: OrthancState) -> bool:
 ORTHANC_KINDS = CheckKinds(
     CheckKind("orthanc.patient_present", PatientParams, "orthanc", _patient_present,
               "the seeded patient is in the database"),
-    CheckKind("orthanc.patient_absent", PatientParams, "orthanc", _patient_absent,
+    CheckKind("orthanc.patient_absent", PatientGoneParams, "orthanc", _patient_absent,
               "the seeded patient is not in the database"),
     CheckKind("orthanc.study_present", StudyParams, "orthanc", _study_present,
               "the seeded study is in the database"),
-    CheckKind("orthanc.study_absent", StudyParams, "orthanc", _study_absent,
+    CheckKind("orthanc.study_absent", StudyGoneParams, "orthanc", _study_absent,
               "the seeded study is not in the database"),
     CheckKind("orthanc.series_present", SeriesParams, "orthanc", _series_present,
               "the seeded series is in the database"),
-    CheckKind("orthanc.series_absent", SeriesParams, "orthanc", _series_absent,
+    CheckKind("orthanc.series_absent", SeriesGoneParams, "orthanc", _series_absent,
               "the seeded series is not in the database"),
     CheckKind("orthanc.instance_count", CountParams, "orthanc", _count,
               "how many instances (of a series, study, patient, or the whole database)"),

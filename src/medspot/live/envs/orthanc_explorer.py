@@ -27,7 +27,12 @@ from medspot.live.envs.orthanc_checks import ORTHANC_KINDS, orthanc_names
 from medspot.live.envs.orthanc_web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
 from medspot.live.envs.web_checks import PAGE_KINDS, WEBVIEWER_KINDS
-from medspot.live.services.names import TEMPLATE, NameTable, template_problems
+from medspot.live.services.names import (
+    TEMPLATE,
+    NameTable,
+    locator_name_problems,
+    template_problems,
+)
 
 __all__ = ["CHECK_KINDS", "LOCATOR_KEYS", "OrthancExplorerEnv", "create", "doctor"]
 
@@ -175,6 +180,7 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
     if task.start.file is not None:
         out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
     out += [(f"start.{k}", f"not a start key of {NAME}") for k in task.start.params]
+    out += locator_name_problems(task)
     return out
 
 
@@ -207,6 +213,7 @@ register_env(
         target="medspot.live.envs.orthanc_explorer:create",
         summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
         check_kinds=CHECK_KINDS,
+        toolsets=("orthanc",),
         locator_keys=LOCATOR_KEYS,
         system_packages=(
             "orthanc",

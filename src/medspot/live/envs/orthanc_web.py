@@ -25,8 +25,10 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.tasks import CheckSpec, Locator
-from medspot.live.drivers.web import WebSession
+from medspot.live.core.tools import Toolset
+from medspot.live.drivers.web import KEY_TABLE, WebSession
 from medspot.live.envs.orthanc_checks import read_orthanc_state
+from medspot.live.envs.orthanc_tools import TOOLSET, OrthancTools
 from medspot.live.envs.web_checks import web_readers
 from medspot.live.services.names import NameTable
 from medspot.live.services.orthanc import OrthancIds, OrthancServer
@@ -41,6 +43,7 @@ class OrthancWebEnv:
 
     name = "orthanc-web"
     check_kinds: ClassVar[CheckKinds] = CheckKinds()
+    key_table = KEY_TABLE  # the keys the browser presses (Playwright's table)
 
     def __init__(
         self,
@@ -160,3 +163,11 @@ class OrthancWebEnv:
 
     def check(self, spec: CheckSpec) -> bool:
         return self.check_kinds.evaluate(spec, self.readers(), self.name)
+
+    # -- the tools track: Orthanc's REST API beside the GUI -------------------------------------
+
+    def toolset(self, name: str) -> Toolset | None:
+        """The toolset `name` over this environment (`orthanc`), or None."""
+        if name != TOOLSET:
+            return None
+        return OrthancTools(self.orthanc, lambda: self.workdir / "tool-archives")

@@ -32,7 +32,7 @@ from medspot.live.core.checks import (
     pattern_matches_anything,
     rows_match,
 )
-from medspot.live.core.tasks import Locator
+from medspot.live.core.tasks import Locator, StartSpec
 from medspot.live.drivers.web import WebSession
 from medspot.live.services.names import (
     NameTable,
@@ -219,6 +219,9 @@ class DownloadParams(CheckParams):
     study: SeededStudy | None = None
     series: SeededSeries | None = None
     instance: SeededInstance | None = None
+
+    def needs_change(self, start: StartSpec) -> str | None:
+        return None if start.prepare else "a reset forgets every download: one is made first"
 
 
 _LEVEL_PATHS = (("patient", "patients"), ("study", "studies"), ("series", "series"),

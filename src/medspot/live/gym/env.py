@@ -16,7 +16,11 @@ only). `step(action)` takes an action text in screenshot pixels (read by
 `answer_reader.parse_action`: the text form `click(412, 233)`, `drag(...)`, `type("...")`,
 `key("Enter")`, `scroll(x, y, dy)`, `done()`, `infeasible("...")`, or any form that reader
 knows) or an action object (`medspot.live.core.actions`); a text with no readable action is a
-no-action step (one action of the budget, nothing executed, flag `no_action`). Reward: 1.0 on
+no-action step (one action of the budget, nothing executed, flag `no_action`), and so is an
+action the application cannot execute (a key its driver does not have, a point off the screen
+or not finite, ...: flag `not_executable:<why>`, `info["not_executed"]` the reason; never an
+`EnvironmentFault`); anything else (a number, a dict) is refused with `NotAnAction` (a
+`TypeError`) and costs nothing. Reward: 1.0 on
 the step that ends the task with success, else 0.0; harm and the rest are in `info`
 (docs/live.md "Gymnasium" lists the keys). `terminated`: the task ended (success, a `fail_if`
 check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
@@ -24,7 +28,10 @@ check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
 The application is started at the first `reset()` in a private temporary folder (`workroot`, or
 the system's temp folder) and `close()` ends every process it started and removes the folder.
 An environment fault (the application died, an action never settled) propagates as
-`EnvironmentFault` from `reset` or `step`; the next `reset()` starts a fresh application.
+`EnvironmentFault` from `reset` or `step`; the next `reset()` starts a fresh application. A
+reset that fails (an unknown task or option: `ConfigError`) leaves no episode: `step` asks for
+a reset (`ResetNeeded`) and the next good reset works (the ids' checker, `checker.LiveEnvChecker`,
+is not left broken by it).
 """
 
 from __future__ import annotations
@@ -45,8 +52,8 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from medspot.errors import ConfigError, MedspotError
-from medspot.live.agents.answer_reader import parse_action
-from medspot.live.core.actions import LiveAction, action_to_json, describe_action
+from medspot.live.agents.answer_reader import NO_ACTION, parse_action
+from medspot.live.core.actions import LiveAction, NotAnAction, action_to_json, describe_action
 from medspot.live.core.contract import (
     ElementInfo,
     Environment,
@@ -54,7 +61,7 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.episode import MODES, Episode, Mode, StepResult
+from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepResult
 from medspot.live.core.registry import create_environment
 from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
@@ -64,7 +71,6 @@ __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-NO_ACTION = "no_action"  # info flag: the action text held no readable action
 RESET_OPTIONS = ("task", "mode")
 Obs = dict[str, Any]
 
@@ -175,6 +181,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         starts a fresh one); a failure that is not a medspot error is an EnvironmentFault."""
         try:
             return fn()
+        except (NotAnAction, EpisodeError):  # the caller's mistake: the application is fine
+            raise
         except MedspotError:
             self._faulted = True
             raise
@@ -260,6 +268,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             done_if=res.done_if,
             required_happened=list(res.required_happened),
             changed=res.changed,
+            not_executed=res.not_executed,
             env_info=dict(res.info),
         )
         return _present(info)
@@ -269,6 +278,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
+        self.episode, self.last_result = None, None  # until this reset is done
         super().reset(seed=seed)
         opts = dict(options or {})
         unknown = sorted(set(opts) - set(RESET_OPTIONS))
@@ -303,7 +313,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             return parsed.action, flags, parsed.source
         if is_action(action):
             return action, (), "object"
-        raise TypeError(
+        raise NotAnAction(
             f"a live action is an action text or a medspot.live action object, not {action!r}"
         )
 
@@ -324,8 +334,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         """The action of the task's own path for the current step on the current screen (the
         `Episode`'s oracle); None when its target is not on the screen."""
         ep = self.episode
-        if ep is None:
-            raise ResetNeeded("call reset() before oracle_action()")
+        if ep is None or self._faulted:
+            raise ResetNeeded("call reset() before oracle_action() (and after a fault)")
         return self._call(ep.oracle_action)
 
     def render(self) -> NDArray[np.uint8] | None:  # type: ignore[override]

@@ -7,6 +7,10 @@ which imports it) `gymnasium.make("medspot/orthanc-explorer-v1")` works. It is a
 0.29, which called it inside the namespace named by the entry point, "medspot"). Gymnasium 1.x
 no longer loads entry points (its v1.0.0 release notes: "Removing the plugin system").
 
+`gymnasium.make` wraps the environment in `checker.LiveEnvChecker` (an additional wrapper of
+the spec), Gymnasium's passive checker with a first reset that may fail; Gymnasium's own is
+disabled for these ids.
+
 The ids are registered `nondeterministic=True`: a real browser's screenshot of the same state
 can differ by one level in a few anti-aliased pixels between two resets (seen on Orthanc
 Explorer's filter page: 14 pixels), so Gymnasium's exact-equality checks of observations do not
@@ -18,6 +22,7 @@ from __future__ import annotations
 import gymnasium
 
 from medspot.live.core.registry import env_names
+from medspot.live.gym.checker import LiveEnvChecker
 
 __all__ = ["ENTRY_POINT", "NAMESPACE", "VERSION", "env_id", "register_envs"]
 
@@ -41,6 +46,9 @@ def register_envs() -> list[str]:
                 id=gid,
                 entry_point=ENTRY_POINT,
                 kwargs={"env_name": name},
+                # Gymnasium's checker is left broken by a failed first reset: ours instead
+                disable_env_checker=True,
+                additional_wrappers=(LiveEnvChecker.wrapper_spec(),),
                 # a real application: the same task and actions give the same state, but a
                 # screen may differ by a level in a few anti-aliased pixels between two resets
                 nondeterministic=True,

@@ -62,7 +62,7 @@ def export_env(
     retry_env_errors: bool = False,
 ) -> ExportResult:
     tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids)
+    tasks = select_tasks(tf, task_ids, tasks_file)
     out = Path(out)
     check_env_options(env, env_options or {})  # before any folder is made
     try:

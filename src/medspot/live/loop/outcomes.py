@@ -29,12 +29,14 @@ from medspot.live.loop.static_bridge import (
     HIT_RATE,
     INFEASIBLE_ACCURACY,
     LIVE_KEYS,
+    ON_PATH_HIT_RATE,
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
     SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
+    TOOL_RATE,
     LiveEnding,
     StaticRow,
     percentile_intervals,
@@ -55,12 +57,14 @@ __all__ = [
     "HIT_RATE",
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
+    "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
     "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
+    "TOOL_RATE",
     "TaskResult",
     "bootstrap_ratios",
     "by_task",
@@ -73,21 +77,23 @@ __all__ = [
 # Bootstrap columns; each metric is sum(numerator column) / sum(denominator column). A row is
 # one task, its repeats' columns summed (the pass columns are the task's own: `_task_columns`).
 BOOTSTRAP_COLUMNS = (
-    "scored", "success", "harmful", "missed", "recovered", "hits", "judged", "used", "oracle",
-    "infeasible", "infeasible_right", "feasible", "false_infeasible",
-    "all_scored", "pass_any", "pass_all", "dice_sum", "dice_runs",
+    "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
+    "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
+    "all_scored", "pass_any", "pass_all", "tools_offered", "tool_invoked", "dice_sum", "dice_runs",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
     SUCCESS: ("success", "scored"),
     HARMFUL: ("harmful", "scored"),
     RECOVERY: ("recovered", "missed"),
-    HIT_RATE: ("hits", "judged"),
+    HIT_RATE: ("hits", "executed"),
+    ON_PATH_HIT_RATE: ("hits", "judged"),
     STEPS_RATIO: ("used", "oracle"),
     INFEASIBLE_ACCURACY: ("infeasible_right", "infeasible"),
     FALSE_INFEASIBLE: ("false_infeasible", "feasible"),
     PASS_AT_K: ("pass_any", "all_scored"),
     PASS_HAT_K: ("pass_all", "all_scored"),
+    TOOL_RATE: ("tool_invoked", "tools_offered"),
     SEGMENTATION_DICE: ("dice_sum", "dice_runs"),
 }
 _PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
@@ -96,8 +102,8 @@ Array = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One run of a task (one repeat): `outcome` is success / harmful / failure (scored), or
-    error / env_error / missing (left out of the metrics)."""
+    """One run of a task (one repeat): `outcome` is success / harmful / failure / abandoned
+    (scored), or error / env_error / missing (left out of the metrics)."""
 
     task: LiveTask
     env: str
@@ -118,7 +124,7 @@ class TaskResult:
         """How the run ended: the agent said `done` or `infeasible(...)`, the budget was spent,
         the checks ended it after an action (success or a fail_if), or it was not scored
         (error, env_error, missing)."""
-        if not self.scored:
+        if not self.scored or self.outcome == "abandoned":
             return self.outcome  # type: ignore[return-value]
         last = self.steps[-1] if self.steps else None
         kind = (last.action or {}).get("kind") if last is not None else None
@@ -162,20 +168,38 @@ class TaskResult:
         return [s for s in self.steps if s.executed]
 
     @property
+    def hits(self) -> int:
+        """Executed actions that hit the intended element of the current step."""
+        return sum(1 for s in self.executed if s.hit_intended)
+
+    @property
     def judged(self) -> list[bool]:
-        """Per executed action whose intended element was on screen: did it hit it."""
+        """Per executed action whose intended element was on screen (on the oracle's path):
+        did it hit it."""
         return [bool(s.hit_intended) for s in self.executed if s.hit_intended is not None]
 
     @property
     def missed(self) -> bool:
-        """Some action missed the intended element (the static protocol would stop here)."""
+        """Some action missed the intended element (the static protocol would stop here): an
+        executed action that missed it, a turn with no readable action, or an action the
+        environment could not execute (both the static `no_prediction`)."""
         return any(s.hit_intended is False for s in self.steps if s.executed) or any(
-            s.action is None and s.ok and not s.executed for s in self.steps
+            s.ok and not s.executed and (s.action is None or s.not_executed is not None)
+            for s in self.steps
         )
 
     @property
     def recovered(self) -> bool:
         return self.outcome == "success" and self.missed
+
+    @property
+    def tools_offered(self) -> bool:
+        """The tools track offered this run tools (a task the toolset can reach)."""
+        return bool(self.record is not None and self.record.tools_offered)
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(1 for s in self.steps if (s.action or {}).get("kind") == "tool")
 
     @property
     def steps_used(self) -> int:
@@ -206,7 +230,6 @@ class TaskResult:
         if not self.scored:
             return [0.0] * len(BOOTSTRAP_COLUMNS)
         ok = self.outcome == "success"
-        judged = self.judged
         feasible = not self.task.infeasible
         return [
             1.0,
@@ -214,8 +237,9 @@ class TaskResult:
             float(self.outcome == "harmful"),
             float(self.missed),
             float(self.recovered),
-            float(sum(judged)),
-            float(len(judged)),
+            float(self.hits),
+            float(len(self.executed)),
+            float(len(self.judged)),
             float(self.steps_used if ok else 0),
             float(len(self.task.steps) if ok else 0),
             float(not feasible),
@@ -225,20 +249,29 @@ class TaskResult:
             0.0,
             0.0,
             0.0,
+            float(self.tools_offered),
+            float(self.tools_offered and self.tool_calls > 0),
             float(self.dice or 0.0),
             float(self.dice is not None),
         ]
 
 
 def task_results(
-    tasks: Sequence[LiveTask], state: ResumeState | JournalState, env: str, *, repeats: int = 1
+    tasks: Sequence[LiveTask],
+    state: ResumeState | JournalState,
+    env: str,
+    *,
+    repeats: int = 1,
+    ran: int | None = None,
 ) -> list[TaskResult]:
     """One result per (task, repeat), repeat-major, from the journal read back (a
-    `ResumeState` is repeat 0's, for runs without repeats)."""
+    `ResumeState` is repeat 0's, for runs without repeats); with `ran`, only the first `ran`
+    repeats (those that ran: nothing is built for repeats never started), each still one of
+    `repeats`."""
     if isinstance(state, ResumeState):
         state = JournalState({0: state})
     out = []
-    for repeat in range(repeats):
+    for repeat in range(repeats if ran is None else min(ran, repeats)):
         st = state.of(repeat)
         for i, t in enumerate(tasks):
             rec = st.last.get(t.id)
@@ -310,6 +343,11 @@ def _repeats(results: Sequence[TaskResult]) -> int:
     return max((r.repeats for r in results), default=1)
 
 
+def _tools_track(results: Sequence[TaskResult]) -> bool:
+    """Some run of these was in the tools track (`--tools`)."""
+    return any(r.record is not None and r.record.tools_offered is not None for r in results)
+
+
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
     s = task_matrix(results).sum(axis=0)
@@ -325,8 +363,14 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_tasks=len(scored),
         num_success=len(ok),
         num_harmful=sum(1 for r in scored if r.outcome == "harmful"),
+        num_abandoned=sum(1 for r in scored if r.outcome == "abandoned"),
         num_missed=sum(1 for r in scored if r.missed),
         num_recovered=sum(1 for r in scored if r.recovered),
+        # the counts behind the hit rates: hits over every executed action (intended) and
+        # over those whose intended element was on the screen (on the oracle's path)
+        num_actions_executed=int(s[BOOTSTRAP_COLUMNS.index("executed")]),
+        num_actions_on_path=int(s[BOOTSTRAP_COLUMNS.index("judged")]),
+        num_intended_hits=int(s[BOOTSTRAP_COLUMNS.index("hits")]),
         mean_steps_used=float(np.mean([r.steps_used for r in ok])) if ok else None,
         mean_oracle_steps=float(np.mean([len(r.task.steps) for r in ok])) if ok else None,
         num_env_errors=sum(1 for r in results if r.outcome == "env_error"),
@@ -339,6 +383,12 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         endings=dict(sorted(Counter(r.ending for r in results).items())),
         repeats=k,
     )
+    if _tools_track(results):
+        vals.update(
+            num_tools_offered=sum(1 for r in scored if r.tools_offered),
+            num_tool_invoked=sum(1 for r in scored if r.tools_offered and r.tool_calls),
+            num_tool_calls=sum(r.tool_calls for r in scored),
+        )
     if k > 1:
         vals.update(
             num_task_repeats_complete=int(s[BOOTSTRAP_COLUMNS.index("all_scored")]),
@@ -361,10 +411,15 @@ def live_metrics(
     }
     groups: dict[str, dict[str, list[TaskResult]]] = {"by_env": defaultdict(list),
                                                       "by_tag": defaultdict(list)}  # fmt: skip
+    tools_track = _tools_track(results)
+    if tools_track:  # success with tools against the GUI-only tasks of the same run
+        groups["by_tools"] = defaultdict(list)
     for r in results:
         groups["by_env"][r.env].append(r)
         for tag in r.task.tags or ("untagged",):
             groups["by_tag"][tag].append(r)
+        if tools_track:
+            groups["by_tools"]["tools offered" if r.tools_offered else "gui-only"].append(r)
     for name, by in groups.items():
         out[name] = {k: _rates(v) for k, v in sorted(by.items())}
     return out

@@ -23,6 +23,7 @@ point normalised, and the intended element's box normalised. The live types are
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,19 +83,24 @@ def _point(s: StepRecord) -> list[float] | None:
     a, size = s.action, s.screen_size
     if a is None or not size:
         return None
-    if a.get("kind") in ("click", "scroll"):
-        return [a["x"] / size[0], a["y"] / size[1]]
-    if a.get("kind") == "drag":
-        return [a["x1"] / size[0], a["y1"] / size[1]]
-    return None
+    names = {"click": ("x", "y"), "scroll": ("x", "y"), "drag": ("x1", "y1")}.get(
+        str(a.get("kind"))
+    )
+    if names is None:
+        return None
+    x, y = a.get(names[0]), a.get(names[1])
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (x, y)):
+        return None  # an action that was not executable: no point to draw
+    return [float(x) / size[0], float(y) / size[1]]  # type: ignore[arg-type]
 
 
 def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
     judged = s.hit_intended is not None
+    no_action = s.action is None or (s.not_executed is not None and not s.executed)
     if s.error is not None:
         outcome = "error"
-    elif s.action is None:
-        outcome = "miss"  # no readable action: the static no_prediction miss
+    elif no_action:
+        outcome = "miss"  # nothing executed: the static no_prediction miss
     elif judged:
         outcome = "hit" if s.hit_intended else "miss"
     else:
@@ -116,7 +122,7 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
         evaluable=judged,
         outcome=outcome,
         hit=s.hit_intended,
-        failure_type=("no_prediction" if s.action is None and s.error is None else None),
+        failure_type=("no_prediction" if no_action and s.error is None else None),
         difficulty=None,
         target_boxes=[(b[0], b[1], b[2], b[3]) for b in boxes],
         pred_point=(pt[0], pt[1]) if pt is not None else None,
@@ -135,14 +141,16 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
         url_after=s.url_after,
         replayed=s.replayed,
         thought=s.thought,
+        not_executed=s.not_executed,
+        tool_result=s.tool_result,
     )
 
 
 def _failure_type(r: TaskResult) -> str | None:
     if not r.scored or r.outcome == "success":
         return None
-    if r.outcome == "harmful":
-        return "harmful"
+    if r.outcome in ("harmful", "abandoned"):
+        return r.outcome
     return "gave_up" if r.ending in ("done", "infeasible") else "budget_spent"
 
 
@@ -192,6 +200,9 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         task_successes=wins,
         task_runs_scored=runs,
         success_fraction=wins / runs if runs else None,
+        tools_offered=r.record.tools_offered if r.record is not None else None,
+        tool_calls=r.tool_calls,
+        gui_only=r.record.gui_only if r.record is not None else None,
     )
 
 

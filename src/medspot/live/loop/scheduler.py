@@ -48,17 +48,26 @@ from medspot.live.agents.turn import (
 )
 from medspot.live.core.actions import (
     ENDINGS,
+    ActionFormatError,
     LiveAction,
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import ElementInfo, EnvironmentFault, Observation, PixelBox
+from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
 from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
+from medspot.live.loop.steplog import (
+    FaultRecord,
+    JournalState,
+    StepRecord,
+    TaskRecord,
+    box_fields,
+    effect_fields,
+)
 from medspot.progress import ProgressEvent
 
 __all__ = [
@@ -73,6 +82,8 @@ log = logging.getLogger(__name__)
 
 HISTORY_MODES = ("none", "text", "actions")
 SCREENS = "screens"
+# the flag of a turn whose answer (or journaled action) cannot be turned into an action
+UNREADABLE_ACTION = "unreadable_action"
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,7 @@ class LiveOptions:
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
     start_checks: bool = False  # read every check at each task's start (`TaskRecord`; audit)
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
 
     @property
     def recurrence(self) -> int:
@@ -114,16 +126,6 @@ class LiveStats:
 
 def screen_rel(sha: str) -> str:
     return f"{SCREENS}/{sha}.png"
-
-
-def _box(b: PixelBox | None) -> tuple[float, float, float, float] | None:
-    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": list(_box(e.box) or ())}
 
 
 @dataclass
@@ -206,26 +208,42 @@ class _Run:
             await asyncio.to_thread(atomic_write_bytes, path, obs.png)
         return sha
 
-    def _history_line(self, step: StepSpec, action: LiveAction | None) -> str | None:
+    def _history_line(
+        self, step: StepSpec, action: LiveAction | None, not_executed: str | None
+    ) -> str | None:
         if self.opts.history == "none":
             return None
+        did = describe_action(action) + (" (not executed)" if not_executed else "")
         if self.opts.mode == "agent":  # its own actions only: nothing of the oracle's path
-            return describe_action(action)
+            return did
         if self.opts.history == "text":
             return step.instruction
-        return f"{step.instruction} -> {describe_action(action)}"
+        return f"{step.instruction} -> {did}"
+
+    def _replayed(self, replay: StepRecord) -> AgentAnswer:
+        """A journaled answer as the agent's answer; an action that does not read back (a
+        journal written by hand, or by a version that wrote it) is no action, flagged."""
+        self.stats.replayed += 1
+        fields = {**replay.call_fields(), "latency_s": 0.0}
+        try:
+            action = action_from_json(replay.action) if replay.action is not None else None
+        except ActionFormatError as e:
+            log.warning("task %s, turn %d: a journaled action does not read (%s); it is no "
+                        "action", replay.task, replay.n, e)  # fmt: skip
+            action = None
+            fields["flags"] = [*fields["flags"], UNREADABLE_ACTION]
+        return AgentAnswer(
+            **fields,
+            action=action,
+            source=replay.source or "replay",
+            thought=replay.thought,
+            call_state=replay.call_state,
+            model_calls=replay.model_calls,
+        )
 
     async def _ask(self, turn: AgentTurn, replay: StepRecord | None) -> AgentAnswer:
         if replay is not None:
-            self.stats.replayed += 1
-            return AgentAnswer(
-                **{**replay.call_fields(), "latency_s": 0.0},
-                action=action_from_json(replay.action) if replay.action is not None else None,
-                source=replay.source or "replay",
-                thought=replay.thought,
-                call_state=replay.call_state,
-                model_calls=replay.model_calls,
-            )
+            return self._replayed(replay)
         cap = self.opts.max_cost
         if cap is not None and self.stats.previous_cost_usd + self.stats.cost_usd >= cap:
             self.stats.budget_reached = True
@@ -236,6 +254,15 @@ class _Run:
             except AnsweredCallError as e:  # it answered (and cost) but may not be acted on
                 self.stats.cost_usd += e.answer.cost_usd or 0.0
                 raise
+            except ActionFormatError as e:  # an answer that cannot become an action
+                log.warning(
+                    "task %s, turn %d: the agent's answer cannot be turned into an action "
+                    "(%s); it is a no-action turn", turn.task.id, turn.n, e,
+                )  # fmt: skip
+                ans = AgentAnswer(
+                    action=None, source=UNREADABLE_ACTION, flags=[UNREADABLE_ACTION],
+                    not_executed=f"the answer cannot be read as an action: {e}",
+                )  # fmt: skip
         if QUEUED not in ans.flags:  # a later action of an earlier answer is no new call
             self.stats.calls += 1
         self.stats.cost_usd += ans.cost_usd or 0.0
@@ -250,10 +277,10 @@ class _Run:
         obs = await slot.call(ep.reset)
         at_start: dict[str, list[bool]] | None = None
         if self.opts.start_checks:
-            success_each, fail_each = await slot.call(ep.start_checks)
-            at_start = {"success_each": list(success_each), "fail_if_each": list(fail_each)}
+            at_start = dict(await slot.call(ep.start_checks))
         history: list[str] = []
         previous: list[PastTurn] = []
+        tools, reach = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
         quality: dict[str, float] = {}
@@ -268,7 +295,7 @@ class _Run:
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), quality=quality or None,
-                time=now_iso(),
+                time=now_iso(), **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -282,13 +309,13 @@ class _Run:
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.opts.seed + repeat, mode=ep.mode,
-                previous=tuple(previous), attempt=attempt, repeat=repeat,
+                previous=tuple(previous), attempt=attempt, repeat=repeat, tools=tools,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
                 target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
-                url=obs.url, intended_box=_box(intended), intended_to=_box(intended_to),
+                url=obs.url, intended_box=box_fields(intended), intended_to=box_fields(intended_to),
             )  # fmt: skip
             try:
                 ans = await self._ask(turn, replay.get(n))
@@ -298,7 +325,9 @@ class _Run:
                 retries = getattr(e, "retries", 0)  # CallFailed says how many were made
                 update = {"retries": retries, **answered, "error": str(e), "time": now_iso()}
                 self._append(_with(rec, **update))
-                return end("error", f"model call failed: {e}", sha)
+                log.warning("task %s, turn %d: the model call failed (asked again when the run "
+                            "is resumed): %s", task.id, n, e)  # fmt: skip
+                return end("error", f"model call failed at turn {n}: {e}", sha)
             action = ans.action
             upd: dict[str, Any] = {**ans.record_fields(), "replayed": n in replay}
             place.action, place.replayed = upd["action"], place.replayed and n in replay
@@ -312,24 +341,21 @@ class _Run:
             quality = dict(res.quality)
             if res.executed:
                 sha = await self._save_screen(obs)
-                upd.update(
-                    executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
-                    url_after=obs.url, hit_intended=res.hit_intended,
-                    element=_element(res.element), achieved=list(res.achieved),
-                )  # fmt: skip
                 fired = res.fired
-            elif res.hit_intended is not None:
-                upd["hit_intended"] = res.hit_intended
             upd.update(
-                checks=res.checks, step_s=round(time.perf_counter() - ts, 4),
+                **effect_fields(res), flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
+                step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
             self._append(_with(rec, **upd))
             if not (action is not None and isinstance(action, ENDINGS)):
-                history_line = self._history_line(step, action)
+                history_line = self._history_line(step, action, res.not_executed)
                 if history_line:
                     history.append(history_line)
-            previous.append(PastTurn(n, turn.screen_path, turn.screen_rel, ans))
+            tool = upd.get("tool_result")
+            previous.append(
+                PastTurn(n, turn.screen_path, turn.screen_rel, ans, res.not_executed, tool)
+            )
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha)
 
@@ -408,7 +434,7 @@ class _Run:
         executor = create_executor(
             self.opts.executor,
             SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
-                       self.opts.workroot),
+                       self.opts.workroot, self.opts.tools),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
         )  # fmt: skip
         slots: list[EnvSlot] = []

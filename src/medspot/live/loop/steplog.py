@@ -31,7 +31,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
-from medspot.live.agents.turn import TurnCall
+from medspot.live.agents.turn import QUEUED, TurnCall
+from medspot.live.core.contract import ElementInfo, PixelBox
+from medspot.live.core.episode import StepResult
 from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
@@ -43,14 +45,17 @@ __all__ = [
     "ResumeState",
     "StepRecord",
     "TaskRecord",
+    "box_fields",
+    "effect_fields",
     "read_live_journal",
 ]
 
 log = logging.getLogger(__name__)
 
 JOURNAL_NAME = "live_journal.jsonl"
-Outcome = Literal["success", "harmful", "failure", "error", "env_error"]
-FINAL_OUTCOMES = ("success", "harmful", "failure")
+Outcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error"]
+# a served agent's episode it left unfinished (`medspot live serve`) is scored: never a success
+FINAL_OUTCOMES = ("success", "harmful", "failure", "abandoned")
 
 
 class StepRecord(ModelCall):
@@ -77,6 +82,9 @@ class StepRecord(ModelCall):
     model_calls: list[TurnCall] | None = None
     action: dict[str, Any] | None = None  # the parsed action (actions.action_to_json)
     executed: bool = False
+    # why the answer was not executed: an action the environment cannot execute (flag
+    # not_executable:<why>), an answer that cannot be turned into an action
+    not_executed: str | None = None
     settle_s: float | None = None
     changed: bool | None = None
     intended_box: tuple[float, float, float, float] | None = None  # pixels
@@ -85,9 +93,28 @@ class StepRecord(ModelCall):
     element: dict[str, Any] | None = None  # ElementInfo of what the action hit
     achieved: list[int] = Field(default_factory=list)  # oracle steps achieved by this action
     checks: dict[str, Any] = Field(default_factory=dict)  # success / fail_if / done_if results
+    # a tool call (the tools track): what the tool said (`name`, `text`, `data`), or why it
+    # could not run (`error`)
+    tool_result: dict[str, Any] | None = None
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
+
+    @property
+    def calls_made(self) -> int:
+        """The model calls this answer made (each one paid): none for an answer replayed
+        from the journal or a later action of an earlier answer (`queued`); a computer-use
+        turn's API calls (its `call` events: none for a batched action, several when the model
+        only looked first); a planner + grounder turn's calls; else one."""
+        if self.replayed or QUEUED in self.flags:
+            return 0
+        if self.model_calls:
+            return len(self.model_calls)
+        state = self.call_state or {}
+        events = state.get("events")
+        if state.get("api") and isinstance(events, list):
+            return sum(1 for e in events if isinstance(e, dict) and e.get("e") == "call")
+        return 1
 
 
 class FaultRecord(BaseModel):
@@ -133,16 +160,54 @@ class TaskRecord(BaseModel):
     final_screen: str = ""
     final_url: str | None = None
     reset_s: float | None = None
-    # each success / fail_if check on the start state, when the run read them (`start_checks`)
+    # each success / fail_if check and required step on the start state, when the run read
+    # them (`start_checks`: success_each, fail_if_each, requires_each)
     start_checks: dict[str, list[bool]] | None = None
     duration_s: float | None = None
     # env_error only: the fault recurred at the same place on every fresh environment; the
     # task is not run again on a resume unless asked (--retry-env-errors)
     fault_recurs: bool = False
+    # the tools track (`--tools`): the tools offered in this attempt (None: no tools track) and,
+    # for a task the toolset cannot reach, why it stays GUI-only
+    tools_offered: list[str] | None = None
+    gui_only: str | None = None
     # the environment's measures of the end state (`Environment.task_quality`), e.g. the Dice
     # of a segmentation with the truth: {"dice": 0.93}
     quality: dict[str, float] | None = None
     time: str = ""
+
+
+def box_fields(b: PixelBox | None) -> tuple[float, float, float, float] | None:
+    """A box as a step record stores it (pixels)."""
+    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
+
+
+def _element(e: ElementInfo | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"key": e.key, "role": e.role, "name": e.name, "box": list(box_fields(e.box) or ())}
+
+
+def effect_fields(res: StepResult, screen_after: str | None = None) -> dict[str, Any]:
+    """What a step did, as its step record's fields (the runner's and `medspot live serve`'s):
+    an executed action's effect, its hit, its checks."""
+    out: dict[str, Any] = {}
+    if res.executed:
+        out.update(
+            executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
+            url_after=res.observation.url, hit_intended=res.hit_intended,
+            element=_element(res.element), achieved=list(res.achieved),
+        )  # fmt: skip
+    elif res.hit_intended is not None:
+        out["hit_intended"] = res.hit_intended
+    if res.not_executed is not None:  # an action the environment cannot execute
+        out["not_executed"] = res.not_executed
+    out["checks"] = res.checks
+    if "tool" in res.info:
+        out["tool_result"] = dict(res.info["tool"])
+    elif "tool_error" in res.info:
+        out["tool_result"] = {"error": str(res.info["tool_error"])}
+    return out
 
 
 LiveRecord = StepRecord | FaultRecord | TaskRecord

@@ -10,16 +10,23 @@ Findings, per task (`Finding.kind`):
   the `fail_if` that fired); `env_error`: the environment kept failing on it;
 - `target_missing`: the oracle's step had no target on its screen (the oracle could not act);
 - `lands_elsewhere`: the element under the oracle's point is not there or does not contain
-  the point (the click would not land on its own target);
+  the point (the click would not land on its own target), or the oracle's action cannot be
+  carried out at all (its point is off the screen);
 - `no_change`: an oracle action changed nothing in the application: the screen, the URL and
   every success and `fail_if` check read the same before and after it;
 - `solved_at_start`: a `done()` at once would succeed (the task is feasible, requires no named
   step and its success checks hold at the start);
+- `required_at_start`: a required step's `done_if` already holds at the start: the step cannot
+  happen (become true) unless the agent first undoes it; the task is not the process it names;
 - `fail_if_at_start`: a `fail_if` check holds at the start (it fires on any first action);
 - `vacuous_check`: a check's parameters hold for any state (static: `CheckParams.vacuous`, a
   count range any database satisfies, a regex matching anything), or a success check not
   marked `keep` holds at the start and at the oracle's end (it says nothing about what the agent
-  did; dynamic); `keep_not_at_start`: a success check marked `keep` does not hold at the start.
+  did; dynamic); `keep_not_at_start`: a success check marked `keep` does not hold at the start;
+- `unapplied_value` (static): a success check, or a required step's `done_if`, reads an input
+  field (`CheckParams.unapplied`): typed text shows there before the application applies it;
+- `unanchored_annotation` (static): a success check, or a required step's `done_if`, claims an
+  annotation without naming the image it lies on (`CheckParams.unanchored`).
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
 them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
@@ -50,7 +57,8 @@ __all__ = ["FINDING_KINDS", "AuditResult", "Finding", "audit_env", "audit_tasks"
 
 FindingKind = Literal[
     "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
-    "solved_at_start", "fail_if_at_start", "vacuous_check", "keep_not_at_start",
+    "solved_at_start", "required_at_start", "fail_if_at_start", "vacuous_check",
+    "keep_not_at_start", "unapplied_value", "unanchored_annotation",
 ]  # fmt: skip
 FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 
@@ -88,13 +96,34 @@ class AuditResult:
 # -- the judgement (pure: journals and tasks in, findings out) ----------------------------------
 
 
+def _decides_success(task: LiveTask, place: str) -> bool:
+    """Whether the check at `place` decides success: a success check, or the `done_if` of a
+    step the task requires."""
+    if place.startswith("success."):
+        return True
+    parts = place.split(".")
+    if parts[0] != "steps" or parts[-1] != "done_if":
+        return False
+    return task.steps[int(parts[1])].name in task.requires
+
+
 def static_findings(env: str, task: LiveTask) -> list[Finding]:
     kinds = env_entry(env).check_kinds
     out: list[Finding] = []
     for place, check in task_checks(task):
-        why = kinds.parse(check, env).vacuous()
+        params = kinds.parse(check, env)
+        what = f"{place} ({check.kind})"
+        why = params.vacuous()
         if why is not None:
-            out.append(Finding(task.id, "vacuous_check", f"{place} ({check.kind}): {why}"))
+            out.append(Finding(task.id, "vacuous_check", f"{what}: {why}"))
+        if not _decides_success(task, place):
+            continue
+        why = params.unapplied()
+        if why is not None:
+            out.append(Finding(task.id, "unapplied_value", f"{what}: {why}"))
+        why = params.unanchored()
+        if why is not None:
+            out.append(Finding(task.id, "unanchored_annotation", f"{what}: {why}"))
     return out
 
 
@@ -138,6 +167,11 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
     done_at_once = not task.infeasible and not task.requires  # what done() at once can win
     if done_at_once and start_success is not None and all(start_success):
         add("solved_at_start", "a done() at once succeeds: the task is solved at its start")
+    for name, holds in zip(task.requires, _each(rec, "requires_each") or [], strict=False):
+        if holds:
+            add("required_at_start", f"the required step {name!r} is done at the start (its "
+                "done_if holds): only undoing and redoing it would count; start the task where "
+                "it has not happened")  # fmt: skip
     for j, holds in enumerate(start_fail or []):
         if holds:
             add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
@@ -152,6 +186,9 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
         if not s.executed:
             if s.action is None and s.error is None:
                 add("target_missing", f"{where}: the step's target is not on the screen")
+            elif s.not_executed:
+                add("lands_elsewhere", f"{where}: the oracle's action cannot be carried out "
+                    f"({s.not_executed})")  # fmt: skip
             continue
         pointer = s.action is not None and s.action.get("kind") in ("click", "drag", "scroll")
         if pointer and not _point_in(s.element, s.action):
@@ -214,7 +251,7 @@ def audit_env(
     --model oracle` completes every task), reading every check at each task's start; then
     every task judged. Bad input (a task file, an id) raises before anything starts."""
     tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids)
+    tasks = select_tasks(tf, task_ids, tasks_file)
     ids = tuple(t.id for t in tasks)
     run_live(
         LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",

@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 from medspot.live.core.checks import pattern_matches_anything
+from medspot.live.core.tasks import LiveTask
 from medspot.live.services.seed import CATALOGUE, LANDMARKS, Catalogue
 
 __all__ = [
@@ -29,12 +30,16 @@ __all__ = [
     "SeededSeries",
     "SeededStudy",
     "instance_names",
+    "locator_name_problems",
     "pattern_is_vacuous",
+    "person_name_problems",
     "resolve_templates",
     "template_problems",
     "unknown_name",
 ]
 
+# a DICOM person name as the seeded catalogue writes them: FAMILY^GIVEN (capitals)
+PERSON_NAME = re.compile(r"[A-Z][A-Z'-]*\^[A-Z][A-Z'-]*")
 TEMPLATE = re.compile(r"\{(patient|study|series|instance):([^{}]+)\}")
 NameTable = Mapping[str, Mapping[str, str]]  # level -> catalogue name -> an environment's ID
 
@@ -74,6 +79,27 @@ def unknown_name(level: str, name: str) -> str | None:
             return f"no seeded instance {name!r} (series {series} has slices 1..{n})"
         return f"no seeded instance {name!r} (SERIES:SLICE, e.g. CT-DOE-JOHN/AXIAL:3)"
     return f"no seeded {level} {name!r} (known: {', '.join(known)})"
+
+
+def person_name_problems(text: str) -> list[str]:
+    """The person names in `text` (a locator's text, `FAMILY^GIVEN`) that are no part of a
+    seeded patient's name: an element that names them cannot be on the start screen."""
+    names = [p.name for p in CATALOGUE.patients]
+    return [
+        f"no seeded patient's name contains {m.group(0)!r} (patients: {', '.join(names)})"
+        for m in PERSON_NAME.finditer(text)
+        if not any(m.group(0) in n for n in names)
+    ]
+
+
+def locator_name_problems(task: LiveTask) -> list[tuple[str, str]]:
+    """The person names no seeded patient has in the `text` / `contains` of the locators of a
+    task's steps and `start.prepare` steps, as (`steps.2.target`, message)."""
+    return [
+        (f"{place}.{name}", why)
+        for place, name, loc in task.step_locators()
+        for why in person_name_problems(loc.text or "") + person_name_problems(loc.contains or "")
+    ]
 
 
 def _checked(level: str) -> AfterValidator:

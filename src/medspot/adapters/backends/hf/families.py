@@ -34,13 +34,16 @@ _MODEL_CLASSES = {
     "qwen2_vl": "Qwen2VLForConditionalGeneration",
     "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
     "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    # a Qwen-VL checkpoint of any size, its class read from its config (Qwen3-VL dense or MoE:
+    # the 30B-A3B sizes of a family whose smaller sizes are dense)
+    "qwen_vl_auto": "AutoModelForImageTextToText",
     "gemma3": "Gemma3ForConditionalGeneration",
     "mllama": "MllamaForConditionalGeneration",
     "mistral3": "Mistral3ForConditionalGeneration",
 }
 _OWN_CODE = ("gui_actor", "gui_actor_qwen2_vl", "cogagent", "qwen_vl_chat", "deepseek_vl2")
 LOADERS = (*_MODEL_CLASSES, *_OWN_CODE)
-_FLAT_IMAGES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+_FLAT_IMAGES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen_vl_auto")
 
 
 def _torch() -> Any:
@@ -127,7 +130,7 @@ class ProcessorRunner(Runner):
             messages.append({"role": "system", "content": [{"type": "text", "text": spec.system}]})
         img = {"type": "image"}
         txt = {"type": "text", "text": spec.user_text}
-        if spec.earlier:  # the text, the model's earlier answers, then the screenshot
+        if spec.earlier or spec.image_turn_alone:  # text, earlier answers, then the screenshot
             messages.append({"role": "user", "content": [txt]})
             messages.extend(
                 {"role": "assistant", "content": [{"type": "text", "text": a}]}
@@ -139,7 +142,10 @@ class ProcessorRunner(Runner):
                 {"role": "user", "content": [img, txt] if spec.image_first else [txt, img]}
             )
         text: str = self.processor.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=spec.generation_prompt is None
+            messages,
+            tokenize=False,
+            add_generation_prompt=spec.generation_prompt is None,
+            **dict(spec.chat_template_kwargs),
         )
         if spec.generation_prompt:
             text += spec.generation_prompt

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from medspot.live.core.actions import (
     WHEEL_NOTCH_PX,
+    ActionFormatError,
     Click,
     Done,
     Drag,
@@ -82,19 +83,28 @@ class CuItem:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CuItem:
+        """An item from the journal; one whose action does not read back (a journal written
+        by a version that let a non-finite point through) is an unsupported item: a no-action
+        turn, never a run that cannot go on."""
         action = d.get("action")
-        cursor = d.get("cursor")
         raw_kind = d.get("kind")
         kind: ItemKind = (
             raw_kind if raw_kind in ("act", "observe", "unsupported") else "unsupported"
         )
+        note = str(d.get("note", ""))
+        read: LiveAction | None = None
+        if isinstance(action, Mapping):
+            try:
+                read = action_from_json(dict(action))
+            except ActionFormatError as e:
+                kind, note = "unsupported", f"its action does not read: {e}"
         return cls(
             id=str(d.get("id", "")),
             name=str(d.get("name", "")),
             kind=kind,
-            action=action_from_json(dict(action)) if isinstance(action, Mapping) else None,
-            note=str(d.get("note", "")),
-            cursor=(float(cursor[0]), float(cursor[1])) if cursor else None,
+            action=read if kind == "act" else None,
+            note=note,
+            cursor=_pair(d.get("cursor")),
         )
 
 
@@ -146,6 +156,21 @@ def _unsupported(item_id: str, name: str, note: str, cursor: Point | None) -> Cu
     return CuItem(item_id, name, "unsupported", None, note, cursor)
 
 
+def _on_screen(dmap: DisplayMap, point: Point | None) -> Point | None:
+    """`point` in the screenshot's pixels; None when it maps to no finite point (1e308 times
+    a scale overflows)."""
+    if point is None:
+        return None
+    x, y = dmap.to_screen(*point)
+    return (x, y) if math.isfinite(x) and math.isfinite(y) else None
+
+
+def _not_finite(item_id: str, name: str, raw: Any, cursor: Point | None) -> CuItem:
+    return _unsupported(
+        item_id, name, f"coordinates {raw!r} are no finite point of the screen", cursor
+    )
+
+
 # ---- keys ---------------------------------------------------------------------------------
 
 # Names the APIs use that `normalise_key` does not know (xdotool keysyms, OpenAI's spellings).
@@ -185,7 +210,9 @@ def openai_item(
     `scroll`, `move`, `wait`, `screenshot`)."""
     name = str(action.get("type", ""))
     point = _pair(action)
-    at = dmap.to_screen(*point) if point is not None else None
+    at = _on_screen(dmap, point)
+    if point is not None and at is None:
+        return _not_finite(item_id, name, point, cursor)
     held = action.get("keys") if name not in ("keypress",) else None
     if held:
         return _unsupported(item_id, name, f"{name} with keys held ({held}) is not supported",
@@ -205,7 +232,10 @@ def openai_item(
         if len(path) < 2 or (raw is not None and len(path) != len(raw)):
             return _unsupported(item_id, name, "a drag needs a path of at least 2 points",
                                 cursor)  # fmt: skip
-        (x1, y1), (x2, y2) = dmap.to_screen(*path[0]), dmap.to_screen(*path[-1])
+        start, end = _on_screen(dmap, path[0]), _on_screen(dmap, path[-1])
+        if start is None or end is None:
+            return _not_finite(item_id, name, [path[0], path[-1]], cursor)
+        (x1, y1), (x2, y2) = start, end
         note = f"path of {len(path)} points dragged from its first to its last" if len(
             path) > 2 else ""  # fmt: skip
         return CuItem(item_id, name, "act", Drag(x1, y1, x2, y2), note, cursor=(x2, y2))
@@ -256,9 +286,11 @@ def anthropic_item(
     action = str(tool_input.get("action", "")) if name == "computer" else name
     raw = tool_input.get("coordinate")
     point = _pair(raw) if raw is not None else None
-    at = dmap.to_screen(*point) if point is not None else cursor
+    at = _on_screen(dmap, point) if point is not None else cursor
     if raw is not None and point is None:
         return _unsupported(item_id, action, f"unreadable coordinate {raw!r}", cursor)
+    if point is not None and at is None:
+        return _not_finite(item_id, action, raw, cursor)
     if action in _ANTHROPIC_OBSERVE:
         moved = at if action == "mouse_move" else cursor
         return CuItem(item_id, action, "observe", None, "", moved)
@@ -277,7 +309,9 @@ def anthropic_item(
     if action == "left_click_drag":
         start_raw = tool_input.get("start_coordinate")
         start = _pair(start_raw) if start_raw is not None else None
-        begin = dmap.to_screen(*start) if start is not None else cursor
+        begin = _on_screen(dmap, start) if start is not None else cursor
+        if start is not None and begin is None:
+            return _not_finite(item_id, action, start_raw, cursor)
         if begin is None or point is None or at is None:
             return _unsupported(item_id, action, "needs start_coordinate and coordinate", cursor)
         return CuItem(item_id, action, "act", Drag(*begin, *at), cursor=at)

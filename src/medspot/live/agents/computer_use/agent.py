@@ -2,7 +2,8 @@
 
 Per runner turn (`answer`):
 
-1. the item acted on in the turn before is resolved with this turn's screen;
+1. the item acted on in the turn before is resolved with this turn's screen (and, when the
+   environment could not execute it, with the reason: the model is told);
 2. the next items of the last API call are taken in order: observation-only items
    (`screenshot`, `wait`, a pointer move) are resolved with this screen at once; the first
    item that acts (or is unsupported) is this turn's action: a batch of several actions is
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,32 +34,69 @@ from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.errors import ConfigError
 from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, ending_from_text
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending, turn_logs
+from medspot.live.agents.tools_prompt import tool_result_line
 from medspot.live.agents.turn import AgentAnswer, AgentTurn, AnsweredCallError
-from medspot.live.core.actions import action_from_json, action_to_json
+from medspot.live.core.actions import ToolCall, action_from_json, action_to_json
 
 __all__ = [
     "MAX_CALLS_PER_TURN",
     "CallResult",
     "ComputerUseAgent",
     "harness_instructions",
+    "tool_item",
+    "tool_outputs",
 ]
 
 MAX_CALLS_PER_TURN = 4  # API calls in one runner turn (observation-only calls answered at once)
 UNSUPPORTED = "unsupported_action"  # the flag of a no-action turn for an unsupported action
 
 
-def harness_instructions(kind: str) -> str:
+def harness_instructions(kind: str, tools: bool = False) -> str:
     """The harness's system instruction (its own choice, not the API vendor's): how to end,
-    and the infeasible rule `actions.ending_from_text` reads."""
+    and the infeasible rule `actions.ending_from_text` reads; with the tools track, that the
+    application's API tools may be used beside the computer."""
     where = "a web browser page" if kind == "browser" else "a desktop application window"
+    also = (
+        " Besides the computer tool you may call the other tools offered: they act on the "
+        "same application through its API (a deletion there is as real as in the GUI)."
+        if tools
+        else ""
+    )
     return (
         f"You operate clinical imaging software shown in {where}. Carry out the user's task "
-        "yourself with the computer tool; nobody will answer questions or confirm anything. "
+        "yourself with the computer tool; nobody will answer questions or confirm anything."
+        f"{also} "
         "When the task is done, stop and reply with a short message and no computer action. "
         "If the task cannot be done in this application (what it asks for does not exist or "
         "the application does not offer it), change nothing and reply with a message that "
         "starts with 'INFEASIBLE:' followed by the reason."
     )
+
+
+def tool_item(
+    ident: str, name: str, args: Any, cursor: tuple[float, float] | None, offered: frozenset[str]
+) -> CuItem:
+    """A call of one of the tools offered beside the computer (the tools track) as an item:
+    a `ToolCall`, or unsupported when the tool is not offered or its arguments do not read."""
+    if name not in offered:
+        return CuItem(ident, f"tool:{name}", "unsupported", None, f"unknown tool {name!r}", cursor)
+    if not isinstance(args, dict):
+        return CuItem(ident, f"tool:{name}", "unsupported", None,
+                      "the arguments are not a JSON object", cursor)  # fmt: skip
+    return CuItem(ident, f"tool:{name}", "act", ToolCall(name, args), cursor=cursor)
+
+
+def tool_outputs(turn: AgentTurn) -> dict[str, str]:
+    """What each tool call executed in this attempt returned, by its item id (the API's call
+    id), as the text sent back to the model."""
+    out: dict[str, str] = {}
+    for past in turn.previous:
+        line = tool_result_line(past.tool_result)
+        events = (past.answer.call_state or {}).get("events") or ()
+        acted = [e.get("id") for e in events if isinstance(e, Mapping) and e.get("e") == "act"]
+        if line is not None and acted:
+            out[str(acted[-1])] = line
+    return out
 
 
 @dataclass
@@ -145,7 +184,11 @@ class ComputerUseAgent(ABC):
         state = pending(past)
         work = _TurnWork()
         if state.awaiting is not None:
-            work.events.append({"e": "result", "id": state.awaiting})
+            resolved: dict[str, Any] = {"e": "result", "id": state.awaiting}
+            last = turn.previous[-1] if turn.previous else None
+            if last is not None and last.not_executed:  # the environment could not do it
+                resolved["not_executed"] = last.not_executed
+            work.events.append(resolved)
         queue = list(state.queue)
         cursor = state.cursor
         while True:

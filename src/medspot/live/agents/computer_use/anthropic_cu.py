@@ -24,7 +24,6 @@ import base64
 import functools
 import io
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,9 +36,10 @@ from medspot.adapters.backends.anthropic_api import (
 from medspot.adapters.backends.openai import check_base_url, redact_secrets, sanitize_url
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import ANTHROPIC_KEY_ENV, GIVEN, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
-from medspot.errors import AdapterUnavailable, ConfigError
+from medspot.errors import ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
     DisplayMap,
@@ -51,6 +51,8 @@ from medspot.live.agents.computer_use.agent import (
     ComputerUseAgent,
     ending_json,
     harness_instructions,
+    tool_item,
+    tool_outputs,
 )
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
 from medspot.live.agents.turn import AgentTurn
@@ -116,16 +118,33 @@ def _image(b64: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
 
 
-def _tool_result(item: CuItem | None, ident: str, image: dict[str, Any]) -> dict[str, Any]:
+def _tool_result(
+    item: CuItem | None,
+    ident: str,
+    image: dict[str, Any],
+    refused: str | None = None,
+    output: str | None = None,
+) -> dict[str, Any]:
+    if output is not None:  # a tool of the tools track: what it returned, and the screen
+        return {"type": "tool_result", "tool_use_id": ident, "is_error": output.startswith(
+            "Tool error"), "content": [{"type": "text", "text": output}, image]}  # fmt: skip
+    note = None
     if item is not None and item.kind == "unsupported":
         note = f"Not executed (this harness cannot do it): {item.note}"
+    elif refused:  # executable in the tool's terms, but not in the application's
+        note = f"Not executed (the application cannot do it): {refused}"
+    if note is not None:
         return {"type": "tool_result", "tool_use_id": ident, "is_error": True,
                 "content": [{"type": "text", "text": note}, image]}  # fmt: skip
     return {"type": "tool_result", "tool_use_id": ident, "content": [image]}
 
 
 def build_messages(
-    goal: str, logs: Sequence[TurnLog], image: Callable[[Path], dict[str, Any]], keep: int
+    goal: str,
+    logs: Sequence[TurnLog],
+    image: Callable[[Path], dict[str, Any]],
+    keep: int,
+    outputs: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Messages API conversation of `logs` (the current turn last), ending with the user
     message of the call to make now (pure but for `image`, which reads a screen)."""
@@ -147,7 +166,10 @@ def build_messages(
             kind = ev.get("e")
             if kind == "result":
                 ident = str(ev.get("id"))
-                results.append(_tool_result(items.get(ident), ident, image(log.screen_path)))
+                refused = ev.get("not_executed")
+                results.append(_tool_result(items.get(ident), ident, image(log.screen_path),
+                                            str(refused) if refused else None,
+                                            (outputs or {}).get(ident)))  # fmt: skip
             elif kind == "call":
                 messages.append(user(log.screen_path))
                 results = []
@@ -180,9 +202,54 @@ def _keep_last_images(messages: list[dict[str, Any]], keep: int) -> list[dict[st
     return rebuilt[::-1]
 
 
-def _block(b: Any) -> dict[str, Any] | None:
+def _kind(v: Any) -> str:
+    return "missing" if v is None else type(v).__name__
+
+
+def _content(resp: Any) -> list[dict[str, Any]]:
+    """The response's content blocks as they are sent back, checked to be what the Messages
+    API returns (a `ValueError` naming what is not): a list of blocks with a `type`, a
+    `tool_use` with its id, name and input object, and a `stop_reason`."""
+    raw = getattr(resp, "content", None)
+    if not isinstance(raw, list):
+        raise ValueError(f"'content' is {_kind(raw)}, not a list of blocks")
+    stop = getattr(resp, "stop_reason", None)
+    if not isinstance(stop, str) or not stop:
+        raise ValueError(f"'stop_reason' is {_kind(stop)}, not a string")
+    out = []
+    for b in raw:
+        d = (
+            b.model_dump(mode="json", exclude_none=True, warnings=False)
+            if hasattr(b, "model_dump")
+            else b
+        )
+        if not isinstance(d, Mapping) or not isinstance(d.get("type"), str):
+            raise ValueError(f"a content block is {str(d)[:80]!r}, not an object with a type")
+        if d["type"] == "tool_use" and not (
+            isinstance(d.get("id"), str) and isinstance(d.get("name"), str)
+            and isinstance(d.get("input"), Mapping)
+        ):  # fmt: skip
+            raise ValueError("a tool_use block without its id, name or input object")
+        block = _block(d)
+        if block is not None:
+            out.append(block)
+    return out
+
+
+def _usage(resp: Any) -> Usage | None:
+    usage = getattr(resp, "usage", None)
+    if usage is None:
+        return None
+    counts = [getattr(usage, n, None) for n in ("input_tokens", "output_tokens")]
+    extra = [getattr(usage, n, None) or 0 for n in ("cache_creation_input_tokens",
+                                                     "cache_read_input_tokens")]  # fmt: skip
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (*counts, *extra)):
+        raise ValueError(f"'usage' is {str(usage)[:80]!r}, without its token counts")
+    return Usage(int(counts[0]) + sum(extra), int(counts[1]))  # type: ignore[arg-type]
+
+
+def _block(d: Mapping[str, Any]) -> dict[str, Any] | None:
     """A response content block as it is sent back (only the fields the API takes)."""
-    d = b.model_dump(mode="json", exclude_none=True) if hasattr(b, "model_dump") else dict(b)
     kind = d.get("type")
     if kind == "text":
         return {"type": "text", "text": d.get("text", "")}
@@ -208,7 +275,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self,
         *,
         model: str,
-        api_key: str,
+        api_key: ApiKey | str,
         tool: str,
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -225,10 +292,12 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         self.beta = TOOL_BETAS[tool]
         self.timeout = float(timeout)
         self.url = sanitize_url(base_url or ANTHROPIC_URL)
-        self._secrets = (api_key,)
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -238,12 +307,10 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         if len(options.base_urls) > 1:
             raise ConfigError("anthropic-computer-use talks to one server: give one --base-url")
         url = options.base_urls[0].rstrip("/") if options.base_urls else None
-        key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise AdapterUnavailable(
-                "anthropic-computer-use needs a key: set ANTHROPIC_API_KEY (or name another "
-                "variable with --api-key-env)"
-            )
+        key = api_key(
+            options, default_env=ANTHROPIC_KEY_ENV,
+            needed_by="anthropic-computer-use on the Anthropic API" if url is None else None,
+        )  # fmt: skip
         if options.acknowledge_safety_checks:
             raise ConfigError(
                 "--acknowledge-safety-checks is for openai-computer-use (the Messages API has "
@@ -251,7 +318,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             )
         model = str(options.api_model or DEFAULT_MODEL)
         return cls(
-            model=model, api_key=str(key), tool=tool_for(model, options.computer_tool),
+            model=model, api_key=key, tool=tool_for(model, options.computer_tool),
             base_url=url, timeout=float(options.timeout or DEFAULT_TIMEOUT),
             prices=load_price_table(options.price_file),
             concurrency=int(options.concurrency or 4), retry=RetryPolicy(max_retries),
@@ -276,11 +343,16 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         def image(path: Path) -> dict[str, Any]:
             return _image(_png_b64(str(path), size))
 
-        messages = build_messages(turn.task.instruction, logs, image, KEEP_IMAGES)
+        messages = build_messages(
+            turn.task.instruction, logs, image, KEEP_IMAGES, tool_outputs(turn)
+        )
         kind = "browser" if turn.observation.url is not None else "desktop"
+        custom = [{"name": s.name, "description": s.description, "input_schema": s.schema}
+                  for s in turn.tools]  # fmt: skip
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": MAX_TOKENS, "messages": messages,
-            "system": harness_instructions(kind), "tools": [self._tool(dmap)],
+            "system": harness_instructions(kind, bool(turn.tools)),
+            "tools": [self._tool(dmap), *custom],
         }  # fmt: skip
         try:
             if self.beta is not None:
@@ -292,15 +364,33 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
                 self._anthropic, e, self.url, self.timeout,
                 lambda t: redact_secrets(t, self._secrets),
             ) from None  # fmt: skip
-        return self._read(resp, dmap, pending(logs).cursor)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
-    def _read(self, resp: Any, dmap: DisplayMap, cursor: tuple[float, float] | None) -> CallResult:
-        content = [c for c in (_block(b) for b in getattr(resp, "content", None) or []) if c]
+    def _read(
+        self,
+        resp: Any,
+        dmap: DisplayMap,
+        cursor: tuple[float, float] | None,
+        offered: frozenset[str] = frozenset(),
+    ) -> CallResult:
+        """What a message says. A reply that is not the Messages API's shape is a failed call
+        (`TransientModelError`: retried, then an error asked again on resume), never read as
+        the model's turn."""
+        try:
+            content, tokens = _content(resp), _usage(resp)
+        except ValueError as e:
+            raise TransientModelError(
+                f"{self.url}: the reply is not a Messages API response: {e}"
+            ) from None
         texts: list[str] = []
         items: list[CuItem] = []
         for b in content:
             if b["type"] in ("text", "thinking"):
                 texts.append(str(b.get("text") or b.get("thinking") or ""))
+            elif b["type"] == "tool_use" and b["name"] in offered and "toolset_name" not in b:
+                item = tool_item(str(b["id"]), str(b["name"]), b["input"], cursor, offered)
+                items.append(item)
             elif b["type"] == "tool_use":
                 item = anthropic_item(str(b["name"]), b["input"], str(b["id"]), dmap, cursor)
                 if b["name"] != "computer" and "toolset_name" not in b:
@@ -321,12 +411,6 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             "ending": ending,
             "stop_reason": stop,
         }
-        usage = getattr(resp, "usage", None)
-        tokens = None
-        if usage is not None:
-            extra = (getattr(usage, "cache_creation_input_tokens", None) or 0) + (
-                getattr(usage, "cache_read_input_tokens", None) or 0)  # fmt: skip
-            tokens = Usage(int(usage.input_tokens) + int(extra), int(usage.output_tokens))
         raw = {"id": event["message_id"], "stop_reason": stop, "content": content}
         return CallResult(event=event, text=text, raw=json.loads(json.dumps(raw)),
                           usage=tokens, flags=flags)  # fmt: skip
@@ -338,6 +422,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
             "api_model": self.model, "tool": self.tool, "beta": self.beta,
             "base_url": self.url, "timeout_s": self.timeout,
             "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
         }  # fmt: skip
 
     async def aclose(self) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from medspot.errors import ConfigError
 from medspot.live.agents.formats.aguvis import AGUVIS
 from medspot.live.agents.formats.cogagent import COGAGENT
+from medspot.live.agents.formats.gui_owl import GUI_OWL_COMPUTER_USE
+from medspot.live.agents.formats.mai_ui import MAI_UI
 from medspot.live.agents.formats.qwen import QWEN3_COMPUTER_USE, QWEN25_COMPUTER_USE
 from medspot.live.agents.formats.reading import AgentFormat, AgentReading
 from medspot.live.agents.formats.textform import TEXT_FORM
@@ -20,7 +22,16 @@ __all__ = ["FORMATS", "AgentFormat", "AgentReading", "get_format"]
 
 FORMATS: dict[str, AgentFormat] = {
     f.name: f
-    for f in (UI_TARS, AGUVIS, QWEN25_COMPUTER_USE, QWEN3_COMPUTER_USE, COGAGENT, TEXT_FORM)
+    for f in (
+        UI_TARS,
+        AGUVIS,
+        QWEN25_COMPUTER_USE,
+        QWEN3_COMPUTER_USE,
+        COGAGENT,
+        TEXT_FORM,
+        MAI_UI,
+        GUI_OWL_COMPUTER_USE,
+    )
 }
 
 

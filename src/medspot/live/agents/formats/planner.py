@@ -36,7 +36,7 @@ __all__ = ["GROUNDED_KINDS", "PlanReading", "PlanStep", "plan_memory", "read_pla
 
 StepKind = Literal["click", "double_click", "right_click", "drag", "scroll", "act"]
 GROUNDED_KINDS: tuple[StepKind, ...] = ("click", "double_click", "right_click", "drag", "scroll")
-_NAMES = {*GROUNDED_KINDS, "type", "key", "done", "infeasible"}
+_NAMES = {*GROUNDED_KINDS, "type", "key", "done", "infeasible", "tool"}
 _ACTION = re.compile(r"Action\s*:", re.IGNORECASE)
 _THOUGHT = re.compile(r"Thought\s*:\s*(.+?)(?=\n\s*Action\s*:|$)", re.IGNORECASE | re.DOTALL)
 _NO_FRAME = Frame(Convention.NORMALISED, (1, 1))  # type/key/done/infeasible hold no point
@@ -98,9 +98,9 @@ def _words(call: Call, *keys: str, index: int = 0) -> str | None:
 
 def _step(call: Call) -> tuple[PlanStep | None, tuple[str, ...]]:
     name = call.name
-    if not call.readable:
+    if not call.readable and name != "tool":  # a tool's JSON arguments are read from `raw`
         return None, (BAD_ARGS,)
-    if name in ("type", "key", "done", "infeasible"):
+    if name in ("type", "key", "done", "infeasible", "tool"):
         parsed = named_action(call, _NO_FRAME, "planner")
         if parsed.action is None:
             return None, parsed.flags

@@ -73,7 +73,11 @@ _CLICKS = {
     "left_click": False, "right_click": False, "double_click": True, "triple_click": True,
     "click": False,  # the mobile_use tool's click, at its coordinate
 }  # fmt: skip
-_NOTHING = {"middle_click", "hscroll", "long_press", "swipe", "system_button", "open"}
+# executed nowhere here: the mobile tool's phone actions, GUI-Owl's `interact` (a window for the
+# user to resolve)
+_NOTHING = {
+    "middle_click", "hscroll", "long_press", "swipe", "system_button", "open", "interact",
+}  # fmt: skip
 
 
 def tool_calls(text: str) -> list[str]:

@@ -1,7 +1,8 @@
 """The harness's agent format for the general models (GPT-4o-mini, GPT-5, Gemma 3, Llama 3.2
 Vision, Mistral, DeepSeek-VL2, any `openai:NAME`): `Thought: ...` then `Action: ...` with calls
 of the documented text form (docs/live.md "Action format": click, double_click, right_click,
-drag, scroll, type, key, done, infeasible), coordinates in the card's declared convention
+drag, scroll, type, key, done, infeasible; `tool(name, {...})` when tools are offered),
+coordinates in the card's declared convention
 (0..1000 for the named cards). The harness's choice: these models have no GUI action format of
 their own. Pure.
 
@@ -23,8 +24,9 @@ __all__ = ["TEXT_FORM", "TEXT_FORM_CALLS", "read_text_form", "text_form_memory"]
 
 SOURCE = "text"
 TEXT_FORM_CALLS = frozenset(
-    {"click", "double_click", "right_click", "drag", "scroll", "type", "key", "done", "infeasible"}
-)
+    {"click", "double_click", "right_click", "drag", "scroll", "type", "key", "done", "infeasible",
+     "tool"}
+)  # fmt: skip
 _ACTION = re.compile(r"Action\s*:", re.IGNORECASE)
 _THOUGHT = re.compile(r"Thought\s*:\s*(.+?)(?=\n\s*Action\s*:|$)", re.IGNORECASE | re.DOTALL)
 

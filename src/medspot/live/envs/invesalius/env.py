@@ -49,6 +49,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
+from medspot.live.drivers.x11 import KEY_TABLE
 from medspot.live.envs.invesalius.checks import (
     INV_KINDS,
     DiceParams,
@@ -100,6 +101,7 @@ class _NeedsRestart(Exception):
 
 class InvesaliusEnv:
     name = NAME
+    key_table = KEY_TABLE  # the keys xdotool presses (X keysyms), as DesktopDriver's
 
     def __init__(
         self,

@@ -54,7 +54,12 @@ from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
 from medspot.live.envs.orthanc_web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
 from medspot.live.envs.web_checks import PAGE_KINDS
-from medspot.live.services.names import NameTable, instance_names, template_problems
+from medspot.live.services.names import (
+    NameTable,
+    instance_names,
+    locator_name_problems,
+    template_problems,
+)
 from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 
 __all__ = [
@@ -449,6 +454,7 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
             if loc is not None and loc.landmark is not None and loc.landmark not in LANDMARKS:
                 out.append((f"{place}.{name}", f"unknown landmark {loc.landmark!r} "
                                                f"(known: {sorted(LANDMARKS)})"))  # fmt: skip
+    out += locator_name_problems(task)
     return out
 
 
@@ -479,6 +485,7 @@ register_env(
         target="medspot.live.envs.ohif.env:create",
         summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
         check_kinds=CHECK_KINDS,
+        toolsets=("orthanc",),
         locator_keys=LOCATOR_KEYS,
         system_packages=(
             "orthanc",

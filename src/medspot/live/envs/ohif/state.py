@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import Field, model_validator
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams, pattern_matches_anything
+from medspot.live.core.tasks import StartSpec
 from medspot.live.services.names import Landmark, SeededSeries, SeededStudy
 from medspot.live.services.seed import LANDMARKS, Catalogue
 
@@ -199,6 +200,20 @@ class MeasurementParams(CheckParams):
             return f"tolerance_mm {self.tolerance_mm} accepts a measurement anywhere"
         return None
 
+    def unanchored(self) -> str | None:
+        if not self.present:
+            return None  # "no such measurement on any image" is the stricter claim
+        if self.series is None:
+            return "no 'series': a measurement on any series passes"
+        if self.position is None and self.instance is None:
+            return "no 'position' or 'instance': a measurement on any image of the series passes"
+        return None
+
+    def needs_change(self, start: StartSpec) -> str | None:
+        if not self.present or start.prepare or start.params.get("measure"):
+            return None
+        return "a start without `measure` or `start.prepare` has no measurement"
+
 
 def _measurement(p: MeasurementParams, s: OhifState) -> bool:
     if not s.viewer:
@@ -246,6 +261,12 @@ class CountParams(CheckParams):
             return "the count range holds for any number of measurements"
         return None
 
+    def needs_change(self, start: StartSpec) -> str | None:
+        if start.prepare or start.params.get("measure"):
+            return None
+        zero_ok = self.count == 0 if self.count is not None else not self.min
+        return None if zero_ok else "a start without `measure` or `start.prepare` has none"
+
 
 def _count(p: CountParams, s: OhifState) -> bool:
     if not s.viewer:
@@ -280,6 +301,11 @@ class VoiParams(_OnViewport):
 
     def vacuous(self) -> str | None:
         return f"tolerance {self.tolerance} accepts any window" if self.tolerance >= 4096 else None
+
+    def needs_change(self, start: StartSpec) -> str | None:
+        if self.changed is not True or start.prepare:
+            return None
+        return "every viewer starts on the series' own window"
 
 
 def _voi(p: VoiParams, s: OhifState) -> bool:

@@ -4,7 +4,10 @@ interface the runner uses. Light to import (the command line reads the names her
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import TYPE_CHECKING, Literal, get_args
+from urllib.parse import urlsplit
 
 from medspot.errors import ConfigError
 
@@ -16,6 +19,7 @@ __all__ = [
     "EXECUTORS",
     "ExecutorName",
     "check_executor_options",
+    "check_ray_address",
     "create_executor",
 ]
 
@@ -25,6 +29,7 @@ EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 # safe plan for a cluster (orthanc-explorer measured at about 0.7 cores here, DICOMscope's
 # Java viewer more; benchmarks/README.md sections 6 and 8).
 DEFAULT_RAY_CPUS_PER_ENV = 1.0
+RAY_PROBE_TIMEOUT_S = 5.0  # a TCP connection to a cluster's head, before anything is written
 
 
 def check_executor_options(
@@ -38,6 +43,8 @@ def check_executor_options(
         raise ConfigError(f"{given} needs --executor ray")
     if ray_cpus_per_env is not None and not ray_cpus_per_env >= 0:
         raise ConfigError(f"--ray-cpus-per-env {ray_cpus_per_env}: must be 0 or more")
+    if ray_cpus_per_env is not None and not ray_cpus_per_env < float("inf"):
+        raise ConfigError(f"--ray-cpus-per-env {ray_cpus_per_env}: must be a finite number")
     if name == "ray":
         try:
             import ray  # noqa: F401
@@ -46,6 +53,60 @@ def check_executor_options(
                 "--executor ray needs Ray: pip install 'medspot[ray]' (or run with "
                 "--executor threads)"
             ) from None
+        if ray_address is not None:
+            check_ray_address(ray_address)
+
+
+def _resolved(address: str) -> str:
+    """The address Ray will connect to for `address`: `$RAY_ADDRESS` wins over it, `auto`
+    is the cluster started on this machine (Ray's own lookup)."""
+    from ray._private import services
+
+    try:
+        return str(services.get_ray_address_from_environment(address, None))
+    except ConnectionError as e:  # `auto` and no cluster on this machine
+        raise ConfigError(
+            f"--ray-address {address}: no running Ray cluster found ({e}); start one with "
+            "`ray start --head`, or leave --ray-address out to start one for this run"
+        ) from None
+
+
+def check_ray_address(address: str, timeout_s: float = RAY_PROBE_TIMEOUT_S) -> None:
+    """The head of the cluster at `address` (HOST:PORT, ray://HOST:PORT, `auto`) accepts a
+    TCP connection within `timeout_s`, or a `ConfigError` naming the address typed (and the
+    one Ray would use, when `$RAY_ADDRESS` or `auto` chose another)."""
+    if not address.strip():
+        raise ConfigError("--ray-address needs an address (HOST:PORT, ray://HOST:PORT, auto)")
+    if address == "local":
+        return
+    try:
+        target = _resolved(address)
+    except ImportError:  # Ray's lookup moved: the address as typed
+        target = address
+    chosen = "" if target == address else f" (Ray would connect to {target}"
+    if chosen and os.environ.get("RAY_ADDRESS"):
+        chosen += ", from $RAY_ADDRESS"
+    chosen += ")" if chosen else ""
+    parts = urlsplit(target if "://" in target else "//" + target)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        host, port = None, None
+    if not host or port is None:
+        raise ConfigError(
+            f"--ray-address {address}{chosen}: expected HOST:PORT of the cluster's head "
+            "(like 10.0.0.5:6379), ray://HOST:PORT or auto"
+        )
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        why = "no answer" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise ConfigError(
+            f"--ray-address {address}{chosen}: no Ray cluster answers at {host}:{port} "
+            f"({why}, waited at most {timeout_s:g} s); start its head with `ray start --head "
+            f"--port={port}`, or leave --ray-address out to start a local cluster for this run"
+        ) from None
 
 
 def create_executor(

@@ -31,8 +31,9 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
 from medspot.live.core.episode import Mode, StepResult
-from medspot.live.core.registry import create_environment
+from medspot.live.core.registry import create_environment, env_entry
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tools import Toolset, tool_reach
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -42,6 +43,7 @@ __all__ = [
     "Executor",
     "SlotConfig",
     "create_for_slot",
+    "episode_tools",
     "fault_from",
     "private_workdir",
     "timeout_fault",
@@ -60,6 +62,20 @@ class SlotConfig:
     env_options: Mapping[str, Any] = field(default_factory=dict)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
+    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
+
+
+def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset | None:
+    """The toolset an episode of `task` is offered (`cfg.tools`): none for a task whose end
+    state the toolset cannot reach (`tool_reach`: it stays GUI-only)."""
+    if cfg.tools is None:
+        return None
+    make = getattr(env, "toolset", None)
+    toolset: Toolset | None = make(cfg.tools) if callable(make) else None
+    if toolset is None:
+        raise ConfigError(f"{cfg.env} offers no toolset {cfg.tools!r} (--tools)")
+    reach = tool_reach(task, env_entry(cfg.env).check_kinds, toolset.reads)
+    return toolset if reach.reachable else None
 
 
 class EpisodeCalls(Protocol):
@@ -78,7 +94,7 @@ class EpisodeCalls(Protocol):
     def reset_s(self) -> float: ...
 
     def reset(self) -> Observation: ...
-    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]: ...
+    def start_checks(self) -> dict[str, list[bool]]: ...
     def intended(self) -> tuple[PixelBox | None, PixelBox | None]: ...
     def oracle_action(self) -> LiveAction | None: ...
     def step(self, action: LiveAction | None) -> StepResult: ...

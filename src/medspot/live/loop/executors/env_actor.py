@@ -32,6 +32,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
     SlotConfig,
     create_for_slot,
+    episode_tools,
     fault_from,
     private_workdir,
 )
@@ -163,12 +164,13 @@ class EnvironmentHost:
         def go() -> Observation:
             if self.env is None:
                 raise RuntimeError("the environment is not started")
-            self.ep = Episode(self.env, task, mode=mode)
+            tools = episode_tools(self.env, task, self.cfg)
+            self.ep = Episode(self.env, task, mode=mode, tools=tools)
             return self.ep.reset()
 
         return self._guard(go, prefetch=True)
 
-    def start_checks(self) -> tuple[tuple[tuple[bool, ...], tuple[bool, ...]], EpisodeState]:
+    def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:
         return self._guard(lambda: self._episode().start_checks())
 
     def intended(self) -> tuple[Boxes, EpisodeState]:

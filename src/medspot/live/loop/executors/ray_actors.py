@@ -6,17 +6,24 @@ and a `RemoteEpisode` stands in for the actor's `Episode` (each call one actor r
 waited for in the slot's thread and bounded by the call timeout). A dead actor, a lost node,
 a lost object or a call that never returns is an `EnvironmentFault`: the actor is killed and
 the task retried on a fresh one, exactly as with threads. By default a local cluster is
-started on this machine (and stopped at the end); `--ray-address auto` or `HOST:PORT` joins one.
+started on this machine (and stopped at the end); `--ray-address auto` or `HOST:PORT` joins one:
+its head was reached before anything was written (`executors.check_ray_address`), and the
+connection is made in a helper thread that this one waits for in short steps, so that Ctrl-C
+and SIGTERM stop it at once (Ray's own wait, in C++, sees neither), bounded by
+`CONNECT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import tempfile
+import threading
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +55,7 @@ NAMESPACE = "medspot"  # the Ray namespace of the environment actors (`ray list 
 ACTOR_PREFIX = "medspot-env-"  # actor names: medspot-env-<env>-<run>-<slot>-<n>
 LOCAL_OBJECT_STORE_BYTES = 128 * 1024**2  # screens are a few hundred kB, passed through
 CLOSE_TIMEOUT_S = 60.0  # a graceful close before the actor is killed
+CONNECT_TIMEOUT_S = 120.0  # joining a cluster (Ray's own retries last about 14 minutes)
 
 
 class RemoteEpisode:
@@ -97,8 +105,8 @@ class RemoteEpisode:
         obs: Observation = self._answer(self._actor.reset, self.task, self._mode)
         return obs
 
-    def start_checks(self) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
-        out: tuple[tuple[bool, ...], tuple[bool, ...]] = self._answer(self._actor.start_checks)
+    def start_checks(self) -> dict[str, list[bool]]:
+        out: dict[str, list[bool]] = self._answer(self._actor.start_checks)
         return out
 
     def intended(self) -> Boxes:
@@ -202,6 +210,28 @@ class RaySlot(CallSlot):
             raise EnvironmentFault(f"{self.cfg.env}: close: {type(e).__name__}") from None
 
 
+@contextlib.contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Inside, Ctrl-C raises `KeyboardInterrupt` at once. `asyncio.run` answers Ctrl-C by
+    cancelling its task, which a wait that never awaits (the runner opens the executor from
+    its coroutine) would only see once the wait is over; an ignored SIGINT stays ignored."""
+    import signal
+
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:
+            yield
+            return
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: no handler to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class RayExecutor:
     """Connects to (or starts) the Ray cluster and makes actor slots."""
 
@@ -246,7 +276,10 @@ class RayExecutor:
         sigterm = signal.getsignal(signal.SIGTERM)
         subreaper = processes.child_subreaper()
         try:
-            ray.init(**kw)
+            if self.address is None:
+                ray.init(**kw)
+            else:
+                self._join(kw)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise ConfigError(f"--ray-address {self._where()}: cannot connect: {e}") from None
         finally:  # ray.init installs its own SIGTERM handler; the runner's stays in charge
@@ -263,6 +296,33 @@ class RayExecutor:
             # it): the orphaned grandchildren of every later environment of this process
             # (chromium after its driver, the AT-SPI bus) would stay its zombies, never reaped
             processes.set_child_subreaper(subreaper)
+
+    def _join(self, kw: dict[str, Any]) -> None:
+        """`ray.init(**kw)` in a helper thread, waited for in steps of a fifth of a second
+        (a signal stops the wait; the thread, a daemon, goes with the process), at most
+        `CONNECT_TIMEOUT_S`."""
+        failed: list[BaseException] = []
+
+        def connect() -> None:
+            try:
+                ray.init(**kw)
+            except BaseException as e:  # handed to the waiting thread
+                failed.append(e)
+
+        worker = threading.Thread(target=connect, name="medspot-ray-connect", daemon=True)
+        worker.start()
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        with _ctrl_c_raises():
+            while worker.is_alive():
+                worker.join(0.2)
+                if worker.is_alive() and time.monotonic() > deadline:
+                    raise ConfigError(
+                        f"--ray-address {self._where()}: the cluster did not take this driver "
+                        f"within {CONNECT_TIMEOUT_S:g} s (is it a Ray head, of this Ray "
+                        "version?)"
+                    )
+        if failed:
+            raise failed[0]
 
     def _fit(self, slots: int) -> int:
         """How many of `slots` actors the cluster's nodes with the resource can hold."""

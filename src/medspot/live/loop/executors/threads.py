@@ -12,7 +12,13 @@ from medspot.live.core.contract import Environment
 from medspot.live.core.episode import Episode, Mode
 from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
-from medspot.live.loop.executors.base import CallSlot, SlotConfig, create_for_slot, private_workdir
+from medspot.live.loop.executors.base import (
+    CallSlot,
+    SlotConfig,
+    create_for_slot,
+    episode_tools,
+    private_workdir,
+)
 
 __all__ = ["ThreadExecutor", "ThreadSlot"]
 
@@ -37,7 +43,9 @@ class ThreadSlot(CallSlot):
         return self.env
 
     async def episode(self, task: LiveTask, mode: Mode) -> Episode:
-        return Episode(await self.ensure(), task, mode=mode)
+        env = await self.ensure()
+        tools = await self.call(episode_tools, env, task, self.cfg)
+        return Episode(env, task, mode=mode, tools=tools)
 
     async def discard(self) -> None:
         env, self.env = self.env, None

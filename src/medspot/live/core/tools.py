@@ -1,0 +1,129 @@
+"""The tools track: typed tools offered beside the GUI actions (`--tools NAME`).
+
+A *toolset* is what an environment offers through an API of its application (Orthanc's REST
+API: `medspot.live.envs.orthanc_tools`): each tool has a name, a description and a JSON schema
+of its arguments (`ToolSpec`, from a pydantic model), and `call(name, args)` runs it and says
+what it found or did (`ToolOutcome`). A call with arguments that do not fit, or of a tool the
+set does not have, is a `ToolArgsError`: the `Episode` scores it as a no-action step (flag
+`bad_tool_args` / `unknown_tool`), never as a guess. A tool call is one action of the budget,
+followed by the same checks as a GUI action: a deletion of the wrong study fires the task's
+`fail_if` (harm), exactly as the same deletion through the GUI.
+
+Not every task can be reached through an API: opening a viewer, a measurement, a download in
+the browser are states of the GUI. `tool_reach(task, kinds, reads)` says whether a task's end
+state lies where the toolset acts (every success check reads a state the tools change, and no
+`requires`d GUI step); a task that cannot be reached stays GUI-only in the tools track and its
+result says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from medspot.errors import MedspotError
+from medspot.live.core.checks import CheckKinds
+from medspot.live.core.tasks import LiveTask
+
+__all__ = [
+    "BAD_TOOL_ARGS",
+    "UNKNOWN_TOOL",
+    "ToolArgsError",
+    "ToolOutcome",
+    "ToolReach",
+    "ToolSpec",
+    "Toolset",
+    "check_tool_args",
+    "tool_reach",
+]
+
+BAD_TOOL_ARGS = "bad_tool_args"  # flag: the arguments do not fit the tool's schema
+UNKNOWN_TOOL = "unknown_tool"  # flag: no such tool is offered
+
+
+class ToolArgsError(MedspotError):
+    """A tool call that cannot run: unknown tool or arguments that do not fit. `flag` is the
+    step's flag."""
+
+    def __init__(self, message: str, flag: str = BAD_TOOL_ARGS) -> None:
+        super().__init__(message)
+        self.flag = flag
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as an agent sees it: name, what it does, its arguments' JSON schema (from
+    `params`, a pydantic model: the one definition of its arguments)."""
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    changes_state: bool = False  # it may change the application's state (a deletion)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call found or did: `text` for the agent (what it is told), `data` the same
+    as JSON (journaled)."""
+
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Toolset(Protocol):
+    """Tools over an application's API, bound to one running environment."""
+
+    name: str  # the `--tools` name, e.g. "orthanc"
+    reads: frozenset[str]  # the check states (`CheckKind.reads`) its tools can change
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]: ...
+
+    def call(self, name: str, args: Mapping[str, Any]) -> ToolOutcome:
+        """Run a tool; `ToolArgsError` for an unknown tool or arguments that do not fit."""
+        ...
+
+
+def check_tool_args(specs: tuple[ToolSpec, ...], name: str, args: Mapping[str, Any]) -> BaseModel:
+    """The arguments of a call of `name`, validated by its schema (pure); `ToolArgsError`
+    naming the tool and the field otherwise."""
+    spec = next((s for s in specs if s.name == name), None)
+    if spec is None:
+        known = ", ".join(s.name for s in specs) or "none"
+        raise ToolArgsError(f"unknown tool {name!r} (offered: {known})", UNKNOWN_TOOL)
+    try:
+        return spec.params.model_validate(dict(args))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "arguments"
+        raise ToolArgsError(f"tool {name}: {where}: {err['msg']}") from None
+
+
+@dataclass(frozen=True)
+class ToolReach:
+    """Whether a task's end state can be reached through a toolset, and if not, why."""
+
+    reachable: bool
+    reason: str = ""
+
+
+def tool_reach(task: LiveTask, kinds: CheckKinds, reads: frozenset[str]) -> ToolReach:
+    """Can the toolset that changes the states `reads` reach `task`'s end state? Every success
+    check must read one of them, and no step must be required to have happened in the GUI."""
+    if task.requires:
+        return ToolReach(False, "it requires GUI steps to happen: " + ", ".join(task.requires))
+    gui = sorted(
+        {c.kind for c in task.success if (k := kinds.get(c.kind)) is None or k.reads not in reads}
+    )
+    if gui:
+        return ToolReach(False, "its success is read in the GUI: " + ", ".join(gui))
+    return ToolReach(True)

@@ -1,0 +1,14 @@
+"""MedSPOT-Live for the agents people build (`medspot live serve`): the same episodes and run
+folders as `medspot live run`, driven from outside.
+
+    host             the episodes of a server and its run folder (`EpisodeHost`)
+    tools            the servers' tools as pure argument schemas (one per action, task tools)
+    mcp_server       an MCP server (the official `mcp` SDK; `pip install 'medspot[mcp]'`)
+    openenv_server   an OpenEnv HTTP/WebSocket server (`pip install 'medspot[openenv]'`)
+    openenv_models   the OpenEnv action, observation and state types (shared with the client)
+
+Nothing here is imported by `import medspot.live`; the heavy packages are imported only by the
+server modules, and a missing one is an error naming its extra.
+"""
+
+IDLE_TIMEOUT_S = 600.0  # an HTTP client silent this long has left: its episodes are abandoned

@@ -1,0 +1,538 @@
+"""Episodes driven from outside: an agent that brings its own loop (an MCP client, an OpenEnv
+trainer) starts tasks and sends actions; the host runs them through the same `Episode` as
+`medspot live run` and journals them into a run folder exactly as `live run` writes it
+(`live_journal.jsonl`, screens, task rows, metrics: `medspot report`, `leaderboard` and
+`compare` take it like any other live run).
+
+- The run folder is prepared by `live run`'s own code (`loop.request.prepare_run_folder`: one
+  writer, the same settings on a resumed folder) once the first client is known: run.json
+  records the client's name and version as the model. The results are written after every
+  episode (`loop.request.write_run_results`, over the (task, repeat) the agent ran) and once
+  more when the server stops.
+- Each start of a task is the next repeat of that task in the folder (`@N` in the rows when a
+  task ran more than once), on a freshly reset environment.
+- `concurrency` environments side by side (each a `ThreadSlot`: one environment and the one
+  thread that touches it); with one, the calls need not name the episode.
+- An episode the agent leaves (a disconnect, a new task started over it, the server stopping)
+  ends as `abandoned`: scored, never a success. An environment fault ends it as an environment
+  error (not scored); the agent may start the task again.
+- A bad call (no task started, an unknown task or episode, coordinates off the screen, an
+  episode that has ended) is a `ServeError` with a message for the agent; nothing is journaled
+  and the host goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medspot.errors import ConfigError, MedspotError
+from medspot.geometry import Point
+from medspot.live.core.actions import Drag, LiveAction, ToolCall, action_to_json, point_of
+from medspot.live.core.contract import EnvironmentFault, Observation
+from medspot.live.core.envoptions import check_env_options, check_viewport
+from medspot.live.core.episode import MODES, Episode, Mode, StepResult
+from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tools import ToolReach, ToolSpec
+from medspot.live.envs.toolsets import offered_tools, tools_fields, toolset_info
+from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig, episode_tools
+from medspot.live.loop.executors.threads import ThreadSlot
+from medspot.live.loop.outcomes import TaskResult
+from medspot.live.loop.request import new_run_info, prepare_run_folder, write_run_results
+from medspot.live.loop.scheduler import screen_rel
+from medspot.live.loop.static_bridge import (
+    LineJournal,
+    LiveRunInfo,
+    atomic_write_bytes,
+    now_iso,
+    run_folder_lock,
+)
+from medspot.live.loop.steplog import (
+    JOURNAL_NAME,
+    FaultRecord,
+    JournalState,
+    StepRecord,
+    TaskRecord,
+    box_fields,
+    effect_fields,
+)
+
+__all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_S = 10.0  # the longest `wait` an agent may ask for
+
+
+class ServeError(MedspotError):
+    """A call the host cannot serve (the agent's mistake): its message is for the agent."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    env: str
+    out: Path
+    mode: Mode = "agent"  # agent: the goal only; guided: also the current step's instruction
+    concurrency: int = 1  # environments side by side (episodes at once)
+    task_ids: tuple[str, ...] = ()  # the tasks offered (default: all of the task file)
+    tasks_file: Path | None = None
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    tools: str | None = None  # the tools track (`orthanc`), or GUI actions only
+    workroot: Path | None = None
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    n_boot: int = 2000
+    seed: int = 0
+    protocol: str = "mcp"  # how agents come in: "mcp" or "openenv" (run.json `served`)
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """Who drives the episodes: the client's name and version (run.json's model), and `key`,
+    one connection (its episodes end as abandoned when it goes)."""
+
+    name: str
+    version: str = ""
+    key: str = ""
+
+    @property
+    def model(self) -> str:
+        return f"{self.name} {self.version}".strip() or "unknown-client"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the agent is told after `start` or an action: the screen and where the episode is;
+    `result` is the step's (None after a start or a wait)."""
+
+    episode: str
+    task: LiveTask
+    mode: Mode
+    observation: Observation
+    n: int
+    instruction: str | None
+    tools: tuple[ToolSpec, ...]
+    reach: ToolReach | None
+    result: StepResult | None = None
+    ended: bool = False
+    outcome: str | None = None
+    reason: str = ""
+    note: str = ""  # what the host did besides (an episode abandoned by this start)
+
+    @property
+    def goal(self) -> str:
+        return self.task.instruction
+
+    @property
+    def budget(self) -> int:
+        return self.task.budget
+
+
+@dataclass
+class _Running:
+    id: str
+    task: LiveTask
+    repeat: int
+    slot: ThreadSlot
+    ep: Episode
+    client: ClientInfo
+    screen: str  # sha of the screen the agent sees now
+    tools: tuple[ToolSpec, ...]
+    reach: ToolReach | None
+    started: float = field(default_factory=time.perf_counter)
+    last_call: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ended: bool = False
+
+
+def check_in_screen(action: LiveAction, size: tuple[int, int]) -> None:
+    """An action's coordinates must lie on the screen the agent was shown (pixels)."""
+    w, h = size
+    points = [point_of(action)]
+    if isinstance(action, Drag):
+        points.append(Point(action.x2, action.y2))
+    for p in points:
+        if p is not None and not (0 <= p.x < w and 0 <= p.y < h):
+            raise ServeError(
+                f"({p.x:g}, {p.y:g}) is off the screen: x must be in 0..{w - 1} and y in "
+                f"0..{h - 1} (pixels of the last screenshot, {w}x{h})"
+            )
+
+
+class EpisodeHost:
+    """The episodes of one server and its run folder. Use from one asyncio loop:
+    `await open()`, then `start` / `act` / `wait` / `abandon`, `await close()` at the end."""
+
+    def __init__(self, opts: ServeOptions) -> None:
+        if opts.mode not in MODES:
+            raise ConfigError(f"unknown mode {opts.mode!r} (known: {', '.join(MODES)})")
+        if opts.concurrency < 1:
+            raise ConfigError(f"--concurrency {opts.concurrency}: must be 1 or more")
+        if opts.tools is not None:
+            toolset_info(opts.env, opts.tools)
+        self.opts = opts
+        self.env_options = check_env_options(opts.env, opts.env_options)
+        tf, self.fingerprint = env_task_file(opts.env, opts.tasks_file)
+        self.tasks = select_tasks(tf, opts.task_ids)
+        check_viewport(self.env_options, self.tasks)
+        self._by_id = {t.id: t for t in self.tasks}
+        cfg = SlotConfig(opts.env, self.env_options, opts.call_timeout_s, opts.workroot,
+                         opts.tools)  # fmt: skip
+        self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
+        self._free: list[ThreadSlot] = list(self._slots)
+        self._running: dict[str, _Running] = {}
+        self._repeats: dict[str, int] = {}  # task -> episodes of it so far (its next repeat)
+        self._stack = contextlib.ExitStack()
+        self._journal: LineJournal | None = None
+        self.info: LiveRunInfo | None = None
+        self.state = JournalState()
+        self._closed = False
+
+    # -- the run folder -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Lock the run folder (one writer) for the server's life."""
+        out = self.opts.out
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+        self._stack.enter_context(run_folder_lock(out))
+
+    def _run_info(self, client: ClientInfo) -> LiveRunInfo:
+        proto = self.opts.protocol
+        return new_run_info(
+            env=self.opts.env, out=self.opts.out, fingerprint=self.fingerprint,
+            env_options=self.env_options, model=client.model,
+            adapter={"kind": f"{proto}-client", "name": client.name,
+                     "version": client.version, "protocol": proto},
+            prompt_style=f"{proto}-client", history="client", seed=self.opts.seed,
+            mode=self.opts.mode, tools=self.opts.tools, served=proto,
+        )  # fmt: skip
+
+    def _ensure_folder(self, client: ClientInfo) -> None:
+        """run.json for the first client; a later client must be the same agent."""
+        if self.info is not None:
+            if client.model != self.info.model:
+                raise ServeError(
+                    f"this server's run folder records the agent {self.info.model!r}; "
+                    f"{client.model!r} cannot add episodes to it (start a server with another "
+                    "--out for another agent)"
+                )
+            return
+        info = self._run_info(client)
+        self.state = prepare_run_folder(self.opts.out, info, ignore=("repeats",))
+        for repeat, st in self.state.repeats.items():
+            for task_id in {*st.last, *st.steps}:
+                self._repeats[task_id] = max(self._repeats.get(task_id, 0), repeat + 1)
+        info.repeats = max(self._repeats.values(), default=1)
+        self.info = info
+        self._journal = self._stack.enter_context(LineJournal(self.opts.out / JOURNAL_NAME))
+
+    def _append(self, rec: StepRecord | FaultRecord | TaskRecord) -> None:
+        assert self._journal is not None
+        self._journal.append(rec)
+        self.state.add(rec)
+
+    def _ran(self, r: TaskResult) -> bool:
+        return r.record is not None
+
+    async def _write_results(self, status: str | None = "running") -> None:
+        if self.info is None:
+            return
+        info = self.info
+        ran = [t for t in self.tasks if self._repeats.get(t.id)]
+        if not ran:
+            return
+        info.repeats = max(self._repeats.values(), default=1)
+        await asyncio.to_thread(
+            write_run_results, self.opts.out, ran, info, repeats=info.repeats,
+            n_boot=self.opts.n_boot, seed=self.opts.seed, status=status, keep=self._ran,
+        )  # fmt: skip
+
+    async def _save_screen(self, obs: Observation) -> str:
+        sha = hashlib.sha256(obs.png).hexdigest()
+        path = self.opts.out / screen_rel(sha)
+        if not path.exists():
+            await asyncio.to_thread(atomic_write_bytes, path, obs.png)
+        return sha
+
+    # -- what an agent may ask ------------------------------------------------------------------
+
+    def task_list(self) -> list[dict[str, Any]]:
+        """The tasks offered, as the agent sees them (no oracle path)."""
+        out = []
+        for t in self.tasks:
+            tools, reach = offered_tools(self.opts.env, self.opts.tools, t)
+            row: dict[str, Any] = {"id": t.id, "goal": t.instruction, "tags": list(t.tags),
+                                   "budget": t.budget}  # fmt: skip
+            if reach is not None:
+                row["tools"] = [s.name for s in tools]
+                if not reach.reachable:
+                    row["gui_only"] = reach.reason
+            out.append(row)
+        return out
+
+    def episodes(self, client: ClientInfo | None = None) -> list[str]:
+        return [
+            r.id for r in self._running.values() if client is None or r.client.key == client.key
+        ]
+
+    def _episode(self, episode: str | None, client: ClientInfo) -> _Running:
+        if episode is not None:
+            run = self._running.get(episode)
+            if run is None:
+                raise ServeError(
+                    f"no running episode {episode!r} (it ended, or was never started); "
+                    "start_task starts one"
+                )
+            run.last_call = time.monotonic()
+            return run
+        mine = [r for r in self._running.values() if r.client.key == client.key]
+        if not mine:
+            raise ServeError("no task started: call start_task(task_id) first (list_tasks)")
+        if len(mine) > 1:
+            names = ", ".join(r.id for r in mine)
+            raise ServeError(f"several episodes run ({names}): name the episode in the call")
+        mine[0].last_call = time.monotonic()
+        return mine[0]
+
+    def _task(self, task_id: str) -> LiveTask:
+        task = self._by_id.get(task_id)
+        if task is None:
+            some = ", ".join(list(self._by_id)[:5])
+            raise ServeError(
+                f"unknown task {task_id!r}: {len(self._by_id)} tasks are offered (list_tasks: "
+                f"e.g. {some})"
+            )
+        return task
+
+    async def start(
+        self, task_id: str, client: ClientInfo, *, episode_id: str | None = None
+    ) -> Turn:
+        """A new episode of `task_id` on a freshly reset environment (named `episode_id` when
+        given). With one environment, an episode of the same client still running is abandoned
+        first (the turn says so)."""
+        if self._closed:
+            raise ServeError("the server is stopping")
+        task = self._task(task_id)
+        if episode_id is not None and episode_id in self._running:
+            raise ServeError(f"episode {episode_id!r} is running; name a new episode")
+        self._ensure_folder(client)
+        note = ""
+        if not self._free and self.opts.concurrency == 1:
+            (old,) = self._running.values()
+            if old.client.key != client.key:
+                raise ServeError("the environment is busy with another client's episode")
+            await self.abandon(old.id, "a new task was started before it ended")
+            note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
+        if not self._free:
+            raise ServeError(
+                f"all {self.opts.concurrency} environments are busy: end an episode (done(), "
+                "infeasible(reason)) before starting another"
+            )
+        slot = self._free.pop(0)
+        repeat = self._repeats.get(task.id, 0)
+        self._repeats[task.id] = repeat + 1
+        run_id = episode_id or f"{task.id}#{repeat + 1}-{uuid.uuid4().hex[:6]}"
+        try:
+            env = await slot.ensure()
+            tools = await slot.call(episode_tools, env, task, slot.cfg)
+            ep = Episode(env, task, mode=self.opts.mode, tools=tools)
+            obs = await slot.call(ep.reset)
+        except EnvironmentFault as e:
+            self._append(FaultRecord(task=task.id, env=self.opts.env, attempt=1, repeat=repeat,
+                                     message=str(e), n=0, time=now_iso()))  # fmt: skip
+            self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=1,
+                                    outcome="env_error", repeat=repeat,
+                                    reason=f"environment fault at the reset: {e}",
+                                    oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
+            await slot.discard()
+            self._free.append(slot)
+            await self._write_results()
+            raise ServeError(
+                f"the environment failed at the reset ({e}); the episode is recorded as an "
+                "environment error: start the task again"
+            ) from None
+        except BaseException:
+            self._free.append(slot)
+            raise
+        specs, reach = offered_tools(self.opts.env, self.opts.tools, task)
+        sha = await self._save_screen(obs)
+        run = _Running(run_id, task, repeat, slot, ep, client, sha, specs, reach)
+        self._running[run_id] = run
+        log.info("episode %s: task %s started by %s", run_id, task.id, client.model)
+        return self._turn(run, None, note)
+
+    def _turn(self, run: _Running, res: StepResult | None, note: str = "") -> Turn:
+        ep = run.ep
+        assert ep.observation is not None
+        return Turn(
+            episode=run.id, task=run.task, mode=ep.mode, observation=ep.observation, n=ep.n,
+            instruction=None if ep.ended else ep.instruction, tools=run.tools, reach=run.reach,
+            result=res, ended=ep.ended, outcome=ep.outcome, reason=ep.reason, note=note,
+        )  # fmt: skip
+
+    async def act(
+        self,
+        episode: str | None,
+        action: LiveAction | None,
+        client: ClientInfo,
+        *,
+        raw: str | None = None,
+        flags: tuple[str, ...] = (),
+    ) -> Turn:
+        """One action of a running episode (None: a no-action step; `flags` the reader's)."""
+        run = self._episode(episode, client)
+        async with run.lock:
+            if run.ended:
+                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
+            obs = run.ep.observation
+            assert obs is not None
+            if action is not None:
+                check_in_screen(action, (obs.width, obs.height))
+                if isinstance(action, ToolCall) and not run.tools:
+                    why = f" ({run.reach.reason})" if run.reach and run.reach.reason else ""
+                    raise ServeError(f"no tools are offered for task {run.task.id}{why}")
+            return await self._act(run, action, raw, flags)
+
+    async def _act(
+        self, run: _Running, action: LiveAction | None, raw: str | None, flags: tuple[str, ...]
+    ) -> Turn:
+        ep, slot = run.ep, run.slot
+        obs = ep.observation
+        assert obs is not None
+        ts, busy0 = time.perf_counter(), slot.busy_s
+        n, k = ep.n + 1, ep.current
+        step = run.task.steps[k]
+        try:
+            intended, intended_to = await slot.call(ep.intended)
+            rec = StepRecord(
+                task=run.task.id, env=self.opts.env, attempt=1, repeat=run.repeat, n=n,
+                target_step=k + 1, instruction=step.instruction, screen=run.screen,
+                screen_size=(obs.width, obs.height), url=obs.url,
+                intended_box=box_fields(intended), intended_to=box_fields(intended_to),
+                raw_text=raw, source=self.opts.protocol, flags=list(flags),
+                action=action_to_json(action) if action is not None else None,
+            )  # fmt: skip
+            res = await slot.call(functools.partial(ep.step, action, flags=flags))
+        except EnvironmentFault as e:
+            await self._fault(run, n, action, e)
+            raise ServeError(
+                f"the environment failed ({e}); the episode ended as an environment error "
+                "(not scored): start the task again"
+            ) from None
+        if res.executed:
+            run.screen = await self._save_screen(res.observation)
+        upd = {**effect_fields(res), "flags": list(dict.fromkeys([*flags, *res.flags])),
+               "step_s": round(time.perf_counter() - ts, 4),
+               "env_s": round(slot.busy_s - busy0, 4), "time": now_iso()}  # fmt: skip
+        self._append(StepRecord.model_validate({**rec.model_dump(), **upd}))
+        if res.outcome is not None:
+            await self._end(run, res.outcome, res.reason, fired=list(res.fired))
+        return self._turn(run, res)
+
+    async def wait(self, episode: str | None, seconds: float, client: ClientInfo) -> Turn:
+        """The screen after `seconds` (at most `MAX_WAIT_S`); no action of the budget."""
+        run = self._episode(episode, client)
+        if not 0 <= seconds <= MAX_WAIT_S:
+            raise ServeError(f"wait: seconds must be in 0..{MAX_WAIT_S:g}, not {seconds:g}")
+        async with run.lock:
+            if run.ended:
+                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
+            await asyncio.sleep(seconds)
+            try:
+                obs = await run.slot.call(run.ep.env.observe)
+            except EnvironmentFault as e:
+                await self._fault(run, run.ep.n, None, e)
+                raise ServeError(f"the environment failed ({e}); the episode ended") from None
+            run.ep.observation = obs
+            run.screen = await self._save_screen(obs)
+            return self._turn(run, None)
+
+    async def _fault(self, run: _Running, n: int, action: LiveAction | None, e: Exception) -> None:
+        log.warning("episode %s: environment fault: %s", run.id, e)
+        self._append(FaultRecord(
+            task=run.task.id, env=self.opts.env, attempt=1, repeat=run.repeat, message=str(e),
+            n=n, action=action_to_json(action) if action is not None else None, time=now_iso(),
+        ))  # fmt: skip
+        run.ended = True
+        self._append(TaskRecord(
+            task=run.task.id, env=self.opts.env, attempt=1, outcome="env_error",
+            repeat=run.repeat, reason=f"environment fault: {str(e).splitlines()[0][:300]}",
+            oracle_steps=len(run.task.steps), time=now_iso(),
+        ))  # fmt: skip
+        self._running.pop(run.id, None)
+        await run.slot.discard()
+        self._free.append(run.slot)
+        await self._write_results()
+
+    async def _end(
+        self, run: _Running, outcome: str, reason: str, fired: list[str] | None = None
+    ) -> None:
+        ep = run.ep
+        obs = ep.observation
+        run.ended = True
+        self._append(TaskRecord(
+            task=run.task.id, env=self.opts.env, attempt=1, outcome=outcome,  # type: ignore[arg-type]
+            repeat=run.repeat, reason=reason, steps_used=ep.n, oracle_steps=len(run.task.steps),
+            achieved=sum(ep.achieved), fired=fired or [], final_screen=run.screen,
+            final_url=obs.url if obs is not None else None, reset_s=round(ep.reset_s, 4),
+            duration_s=round(time.perf_counter() - run.started, 4), time=now_iso(),
+            **tools_fields(run.tools, run.reach),
+        ))  # fmt: skip
+        self._running.pop(run.id, None)
+        self._free.append(run.slot)
+        log.info("episode %s: %s (%s)", run.id, outcome, reason)
+        await self._write_results()
+
+    async def abandon(self, episode: str, reason: str) -> None:
+        """End a running episode as abandoned (the agent left): never a success."""
+        run = self._running.get(episode)
+        if run is None or run.ended:
+            return
+        async with run.lock:
+            if not run.ended:
+                await self._end(run, "abandoned", f"abandoned: {reason}")
+
+    async def abandon_client(self, client: ClientInfo, reason: str) -> None:
+        """Every running episode of a client that went away ends as abandoned."""
+        for episode in self.episodes(client):
+            await self.abandon(episode, reason)
+
+    async def abandon_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
+        """Episodes with no call for `timeout_s` (their client has gone without a word) end
+        as abandoned; those of the clients `keep` names are left alone."""
+        now = time.monotonic()
+        for run in list(self._running.values()):
+            if run.client.key not in keep and now - run.last_call > timeout_s:
+                await self.abandon(run.id, f"no call for {timeout_s:g} s (the client has gone)")
+
+    def state_of(self, episode: str | None, client: ClientInfo) -> Turn:
+        """Where a running episode is (no action)."""
+        run = self._episode(episode, client)
+        return self._turn(run, None)
+
+    async def close(self) -> None:
+        """Abandon what still runs, write the results and run.json's final status, stop the
+        environments, release the run folder."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for episode in list(self._running):
+                await self.abandon(episode, "the server stopped before the episode ended")
+            if self.info is not None:
+                await self._write_results(status=None)
+        finally:
+            await asyncio.gather(*(s.shutdown() for s in self._slots), return_exceptions=True)
+            self._stack.close()

@@ -1,0 +1,266 @@
+"""`medspot live serve --env ENV --mcp`: an MCP server over the episode host (the official `mcp`
+SDK's low-level `Server`; `pip install 'medspot[mcp]'`).
+
+Transports: stdio (the default: a desktop client starts the server as its child) and
+streamable HTTP (`transport="http"`: on 127.0.0.1, the URL printed on stdout). The tools are
+`medspot.live.serve.tools`' (one per action, the task tools, the toolset's); each action
+returns what the step did as text (JSON) and the new screenshot as image content. A call the
+host cannot serve (no task started, an unknown task, coordinates off the screen, arguments
+that do not fit) is a tool error (`isError`) with its message; the server keeps serving.
+
+Who the agent is: the client's `clientInfo` (name, version) from the initialize handshake is
+run.json's model. A connection that goes (stdio: the client closes the pipe; HTTP: the client
+ends its session, or stays silent for `idle_timeout_s`) leaves its running episodes
+`abandoned`. SIGINT and SIGTERM stop the server: running episodes are abandoned, the results
+written, the environments closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import sys
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from medspot.errors import ConfigError, MedspotError
+from medspot.live.core.actions import action_to_json
+from medspot.live.core.tools import ToolArgsError
+from medspot.live.envs.toolsets import toolset_info
+from medspot.live.serve import IDLE_TIMEOUT_S
+from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions, Turn
+from medspot.live.serve.http import serve_http, stop_signals
+from medspot.live.serve.tools import ServeTool, parse_call, serve_tools
+
+__all__ = ["IDLE_TIMEOUT_S", "McpServe", "turn_summary"]
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "medspot-live"
+
+
+def _mcp() -> Any:
+    try:
+        import mcp
+        import mcp_types
+    except ImportError:
+        raise ConfigError(
+            "medspot live serve --mcp needs the MCP SDK: pip install 'medspot[mcp]'"
+        ) from None
+    return mcp, mcp_types
+
+
+def turn_summary(turn: Turn) -> dict[str, Any]:
+    """What an agent is told of a turn besides the screenshot (JSON)."""
+    out: dict[str, Any] = {
+        "episode": turn.episode, "task": turn.task.id, "goal": turn.goal, "mode": turn.mode,
+        "actions_used": turn.n, "budget": turn.budget,
+        "screen": {"width": turn.observation.width, "height": turn.observation.height},
+    }  # fmt: skip
+    if turn.instruction is not None:
+        out["instruction"] = turn.instruction
+    if turn.reach is not None:
+        out["tools"] = [s.name for s in turn.tools]
+        if not turn.reach.reachable:
+            out["gui_only"] = turn.reach.reason
+    res = turn.result
+    if res is not None:
+        out["action"] = action_to_json(res.action) if res.action is not None else None
+        out["executed"] = res.executed
+        out["flags"] = list(res.flags)
+        if res.changed is not None:
+            out["screen_changed"] = res.changed
+        tool = res.info.get("tool")
+        if tool is not None:
+            out["tool_result"] = tool.get("text")
+        if "tool_error" in res.info:
+            out["tool_error"] = str(res.info["tool_error"])
+    out["ended"] = turn.ended
+    if turn.ended:
+        out["outcome"], out["reason"] = turn.outcome, turn.reason
+    if turn.note:
+        out["note"] = turn.note
+    return out
+
+
+class McpServe:
+    """The MCP front of an `EpisodeHost`."""
+
+    def __init__(self, opts: ServeOptions, *, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+        _, types = _mcp()
+        self.types = types
+        self.opts = opts
+        self.host = EpisodeHost(opts)
+        specs = toolset_info(opts.env, opts.tools).specs if opts.tools else ()
+        self.tools: tuple[ServeTool, ...] = serve_tools(specs)
+        self.episode_required = opts.concurrency > 1
+        self.idle_timeout_s = idle_timeout_s
+        self._connections: dict[str, ClientInfo] = {}  # key (HTTP session id, stdio) -> client
+        from mcp.server.lowlevel import Server
+
+        self.server = Server(
+            SERVER_NAME,
+            version=_version(),
+            instructions=(
+                f"MedSPOT-Live: clinical tasks in a running {opts.env}. list_tasks, then "
+                "start_task(task_id); act with click/drag/scroll/type/key (pixels of the last "
+                "screenshot); end with done() or infeasible(reason)."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        types = self.types
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.schema(self.episode_required),
+                )
+                for t in self.tools
+            ]
+        )
+
+    def _client(self, ctx: Any) -> ClientInfo:
+        cp = getattr(ctx.session, "client_params", None)
+        info = getattr(cp, "client_info", None)
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        key = (headers.get("mcp-session-id") if headers is not None else None) or "stdio"
+        client = ClientInfo(
+            name=str(getattr(info, "name", "") or "mcp-client"),
+            version=str(getattr(info, "version", "") or ""),
+            key=key,
+        )
+        self._connections[key] = client
+        return client
+
+    def _error(self, message: str) -> Any:
+        types = self.types
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=message)], is_error=True
+        )
+
+    def _turn_result(self, turn: Turn) -> Any:
+        types = self.types
+        text = json.dumps(turn_summary(turn), ensure_ascii=False)
+        image = base64.b64encode(turn.observation.png).decode("ascii")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text),
+                     types.ImageContent(type="image", data=image, mime_type="image/png")],
+        )  # fmt: skip
+
+    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+        types = self.types
+        client = self._client(ctx)
+        try:
+            call = parse_call(
+                params.name, params.arguments, self.tools, episode_required=self.episode_required
+            )
+            if call.kind == "list":
+                text = json.dumps(self.host.task_list(), ensure_ascii=False)
+                return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+            if call.kind == "start":
+                assert call.task_id is not None
+                return self._turn_result(await self.host.start(call.task_id, client))
+            if call.kind == "wait":
+                return self._turn_result(await self.host.wait(call.episode, call.seconds, client))
+            turn = await self.host.act(call.episode, call.action, client, raw=call.raw)
+            return self._turn_result(turn)
+        except (ServeError, ToolArgsError, ConfigError) as e:
+            return self._error(str(e))
+        except MedspotError as e:
+            log.warning("tool %s: %s", params.name, e)
+            return self._error(str(e))
+        except Exception as e:  # a bug: said, logged, and the server goes on
+            log.exception("tool %s failed", params.name)
+            return self._error(f"internal error in the server ({type(e).__name__}: {e})")
+
+    # -- connections ----------------------------------------------------------------------------
+
+    async def _connection_gone(self, key: str, reason: str) -> None:
+        client = self._connections.pop(key, None)
+        if client is not None:
+            await self.host.abandon_client(client, reason)
+
+    async def _watch_idle(self) -> None:
+        import anyio
+
+        while True:
+            await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
+            await self.host.abandon_idle(self.idle_timeout_s, keep=frozenset({"stdio"}))
+
+    def _asgi(self, app: Any) -> Any:
+        """The HTTP app, seeing a client end its session (HTTP DELETE with its session id)."""
+
+        async def wrapped(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+            await app(scope, receive, send)
+            if scope.get("type") == "http" and scope.get("method") == "DELETE":
+                headers = dict(scope.get("headers") or [])
+                key = headers.get(b"mcp-session-id", b"").decode("latin-1")
+                if key:
+                    await self._connection_gone(key, "the client ended its session")
+
+        return wrapped
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def run(self, transport: str, port: int, on_url: Callable[[str], None]) -> int:
+        """Serve until the client goes (stdio), or a signal; the exit status (0, 130, 143)."""
+        import anyio
+
+        await self.host.open()
+        stopped: int | None = None
+        try:
+            if transport == "stdio":
+                async with anyio.create_task_group() as tg:
+
+                    def stop(signum: int) -> None:
+                        nonlocal stopped
+                        stopped = signum
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(stop_signals, stop)
+                    await self._serve_stdio()
+                    tg.cancel_scope.cancel()
+            else:
+                app = self._asgi(self.server.streamable_http_app(host="127.0.0.1"))
+                stopped = await serve_http(
+                    app, port, lambda p: on_url(f"http://127.0.0.1:{p}/mcp"), (self._watch_idle,)
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.host.close()
+        return 128 + stopped if stopped else 0
+
+    async def _serve_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+        log.info("the client closed the connection")
+        await self._connection_gone("stdio", "the client disconnected")
+
+
+def _version() -> str:
+    from medspot import _version
+
+    return str(_version.__version__)
+
+
+def run_mcp(opts: ServeOptions, transport: str, port: int, idle_timeout_s: float) -> int:
+    """Serve MCP until the client goes or a signal; the exit status."""
+    import anyio
+
+    serve = McpServe(opts, idle_timeout_s=idle_timeout_s)
+
+    def on_url(url: str) -> None:
+        print(f"MCP server (streamable HTTP): {url}", flush=True)
+        print(f"medspot live serve: MCP at {url}", file=sys.stderr, flush=True)
+
+    return int(anyio.run(lambda: serve.run(transport, port, on_url), backend="asyncio"))

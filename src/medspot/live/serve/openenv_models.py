@@ -1,0 +1,64 @@
+"""The OpenEnv types of a MedSPOT-Live environment (`openenv-core`'s `Action`, `Observation`,
+`State`), shared by the server (`openenv_server`) and the client (`openenv_client`).
+
+An action is the documented text form in pixels of the last screenshot (docs/live.md "Action
+format": `click(412, 233)`, `type("DOE^JOAN")`, `done()`, `tool(find_studies, {...})` in the
+tools track); a text with no readable action is a no-action step (one action of the budget), as
+in the Gymnasium API. The observation carries the screenshot as base64 PNG, the goal (and the
+current step's instruction in guided mode), the step's flags, and once the episode ended its
+outcome; `reward` is 1.0 on the step that ends the task with success, else 0.0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from medspot.errors import ConfigError
+
+try:
+    from openenv.core.env_server.types import Action, Observation, State
+except ImportError:  # pragma: no cover - the extra is missing
+    raise ConfigError(
+        "the OpenEnv server and client need openenv-core: pip install 'medspot[openenv]'"
+    ) from None
+from pydantic import Field
+
+__all__ = ["MedspotAction", "MedspotObservation", "MedspotState"]
+
+
+class MedspotAction(Action):  # type: ignore[misc]
+    action: str = Field(
+        description="an action in the text form, in pixels of the last screenshot: click(x, y), "
+        "double_click(x, y), right_click(x, y), drag(x1, y1, x2, y2), scroll(x, y, dy), "
+        'type("text"), key("Enter"), done(), infeasible("reason"), tool(name, {...})'
+    )
+
+
+class MedspotObservation(Observation):  # type: ignore[misc]
+    episode_id: str = ""
+    env: str = ""
+    task: str = ""
+    goal: str = ""
+    instruction: str | None = None  # guided mode: the current step's
+    screenshot_png: str = Field("", description="the screen as a base64 PNG")
+    width: int = 0
+    height: int = 0
+    actions_used: int = 0
+    budget: int = 0
+    tools: list[str] = Field(default_factory=list)  # the tools track's tools offered
+    gui_only: str | None = None  # the tools track: why this task stays GUI-only
+    action: dict[str, Any] | None = None  # the action as executed (JSON form)
+    executed: bool | None = None
+    flags: list[str] = Field(default_factory=list)
+    tool_result: str | None = None
+    outcome: str | None = None  # success / harmful / failure once ended
+    reason: str = ""
+
+
+class MedspotState(State):  # type: ignore[misc]
+    env: str = ""
+    task: str | None = None
+    mode: str = "agent"
+    budget: int = 0
+    ended: bool = False
+    outcome: str | None = None
