@@ -140,6 +140,7 @@ class InvesaliusEnv:
         self._start: InvStart | None = None
         self._loaded: tuple[str, int] | None = None  # (volume, image checksum) as imported
         self._cache: dict[str, Any] = {}
+        self._acted_on: str | None = None  # the screen's digest when the last action ended
         self._seeded: dict[str, str] = {}  # export file -> sha256 the start put there
         self._focused: str | None = None  # the X window given the keyboard focus last
 
@@ -325,11 +326,20 @@ class InvesaliusEnv:
     # -- the Environment protocol --------------------------------------------------------------
     def _forget(self) -> None:
         self._cache.clear()
+        self._acted_on = None
         if self.inst is not None:
             self.inst.desktop.forget()
 
     def observe(self) -> Observation:
-        return self._alive().desktop.observe()
+        inst = self._alive()
+        acted_on, self._acted_on = self._acted_on, None
+        if acted_on is not None and inst.x11.digest(self.viewport) != acted_on:
+            # the screen changed after the action had settled (InVesalius finishes work such
+            # as a surface in the background, then relays out its panels): what was read at
+            # the action's end (the widgets' places, the state) is of an older screen
+            inst.desktop.settle()
+            self._forget()
+        return inst.desktop.observe()
 
     def act(self, action: LiveAction) -> ActResult:
         inst = self._alive()
@@ -361,7 +371,9 @@ class InvesaliusEnv:
         if time.monotonic() - t0 > 0.5:  # it was busy: the screen changes again after
             inst.desktop.settle()
         self._forget()
+        settled = inst.x11.digest(self.viewport)  # the screen the reads from here on are of
         self._focus_top(inst)
+        self._acted_on = settled
         return result
 
     def _open_submenu(self, inst: InvInstance, path: tuple[int, ...], x: int, y: int) -> None:
