@@ -756,6 +756,8 @@ def _restore(fp: dict[str, Any]) -> None:
     for name, obj in _holders().items():
         for k in list(vars(obj)):
             key = f"attr:{name}.{k}"
+            if key == _LAYOUT_KEY:  # through its toggle below (the button's help and picture)
+                continue
             if key in fresh and fp.get(key) != fresh[key]:
                 setattr(obj, k, fresh[key])
     for name, cfg in _configs().items():
@@ -773,8 +775,9 @@ def _restore(fp: dict[str, Any]) -> None:
         if key.startswith("ses:") and key not in fresh:  # a setting the project added
             sec, _, k = key[4:].partition(".")
             ses._values[sec].pop(k, None)
+    _restore_maximized()
     layout = _layout_toolbar()
-    want_layout = fresh.get("attr:LayoutToolBar.ontool_layout")
+    want_layout = fresh.get(_LAYOUT_KEY)
     if layout is not None and want_layout is not None and layout.ontool_layout != want_layout:
         layout.ToggleLayout()  # the task panel shown or hidden as the toolbar's button does
     frame = _frame()
@@ -815,6 +818,26 @@ def _restore(fp: dict[str, Any]) -> None:
         w.Refresh()
     if frame is not None:
         frame.Layout()
+
+
+_LAYOUT_KEY = "attr:LayoutToolBar.ontool_layout"  # the task panel hidden by its button
+
+
+def _restore_maximized() -> None:
+    """A view pane left maximized shown beside the others again (as its restore button does)."""
+    frame = _frame()
+    if frame is None:
+        return
+    wx = mod("wx")
+    aui = getattr(wx, "aui", None) or mod("wx.aui")
+    for w in _walk(frame):
+        mgr = getattr(w, "aui_manager", None)
+        if mgr is None or w is frame or not isinstance(mgr, aui.AuiManager):
+            continue
+        shown = [bool(p.IsShown()) for p in mgr.GetAllPanes()]
+        mgr.RestoreMaximizedPane()  # (this wxPython's panes do not say they are maximized)
+        if [bool(p.IsShown()) for p in mgr.GetAllPanes()] != shown:
+            mgr.Update()
 
 
 def _diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -1113,7 +1136,9 @@ def ui_diff(args: dict[str, Any]) -> list[str]:
             parent = w.GetParent()
             if parent is not None:
                 parent.Layout()
-    return _diff(fresh, fingerprint())[:200]
+    now = fingerprint()
+    # each difference with both values (for the log line that says why InVesalius restarts)
+    return [f"{k}: {fresh.get(k)!r} -> {now.get(k)!r}"[:160] for k in _diff(fresh, now)[:200]]
 
 
 OPS = {
