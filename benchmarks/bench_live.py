@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.taskfiles import env_task_file
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 
 def _q(values: list[float]) -> dict[str, float | None]:
@@ -57,7 +58,7 @@ def one(
                                concurrency=n_envs, n_boot=0, env_options=opts,
                                executor=executor))  # fmt: skip
     wall = time.perf_counter() - t0
-    recs = list(read_live_journal(out / JOURNAL_NAME))
+    recs = list(read_live_journal(out / LIVE_JOURNAL))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
     tasks = [r for r in recs if isinstance(r, TaskRecord)]
     return {

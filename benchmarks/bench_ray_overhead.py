@@ -4,10 +4,11 @@ One orthanc-explorer environment in a thread slot of this process and one in a R
 local cluster, as `--executor ray` starts it), the oracle's path of the same tasks through
 each, alternating task by task. Per call the harness cost is the wall time of `slot.call(...)`
 minus the time spent inside the environment (measured where it runs: in the thread, or inside
-the actor); per step it is the sum over the step's calls, as the runner makes them (`intended`,
-`oracle_action`, `step`; with an actor `intended` and `oracle_action` are mostly answered
-from what `reset` / `step` brought back). Also the bare round trip of an empty call and of a
-screen-sized payload (what a step's answer carries).
+the actor); per step it is the sum over the step's calls, as the runner makes them with the
+oracle as its agent (`intended` only where `reset` or the last `step` brought back no boxes,
+`oracle_action`, `step`; with an actor `intended` and `oracle_action` are answered from what
+`reset` / `step` brought back, so a step is one round trip). Also the bare round trip of an
+empty call and of a screen-sized payload (what a step's answer carries).
 
     .venv/bin/python benchmarks/bench_ray_overhead.py [--tasks 8] [--repeat 1]
         [--chromium /usr/bin/chromium] [--json out.json]
@@ -26,8 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from medspot.live.core.taskfiles import env_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SlotConfig
 from medspot.live.loop.executors.ray_actors import RayExecutor, RaySlot, RemoteEpisode
 from medspot.live.loop.executors.threads import ThreadExecutor
@@ -79,10 +80,14 @@ class Meter:
     async def task(self, task: LiveTask) -> bool:
         ep = await self.slot.episode(task, "guided")
         await self.call(ep, ep.reset)
+        boxes = None
         while True:
-            _, a = await self.call(ep, ep.intended)
+            a = 0.0
+            if boxes is None:
+                boxes, a = await self.call(ep, ep.intended)
             action, b = await self.call(ep, ep.oracle_action)
             res, c = await self.call(ep, ep.step, action)
+            boxes = res.next_intended
             self.step_overheads.append(a + b + c)
             if res.outcome is not None:
                 return res.outcome == "success"

@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core.envoptions import check_env_options
 from medspot.live.core.episode import Episode
-from medspot.live.core.registry import create_environment
-from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.registry import create_environment
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 
 
 def _q(values: list[float]) -> dict[str, float | None]:

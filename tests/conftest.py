@@ -50,20 +50,17 @@ def _children_stopped() -> Iterator[None]:
     stop_all()
 
 
-LIVE_DIR = Path(__file__).resolve().parent / "live"
-
-
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group of a test (`make test` runs `-n 2 --dist loadgroup`): the tests
-    under tests/live/ run on one worker in their order (many start applications and time
-    their ends), except CI's oracle pass through every packaged task (the longest, one test
-    per environment), which runs in order beside them; everything else goes where there is
-    room."""
-    path = Path(str(item.path)).resolve()
-    if LIVE_DIR not in path.parents:
+    marked `live` (they start an application or a process, and time their ends) run on one
+    worker in their order, except CI's oracle passes through every packaged task (the longest,
+    one test per environment: `test_task_audit.py`), which, like everything else (the tests of
+    live code that start nothing included), go to whichever worker has room: beside the live
+    group, and to both workers once it is done."""
+    if item.get_closest_marker("live") is None:
         return None
-    if path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
-        return "live-audit"
+    if item.path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
+        return None
     return "live"
 
 

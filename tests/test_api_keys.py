@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _computer_use_support import drive, script
+
 from medspot.adapters.keys import GIVEN, PLACEHOLDER, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.cli import main

@@ -199,7 +199,7 @@ def _repo_copy(dest: Path) -> None:
 
 def _replay_file(path: Path, env: str) -> None:
     """Per packaged task of `env`: one click in the screen's corner, then the oracle."""
-    from medspot.live.core.taskfiles import env_task_file
+    from medspot.live.envs.taskfiles import env_task_file
 
     tf, _ = env_task_file(env, None)
     lines: list[dict[str, object]] = []

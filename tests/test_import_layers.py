@@ -15,11 +15,14 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "medspot"
 
-# bottom to top; a module's layer is that of its longest listed prefix
+# bottom to top; a module's layer is that of its longest listed prefix (the adapters' contract,
+# what goes into a model and what one call of it answered, is below the run folder that
+# journals the calls; the adapters themselves are above it)
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress", "limits"),
     ("dataset",),
     ("scoring",),
+    ("adapters.options", "adapters.base", "adapters.modelcall"),
     ("runfolder",),
     ("adapters",),
     ("runner", "pipeline", "dryrun", "synth", "testing"),
@@ -72,14 +75,26 @@ def _graph() -> dict[str, list[tuple[str, bool]]]:
     return {_module(p): list(_imports(p)) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def _layer(name: str, layers: tuple[tuple[str, ...], ...]) -> int:
+    """The layer of `name` (a dotted path below its package, "" for the package itself): that
+    of its longest listed prefix."""
+    ranked = [
+        (len(prefix), i)
+        for i, prefixes in enumerate(layers)
+        for prefix in prefixes
+        if name == prefix or name.startswith(prefix + ".")
+    ]
+    if not ranked:
+        raise LookupError(name)
+    return max(ranked)[1]
+
+
 def _rank(module: str) -> tuple[int, int]:
     parts = module.split(".")[1:]
-    first = parts[0] if parts else ""
-    rank = next(i for i, names in enumerate(LAYERS) if first in names)
-    if first != "live":
+    rank = _layer(".".join(parts), LAYERS)
+    if parts[:1] != ["live"]:
         return rank, 0
-    second = parts[1] if len(parts) > 1 else ""
-    return rank, next(i for i, names in enumerate(LIVE_LAYERS) if second in names)
+    return rank, _layer(".".join(parts[1:2]), LIVE_LAYERS)
 
 
 GRAPH = _graph()
@@ -89,7 +104,7 @@ def test_every_module_has_a_layer() -> None:
     for module in GRAPH:
         try:
             _rank(module)
-        except StopIteration:
+        except LookupError:
             pytest.fail(f"{module} is in no layer of this test (docs/architecture.md)")
 
 
@@ -133,3 +148,63 @@ def test_the_rules_see_an_upward_import() -> None:
     assert _rank("medspot.live.loop.scheduler") > _rank("medspot.live.core.episode")
     assert _rank("medspot.commands.live") > _rank("medspot.live")
     assert any(b.startswith("medspot.live.core") for b, _ in GRAPH["medspot.live.loop.scheduler"])
+
+
+# Inside `medspot.live`, the loop is the one door to the run folder and to scoring
+# (docs/architecture.md); an environment package imports no other one but the shared ones.
+LIVE_DOOR = "medspot.live.loop"
+RUN_FOLDER_AND_SCORING = ("medspot.runfolder", "medspot.scoring")
+ENVS = "medspot.live.envs"
+SHARED_ENV_PACKAGES = ("orthanc",)
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_only_the_live_loop_imports_the_run_folder_and_scoring() -> None:
+    through = [
+        f"{a} -> {b}"
+        for a, imports in GRAPH.items()
+        if _under(a, "medspot.live") and not _under(a, LIVE_DOOR)
+        for b, _ in imports
+        if any(_under(b, p) for p in RUN_FOLDER_AND_SCORING)
+    ]
+    assert through == []
+    assert any(  # not vacuous: the loop does import them
+        _under(b, "medspot.runfolder") for b, _ in GRAPH["medspot.live.loop.steplog"]
+    )
+
+
+ENV_PACKAGES = {p.parent.name for p in (PACKAGE / "live" / "envs").glob("*/__init__.py")}
+
+
+def _env_package(module: str) -> str | None:
+    """The environment package `module` is in (`ohif`, `orthanc`, ...), None outside one."""
+    parts = module.split(".")
+    if len(parts) > 3 and _under(module, ENVS) and parts[3] in ENV_PACKAGES:
+        return parts[3]
+    return None
+
+
+def test_environment_packages_import_no_other_environment() -> None:
+    pairs = {
+        (pa, pb)
+        for a, imports in GRAPH.items()
+        if (pa := _env_package(a)) is not None
+        for b, _ in imports
+        if (pb := _env_package(b)) not in (None, pa)
+    }
+    assert {(a, b) for a, b in pairs if b not in SHARED_ENV_PACKAGES} == set()
+    assert ("ohif", "orthanc") in pairs  # not vacuous: the shared package is seen
+
+
+def test_no_command_module_imports_another() -> None:
+    """What several commands share comes from `commands._common` (or `_runlog`), never from
+    another command's module (docs/contributing.md "A command")."""
+    from medspot.cli import COMMAND_MODULES
+
+    commands = set(COMMAND_MODULES)
+    crossing = [f"{a} -> {b}" for a in commands for b, _ in GRAPH[a] if b in commands and b != a]
+    assert crossing == []
+    assert "medspot.commands.live" in commands  # not vacuous

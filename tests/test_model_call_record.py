@@ -1,4 +1,4 @@
-"""One declaration of a model call's fields (`runfolder.modelcall.ModelCall`): the static
+"""One declaration of a model call's fields (`adapters.modelcall.ModelCall`): the static
 journal, the live journal and a live agent's answer share the fields and the validator."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import math
 
+from medspot.adapters.modelcall import CALL_FIELDS, ModelCall
 from medspot.live.agents.turn import AgentAnswer
 from medspot.live.core.actions import Click
 from medspot.live.loop.steplog import StepRecord
 from medspot.runfolder.journal import JournalRecord
-from medspot.runfolder.modelcall import CALL_FIELDS, ModelCall
 
 
 def test_the_three_records_share_the_call_fields() -> None:

@@ -31,10 +31,10 @@ from medspot.limits import (
     check_seed,
     check_whole,
 )
-from medspot.runfolder.guard import make_output_folder, refuse_foreign_folder
+from medspot.runfolder.guard import refuse_foreign_folder
 from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
 from medspot.runfolder.layout import JOURNAL, RunFolder
-from medspot.runfolder.lock import run_folder_lock
+from medspot.runfolder.lifecycle import RunLife, run_folder
 from medspot.runfolder.runinfo import (
     FORMAT_VERSION,
     DatasetInfo,
@@ -44,7 +44,7 @@ from medspot.runfolder.runinfo import (
     now_iso,
     package_versions,
 )
-from medspot.runfolder.writer import atomic_write_json, record_failed_run, write_results
+from medspot.runfolder.writer import atomic_write_json, write_results
 from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
@@ -109,9 +109,8 @@ def evaluate(
     )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
-    make_output_folder(out)
-    with run_folder_lock(out):
-        return _evaluate_locked(req, adapter, images, on_progress)
+    with run_folder(out) as folder:
+        return _evaluate_locked(req, folder, adapter, images, on_progress)
 
 
 def _check_request(req: EvalRequest) -> None:
@@ -129,12 +128,11 @@ def _check_request(req: EvalRequest) -> None:
 
 def _evaluate_locked(
     req: EvalRequest,
+    folder: RunFolder,
     adapter: Adapter,
     images: ImageStore,
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> EvalOutcome:
-    out = req.out
-    folder = RunFolder(out)
     zoom: ZoomInfo | None = None
     if req.zoom is not None and req.zoom.multi_pass:
         adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)
@@ -155,31 +153,23 @@ def _evaluate_locked(
         git_revision=git_revision(),
         started=now_iso(),
     )
-    run_json = folder.run_json
-    journal_path = folder.journal
-    previous = folder.resume_guard(info)
-    if previous is not None:
-        info.started = previous.started or info.started
-    existing = list(read_journal(journal_path))
-    atomic_write_json(run_json, info.model_dump())
-    try:
-        return _run_and_score(req, info, adapter, images, existing, on_progress)
-    except Exception as e:  # run.json says why the run stopped, not "running"
-        record_failed_run(run_json, info, e)
-        raise
+    life = RunLife(folder, info)
+    life.start()
+    existing = list(read_journal(folder.journal))
+    with life.failure_recorded():
+        return _run_and_score(req, life, adapter, images, existing, on_progress)
 
 
 def _run_and_score(
     req: EvalRequest,
-    info: RunInfo,
+    life: RunLife,
     adapter: Adapter,
     images: ImageStore,
     existing: list[JournalRecord],
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> EvalOutcome:
-    out = req.out
-    folder = RunFolder(out)
-    run_json, journal_path = folder.run_json, folder.journal
+    folder, info = life.folder, life.info
+    journal_path = folder.journal
     opts = RunOptions(
         protocol=req.protocol,
         all_steps=req.all_steps,
@@ -216,7 +206,7 @@ def _run_and_score(
             n_boot=req.n_boot,
             seed=req.seed,
         )
-        write_results(out, score, dataset=req.dataset)
+        write_results(folder.path, score, dataset=req.dataset)
     info.calls = sum(1 for _ in records)
     info.errors = sum(1 for r in records if r.error is not None)
     info.retries = sum(r.retries for r in records)
@@ -224,16 +214,9 @@ def _run_and_score(
     info.cost_usd = round(sum(costs), 6) if costs else None
     if info.zoom is not None:  # every pass is a model call; the journal has one per step
         info.zoom.model_calls = len(read_passes(folder.zoom_passes))
-    info.finished = now_iso()
-    if interrupted is not None:
-        info.status = "interrupted"
-    elif stats.budget_reached:
-        info.status = "budget_reached"
-    else:
-        info.status = "complete" if score.complete else "incomplete"
-    atomic_write_json(run_json, info.model_dump())
-    if interrupted is not None:
-        raise interrupted
+    life.finish(
+        complete=score.complete, budget_reached=stats.budget_reached, interrupted=interrupted
+    )
     return EvalOutcome(info=info, score=score, stats=stats)
 
 
@@ -262,9 +245,7 @@ def rescore(
     """Score `run_dir`'s journal (under another protocol if asked) into `out` (default:
     the run folder itself). No model call."""
     RunInfo.load(RunFolder(run_dir).run_json)  # not a run folder: said before anything is made
-    target = out or run_dir
-    make_output_folder(target)
-    with run_folder_lock(target):
+    with run_folder(out or run_dir):
         return _rescore_locked(
             run_dir, dataset, protocol_name, tolerance_px, out=out, n_boot=n_boot
         )

@@ -66,23 +66,16 @@ def call_record(
     error: str | None = None,
 ) -> JournalRecord:
     """The journal record of one call (`pred` None: an error record)."""
-    usage = pred.usage if pred else None
-    return JournalRecord(
+    return JournalRecord.of_prediction(
+        pred,
+        latency_s=latency_s,
+        retries=retries,
         step=req.step_uid,
         task=req.task_uid,
         image_path=req.image_rel,
         image_size=req.image_size,
         prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
-        raw_text=pred.raw_text if pred else None,
-        point=(pred.point.x, pred.point.y) if pred and pred.point else None,
         extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
-        flags=list(pred.flags) if pred else [],
-        sent_size=pred.sent_size if pred else None,
-        latency_s=round(latency_s, 6),
-        input_tokens=usage.input_tokens if usage else None,
-        output_tokens=usage.output_tokens if usage else None,
-        cost_usd=pred.cost_usd if pred else None,
-        retries=retries,
         error=error,
         time=datetime.now(UTC).isoformat(timespec="milliseconds"),
     )

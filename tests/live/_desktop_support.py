@@ -7,8 +7,8 @@ from pathlib import Path
 
 from _orthanc_support import require_live
 
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import load_task_file
 
 
 def require_x11() -> None:
@@ -26,13 +26,13 @@ def require_x11() -> None:
 
 
 def require_dicomscope() -> None:
-    from medspot.live.envs.dicomscope import doctor
+    from medspot.live.envs.dicomscope.hooks import doctor
 
     problems = doctor()
     require_live(not problems, "; ".join(problems))
 
 
 def dicomscope_tasks() -> list[LiveTask]:
-    path = resources.files("medspot.live") / "tasklists" / "dicomscope.json"
+    path = resources.files("medspot.live.envs.dicomscope") / "tasks" / "dicomscope.json"
     with resources.as_file(path) as p:
         return list(load_task_file(Path(p)).tasks)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from _orthanc_support import require_live
 
-from medspot.live.core.taskfiles import env_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import env_task_file
 
 
 def require_invesalius() -> None:

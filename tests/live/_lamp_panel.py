@@ -34,12 +34,13 @@ from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
+    EnvEntry,
     EnvironmentFault,
     Observation,
     PixelBox,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.envs.registry import register_env
 
 NAME = "lamp-panel"
 LAMPS = ("red", "green", "blue", "crash")
@@ -58,14 +59,6 @@ def _lamp_on(params: LampParams, lamps: dict[str, bool]) -> bool:
 
 
 KINDS = CheckKinds(CheckKind("lamp.on", LampParams, "lamps", _lamp_on, "a lamp is on (off)"))
-ENTRY = EnvEntry(
-    name=NAME,
-    target="_lamp_panel:create",
-    summary="a panel of lamps (the live commands' tests)",
-    check_kinds=KINDS,
-    locator_keys=("text",),
-    python_modules=("PIL",),
-)
 
 
 # what a crashed browser's error looks like: a first line, then the application's whole log
@@ -213,3 +206,13 @@ def create(
     broken_observation: bool = False,
 ) -> LampPanel:
     return LampPanel(workdir, step_delay_s, fail_reset, broken_observation)
+
+
+ENTRY = EnvEntry(
+    name=NAME,
+    factory=create,
+    summary="a panel of lamps (the live commands' tests)",
+    check_kinds=KINDS,
+    locator_keys=("text",),
+    python_modules=("PIL",),
+)

@@ -1,5 +1,6 @@
-"""Helpers of the runner tests: task subsets as files, the env options of the tests, and the
-processes a test started (found by their parent or their private folder, never by name)."""
+"""Helpers of the runner tests: task subsets as files, the env options of the tests, the
+processes a test started (found by their parent or their private folder, never by name), and
+a command killed in mid-run and resumed (`KillAndResume`, the `kill_and_resume` fixture)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,23 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _orthanc_support import CHROMIUM
+
+from _children import start
 
 ENV = "orthanc-explorer"
 
 
 def packaged_tasks(env: str = ENV) -> dict[str, Any]:
     """The environment's packaged tasks (all its files) as one task file's JSON."""
-    from medspot.live.core.taskfiles import env_task_file
+    from medspot.live.envs.taskfiles import env_task_file
 
     tf, _ = env_task_file(env)
     data: dict[str, Any] = tf.model_dump(mode="json", exclude_defaults=True)
@@ -105,3 +112,38 @@ def kill(pids: list[int], sig: int = signal.SIGKILL) -> None:
     for p in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, sig)
+
+
+def steps_journaled(journal: Path) -> int:
+    """How many step lines a live journal holds (0: not written yet)."""
+    return journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0
+
+
+@dataclass(frozen=True)
+class KillAndResume:
+    """A `medspot` command (`cmd`, its environment `env`, its environments' private folders
+    under `workroot`) killed in mid-run and run again: `kill_when(until)` starts it as a child
+    (`_children.start`: SIGINT and SIGTERM at their defaults) and, once `until()` holds while
+    it runs, SIGKILLs it, everything below it and whatever
+    still runs from `workroot`; `resume()` runs the same command again to its end."""
+
+    cmd: Sequence[str]
+    env: Mapping[str, str]
+    workroot: Path
+
+    def kill_when(self, until: Callable[[], bool], timeout_s: float = 300.0) -> None:
+        proc = start(self.cmd, env=dict(self.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and proc.poll() is None and not until():
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+        below = descendants(proc.pid)
+        kill([proc.pid])
+        proc.communicate()
+        kill(below)
+        kill(processes_mentioning(str(self.workroot)))
+
+    def resume(self, timeout_s: float = 600.0) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(self.cmd), env=dict(self.env), capture_output=True, text=True, timeout=timeout_s
+        )

@@ -25,7 +25,8 @@ from _runner_support import ENV, processes_of
 from _children import start
 from medspot.live.core.actions import LiveAction, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.loop.steplog import ResumeState, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 MEDSPOT = [sys.executable, "-m", "medspot"]
 
@@ -47,7 +48,7 @@ def oracle_actions(out: Path, tasks: Sequence[str]) -> dict[str, list[LiveAction
     req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=tuple(tasks), mode="agent",
                       env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
     assert run_live(req).metrics["task_success_rate"] == 1.0
-    st = ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     return {t: [action_from_json(s.action) for s in st.trajectory(t) if s.action] for t in tasks}
 
 

@@ -16,12 +16,14 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from medspot.live.core.actions import Click, Drag, LiveAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import Episode, StepResult
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
-TASKLISTS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists"
+ENVS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "envs"
+ORTHANC_EXPLORER_TASKS = ENVS / "orthanc_explorer" / "tasks" / "orthanc_explorer.json"
+OHIF_TASKS = ENVS / "ohif" / "tasks" / "ohif.json"
 
 
 def _each_twice(env: Any, task: LiveTask, actions: list[LiveAction]) -> list[StepResult]:
@@ -58,7 +60,7 @@ def test_dicomscope_repeats_a_click_and_a_drag(dicomscope_env: Any) -> None:
 
 def test_orthanc_explorer_repeats_a_click_and_a_drag(orthanc_env: Any) -> None:
     env = orthanc_env
-    tasks = {t.id: t for t in load_task_file(TASKLISTS / "orthanc_explorer.json").tasks}
+    tasks = {t.id: t for t in load_task_file(ORTHANC_EXPLORER_TASKS).tasks}
     task = tasks["open-study-ct-doe-john"]
     env.reset(task)
     row = env.locate(Locator(css="#all-patients li", contains="MS0002"))  # not the task's
@@ -68,27 +70,16 @@ def test_orthanc_explorer_repeats_a_click_and_a_drag(orthanc_env: Any) -> None:
     assert results[0].changed  # the first click opened the patient
 
 
-def test_ohif_repeats_a_click_and_a_drag(tmp_path: Path, seed_cache: Path) -> None:
-    from test_ohif_env import require_ohif_stack
-
-    from medspot.live.core.registry import create_environment
-
-    require_ohif_stack()
-    task = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}["wl-drag-ct-doe-joan"]
-    env: Any = create_environment(
-        "ohif", workdir=tmp_path / "o", chromium=CHROMIUM, seed_cache=seed_cache
-    )
-    env.start()
-    try:
-        env.reset(task)
-        p, q = env.locate(Locator(at=(0.3, 0.3))), env.locate(Locator(at=(0.4, 0.35)))
-        assert p is not None and q is not None
-        voi0 = env.state()["viewports"][0]["voi"]
-        results = _each_twice(env, task, [Click(*p.center), Drag(*p.center, *q.center)])
-        assert len(results) >= 3
-        assert env.state()["viewports"][0]["voi"] != voi0  # the drags did act
-    finally:
-        env.close()
+def test_ohif_repeats_a_click_and_a_drag(ohif_env: Any) -> None:
+    env = ohif_env
+    task = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}["wl-drag-ct-doe-joan"]
+    env.reset(task)
+    p, q = env.locate(Locator(at=(0.3, 0.3))), env.locate(Locator(at=(0.4, 0.35)))
+    assert p is not None and q is not None
+    voi0 = env.state()["viewports"][0]["voi"]
+    results = _each_twice(env, task, [Click(*p.center), Drag(*p.center, *q.center)])
+    assert len(results) >= 3
+    assert env.state()["viewports"][0]["voi"] != voi0  # the drags did act
 
 
 def test_a_page_that_never_yields_is_a_fault_not_a_hang(tmp_path: Path) -> None:

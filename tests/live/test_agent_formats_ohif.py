@@ -13,8 +13,9 @@ from _agent_scripts import Plan, Writer, oracle_plans, qwen25, script, ui_tars
 from test_ohif_env import require_ohif_stack
 
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord
+from medspot.live.loop.steplog import StepRecord
 from medspot.live.loop.steplog import read_live_journal as read
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.openai_server import OpenAITestServer
 
 pytestmark = pytest.mark.live
@@ -65,6 +66,6 @@ def test_agent_format_measures_with_a_drag(
         )  # fmt: skip
         assert srv.request_count == 2 == out.stats.calls
     assert out.metrics["task_success_rate"] == 1.0
-    steps = [r for r in read(tmp_path / f"run-{model}" / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    steps = [r for r in read(tmp_path / f"run-{model}" / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     drags = [r for r in steps if r.executed and r.action and r.action["kind"] == "drag"]
     assert len(drags) == 1 and drags[0].source == source and drags[0].hit_intended

@@ -29,8 +29,9 @@ from _runner_support import ENV, env_options
 
 from medspot.live.agents.turn import QUEUED
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord
+from medspot.live.loop.steplog import StepRecord
 from medspot.live.loop.steplog import read_live_journal as read
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.openai_server import OpenAITestServer
 
 pytestmark = pytest.mark.live
@@ -92,7 +93,7 @@ def test_agent_format_completes_a_typing_task(
     assert out.info.prompt_style == "agent" and getattr(out.info, "mode", None) == "agent"
     assert out.metrics["task_success_rate"] == 1.0
     assert n_requests == len(groups) == out.stats.calls == out.info.calls
-    steps = [r for r in read(tmp_path / f"run-{model}" / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    steps = [r for r in read(tmp_path / f"run-{model}" / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     executed = [r for r in steps if r.executed]
     assert [r.action["kind"] for r in executed if r.action] == ["click", "type", "click", "click"]
     typed = next(r for r in executed if r.action and r.action["kind"] == "type")
@@ -152,7 +153,7 @@ def test_planner_and_grounder_complete_the_task(
     assert len(planner_seen) == 3 and len(grounder_seen) == 3
     assert out.info.prompt_style == "planner+native"
     assert out.info.adapter["kind"] == "planner+grounder"
-    steps = [r for r in read(tmp_path / "run-pair" / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    steps = [r for r in read(tmp_path / "run-pair" / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     executed = [r for r in steps if r.executed]
     assert [r.action["kind"] for r in executed if r.action] == ["click", "type", "click", "click"]
     calls = [c for r in executed for c in r.model_calls or []]

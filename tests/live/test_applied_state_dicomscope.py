@@ -10,8 +10,8 @@ import pytest
 
 from medspot.live.core.actions import Click, Done, Key, TypeText
 from medspot.live.core.episode import Episode, StepResult
-from medspot.live.core.taskfiles import env_task_file
 from medspot.live.core.tasks import CheckSpec, Locator
+from medspot.live.envs.taskfiles import env_task_file
 
 pytestmark = pytest.mark.live
 

@@ -18,6 +18,8 @@ from _children import start
 from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 
+pytestmark = pytest.mark.live  # its tests start, signal and kill child processes
+
 REPO = Path(__file__).resolve().parents[2]
 
 # A parent that starts a long `sleep` through `processes.popen` in `folder`, prints its pid,

@@ -21,7 +21,8 @@ import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, kill, processes_mentioning
 
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -58,7 +59,7 @@ def _run(url: str, out: Path, workroot: Path) -> subprocess.CompletedProcess[str
 
 
 def _steps(out: Path, task: str) -> dict[int, StepRecord]:
-    return {r.n: r for r in read_live_journal(out / JOURNAL_NAME)
+    return {r.n: r for r in read_live_journal(out / LIVE_JOURNAL)
             if isinstance(r, StepRecord) and r.task == task}  # fmt: skip
 
 
@@ -74,8 +75,8 @@ def test_answers_that_cannot_be_carried_out_are_scored_and_the_run_goes_on(
         asked = srv.request_count
         told = str(srv.requests[2].body["input"])
         # a rerun after the results were lost: the journaled answers are replayed
-        lines = (out / JOURNAL_NAME).read_text().splitlines()
-        (out / JOURNAL_NAME).write_text(
+        lines = (out / LIVE_JOURNAL).read_text().splitlines()
+        (out / LIVE_JOURNAL).write_text(
             "".join(line + "\n" for line in lines if '"type":"task"' not in line)
         )
         again = _run(srv.base_url, out, workroot)
@@ -83,7 +84,7 @@ def test_answers_that_cannot_be_carried_out_are_scored_and_the_run_goes_on(
         assert srv.request_count == asked  # nothing asked again: no paid call repeated
     assert asked == 4  # three calls for the first task, one for the second
     assert "Pydantic" not in done.stderr and "Pydantic" not in again.stderr
-    ends = {r.task: r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)}
+    ends = {r.task: r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)}
     assert {t: r.outcome for t, r in ends.items()} == dict.fromkeys(TASKS, "failure")
     steps = _steps(out, TASKS[0])
     assert steps[1].action is None and "unsupported_action" in steps[1].flags

@@ -16,24 +16,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
-from _runner_support import ENV, descendants, kill, processes_mentioning
+from _runner_support import ENV, KillAndResume, kill, processes_mentioning, steps_journaled
 
 from _children import start, stop
 from medspot.live.core.actions import Click, LiveAction, TypeText, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     ResumeState,
     StepRecord,
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -54,7 +54,7 @@ def oracle_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(*TASKS, "open-study-ct-doe-john"),
                       mode="agent", env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
     assert run_live(req).metrics["task_success_rate"] == 1.0
-    st = ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     paths: dict[str, Any] = {}
     for task in st.finished:
         paths[task] = [action_from_json(s.action) for s in st.trajectory(task) if s.action]
@@ -114,9 +114,9 @@ NAMED_KEY = "medspot-named-key"
 WRONG_KEYS = {"OPENAI_API_KEY": "sk-wrong-openai", "ANTHROPIC_API_KEY": "sk-ant-wrong"}
 
 
-def _env(workroot: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY=NAMED_KEY,
-                TMPDIR=str(workroot), **WRONG_KEYS)  # fmt: skip
+def _env(workroot: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), MEDSPOT_TEST_KEY=NAMED_KEY, **WRONG_KEYS)
+    return env if workroot is None else {**env, "TMPDIR": str(workroot)}
 
 
 def _keys_sent(srv: OpenAITestServer) -> set[str]:
@@ -139,11 +139,11 @@ def workroot() -> Any:
 
 def _steps(out: Path) -> list[StepRecord]:
     """Every step line of the journal (an answer and its effect are two lines)."""
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, StepRecord)]
 
 
 def _trajectory(out: Path, task: str) -> list[StepRecord]:
-    return ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME))).trajectory(task)
+    return ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL))).trajectory(task)
 
 
 def _journaled_turns(out: Path) -> set[tuple[int, int]]:
@@ -155,7 +155,7 @@ def _journaled_turns(out: Path) -> set[tuple[int, int]]:
 
 
 def _finals(out: Path) -> dict[str, TaskRecord]:
-    return {r.task: r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)}
+    return {r.task: r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)}
 
 
 def test_openai_computer_use_completes_typing_tasks(
@@ -187,30 +187,18 @@ def test_openai_computer_use_completes_typing_tasks(
 
 
 def test_anthropic_run_killed_mid_task_resumes_without_asking_a_journaled_turn(
-    tmp_path: Path, oracle_paths: dict[str, Any], workroot: Path
+    tmp_path: Path, oracle_paths: dict[str, Any], kill_and_resume: Callable[..., KillAndResume]
 ) -> None:
     cu = ScriptedComputerUse(_script(oracle_paths, "anthropic", TASKS))
     out = tmp_path / "run"
     with OpenAITestServer(responder=cu, latency=0.3) as srv:
         cmd = _cmd("anthropic-computer-use", srv.root_url, out, TASKS)
-        proc = start(cmd, env=_env(workroot), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        journal = out / JOURNAL_NAME
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and journal.read_bytes().count(b'"type":"step"') >= 5:
-                break
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        below = descendants(proc.pid)
-        kill([proc.pid])
-        proc.wait()
-        kill(below)
-        kill(processes_mentioning(str(workroot)))
+        run = kill_and_resume(cmd, _env())
+        run.kill_when(lambda: steps_journaled(out / LIVE_JOURNAL) >= 5)
         first = srv.request_count
         asked_before = _journaled_turns(out)
         assert asked_before, "the killed run had journaled answers"
-        done = subprocess.run(cmd, env=_env(workroot), capture_output=True, text=True,
-                              timeout=600)  # fmt: skip
+        done = run.resume()
         assert done.returncode == 0, done.stderr[-3000:]
         after = [e for e in cu.exchanges if e.request > first]
         keys = _keys_sent(srv)

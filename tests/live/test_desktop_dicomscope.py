@@ -78,7 +78,7 @@ def test_a_wrong_click_leaves_the_task_unsolved(dicomscope_env: Any) -> None:
 
 def test_killing_the_application_is_an_environment_fault(tmp_path: Path, seed_cache: Path) -> None:
     require_dicomscope()
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     env = create_environment("dicomscope", workdir=tmp_path / "k", seed_cache=seed_cache)
     env.start()
@@ -101,7 +101,7 @@ def test_killing_the_application_is_an_environment_fault(tmp_path: Path, seed_ca
 def test_two_environments_side_by_side(
     dicomscope_env: Any, tmp_path: Path, seed_cache: Path
 ) -> None:
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     other = create_environment("dicomscope", workdir=tmp_path / "two", seed_cache=seed_cache)
     other.start()

@@ -16,13 +16,15 @@ import pytest
 from _lamp_panel import ENTRY, NAME, LampPanel, button_box, switch_task
 
 from medspot.errors import DataError
-from medspot.live.core import registry
 from medspot.live.core.actions import Click, Done, Key, NotAnAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import Episode, EpisodeError
-from medspot.live.core.registry import create_environment
-from medspot.live.core.taskfiles import env_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs import registry
+from medspot.live.envs.registry import create_environment
+from medspot.live.envs.taskfiles import env_task_file
+
+pytestmark = pytest.mark.live  # its tests start the lamp panel's application
 
 
 @pytest.fixture(autouse=True)

@@ -13,14 +13,14 @@ from _lamp_panel import ENTRY, NAME, switch_task, task_file
 
 from medspot.cli import main
 from medspot.commands.live import GIVEN_UP_EXIT_STATUS
-from medspot.live.core import registry
+from medspot.live.envs import registry
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     FaultRecord,
     ResumeState,
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +36,12 @@ def _run(tasks: Path, out: Path, *extra: str) -> int:
 
 
 def _records(out: Path, task: str) -> tuple[list[FaultRecord], list[TaskRecord]]:
-    recs = [r for r in read_live_journal(out / JOURNAL_NAME) if r.task == task]
+    recs = [r for r in read_live_journal(out / LIVE_JOURNAL) if r.task == task]
     faults = [r for r in recs if isinstance(r, FaultRecord)]
     return faults, [r for r in recs if isinstance(r, TaskRecord)]
 
 
+@pytest.mark.live
 def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -64,9 +65,9 @@ def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "incomplete"
 
-    before = (out / JOURNAL_NAME).read_bytes()
+    before = (out / LIVE_JOURNAL).read_bytes()
     assert _run(tasks, out) == GIVEN_UP_EXIT_STATUS  # not tried again
-    assert (out / JOURNAL_NAME).read_bytes() == before
+    assert (out / LIVE_JOURNAL).read_bytes() == before
     assert "--retry-env-errors" in capsys.readouterr().err
 
     assert _run(tasks, out, "--retry-env-errors", "--env-retries", "1") == GIVEN_UP_EXIT_STATUS
@@ -77,6 +78,7 @@ def test_a_fault_recurring_on_replay_ends_the_task_and_reruns_leave_it(
     assert {r["task_id"].split("/")[1] for r in rows} >= {"red", "green-then-crash"}
 
 
+@pytest.mark.live
 def test_a_reset_that_always_fails_is_given_up_across_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,11 +21,12 @@ from PIL import Image
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import live_metrics, task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
-from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import RUN_JSON, DatasetInfo, LiveRunInfo, atomic_write_json
 from medspot.live.loop.steplog import LiveRecord, ResumeState, StepRecord, TaskRecord
 from medspot.report.build import build_report
-from medspot.runfolder.live_schema import HIT_RATE, LIVE_KEYS, ON_PATH_HIT_RATE
+from medspot.runfolder.layout import RUN_JSON, screen_rel
+from medspot.runfolder.live_schema import HIT_RATE, LIVE_KEYS, ON_PATH_HIT_RATE, LiveRunInfo
+from medspot.runfolder.runinfo import DatasetInfo
+from medspot.runfolder.writer import atomic_write_json
 
 ENV = "orthanc-explorer"
 OLD = Path(__file__).parents[1] / "fixtures" / "live_run_before_typed_fields"

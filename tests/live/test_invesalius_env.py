@@ -21,13 +21,14 @@ from _invesalius_support import invesalius_tasks
 
 from medspot.errors import ConfigError, DataError
 from medspot.live.core.actions import Click, Drag, LiveAction, Scroll, action_to_json
-from medspot.live.core.envoptions import check_env_options
 from medspot.live.core.episode import Episode
 from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.envs.envoptions import check_env_options
 from medspot.live.envs.invesalius.checks import true_volume_mm3
 from medspot.live.envs.invesalius.phantoms import true_mask, volume_values
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -145,7 +146,7 @@ def test_bad_input_is_a_located_error(invesalius_env: Any) -> None:
 
 
 def _finals(out: Path) -> dict[str, TaskRecord]:
-    return {r.task: r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)}
+    return {r.task: r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)}
 
 
 def test_a_replay_segmenting_the_look_alike_kidney_fails(

@@ -22,7 +22,7 @@ from _runner_support import descendants, kill, processes_of
 
 from _children import start
 from medspot.live.core import processes
-from medspot.live.loop.steplog import JOURNAL_NAME
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -73,7 +73,7 @@ def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) 
     workroot = Path(tempfile.mkdtemp(prefix="mskill", dir="/tmp"))
     try:
         run = _run(env, task, tmp_path / "killed", workroot, tmp_path / "killed.log")
-        journal = tmp_path / "killed" / JOURNAL_NAME
+        journal = tmp_path / "killed" / LIVE_JOURNAL
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and run.poll() is None:
             if journal.exists() and b'"type":"step"' in journal.read_bytes():

@@ -15,9 +15,9 @@ from _runner_support import ENV, processes_mentioning, subset_file
 
 from medspot.cli import main
 from medspot.errors import BUG_EXIT_STATUS, ConfigError
-from medspot.live.core import registry
-from medspot.live.core.envoptions import check_env_options, env_options_of
-from medspot.live.core.registry import env_entry
+from medspot.live.envs import registry
+from medspot.live.envs.envoptions import check_env_options, env_options_of
+from medspot.live.envs.registry import env_entry
 
 
 def _nested(path: Path, env: str, depth: int) -> Path:
@@ -115,6 +115,7 @@ def test_each_environment_declares_typed_options() -> None:
         check_env_options(ENV, {"seed": "1.5"})
 
 
+@pytest.mark.live
 def test_an_error_found_during_the_run_is_recorded_in_run_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,6 +142,7 @@ def test_an_error_found_during_the_run_is_recorded_in_run_json(
     assert "medspot score" not in err
 
 
+@pytest.mark.live
 def test_a_bug_is_exit_70_with_its_traceback_in_the_run_folder(tmp_path: Path) -> None:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
     out, work = tmp_path / "run", tmp_path / "w"

@@ -24,7 +24,7 @@ from _runner_support import ENV, kill, processes_mentioning
 
 from _children import start, stop
 from medspot.cli import main
-from medspot.live.loop.steplog import JOURNAL_NAME
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -70,7 +70,7 @@ def test_a_live_folder_without_results_gets_advice_that_works(
     tasks = f"{TASK},lookup-doe-joan,open-study-mr-doe-john"
     cmd = [sys.executable, "-m", "medspot", *_argv(out, tasks=tasks)]
     proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if journal.exists() and journal.read_bytes().count(b'"type":"step"') >= 1:

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from _lamp_panel import (
     NAME,
     lamp_command,
@@ -23,7 +24,10 @@ from _lamp_panel import (
 from _runner_support import kill, processes_mentioning
 
 from _children import start
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
+
+pytestmark = pytest.mark.live  # each test starts `medspot` processes and lamp panels
 
 SLOW = "step_delay_s=0.8"
 
@@ -71,7 +75,7 @@ def test_a_second_writer_is_refused_and_a_killed_holder_is_taken_over(tmp_path: 
     args = _run_args(tasks, out, "--env-option", SLOW)
     first = _start(args, work)
     try:
-        _wait_for_steps(first, out / JOURNAL_NAME)
+        _wait_for_steps(first, out / LIVE_JOURNAL)
         code, err = _finish(_start(args, work / "second"))
         assert code == 2, err
         assert f"pid {first.pid}" in err and "Traceback" not in err
@@ -83,7 +87,7 @@ def test_a_second_writer_is_refused_and_a_killed_holder_is_taken_over(tmp_path: 
     assert (out / ".medspot.lock").exists()  # left by the killed run: taken over below
     code, err = _finish(_start(args, work))
     assert code == 0, err
-    assert set(_finished_once(out / JOURNAL_NAME).values()) == {1}  # no task finished twice
+    assert set(_finished_once(out / LIVE_JOURNAL).values()) == {1}  # no task finished twice
     assert not processes_mentioning(str(work))
 
 
@@ -95,7 +99,7 @@ def test_a_second_export_into_the_same_folder_is_refused(tmp_path: Path) -> None
     )  # fmt: skip
     first = _start(args, work)
     try:
-        _wait_for_steps(first, out / ".live-run" / JOURNAL_NAME)
+        _wait_for_steps(first, out / ".live-run" / LIVE_JOURNAL)
         code, err = _finish(_start(args, work / "second"))
         assert code == 2, err
         assert f"pid {first.pid}" in err
@@ -111,7 +115,7 @@ def test_sigterm_exits_143_and_sigint_130_leaving_nothing_and_the_run_resumes(
 ) -> None:
     tasks, out, work = _tasks(tmp_path), tmp_path / "run", tmp_path / "w"
     args = _run_args(tasks, out, "--env-option", SLOW)
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     for sig, status in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
         before = journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0
         proc = _start(args, work)

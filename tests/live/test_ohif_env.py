@@ -8,7 +8,6 @@ import http.client
 import json
 import math
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,14 @@ import pytest
 from _orthanc_support import require_live, require_orthanc_stack
 
 from medspot.live.core.actions import Click, Drag
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
-TASKS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists" / "ohif.json"
+TASKS = (
+    Path(__file__).parents[2] / "src" / "medspot" / "live" / "envs" / "ohif" / "tasks" / "ohif.json"
+)
 
 
 def require_ohif_stack() -> None:
@@ -34,22 +35,6 @@ def require_ohif_stack() -> None:
 @pytest.fixture(scope="module")
 def tasks() -> LiveTaskFile:
     return load_task_file(TASKS)
-
-
-@pytest.fixture(scope="module")
-def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[Any]:
-    require_ohif_stack()
-    from _orthanc_support import CHROMIUM
-
-    from medspot.live.core.registry import create_environment
-
-    env = create_environment(
-        "ohif", workdir=tmp_path_factory.mktemp("ohif-env"), chromium=CHROMIUM,
-        seed_cache=seed_cache,
-    )  # fmt: skip
-    env.start()
-    yield env
-    env.close()
 
 
 def _task(tasks: LiveTaskFile, task_id: str) -> LiveTask:
@@ -157,7 +142,7 @@ def test_two_environments_side_by_side(
 ) -> None:
     from _orthanc_support import CHROMIUM
 
-    from medspot.live.core.registry import create_environment
+    from medspot.live.envs.registry import create_environment
 
     task = _task(tasks, "measure-ab-ct-doe-john")
     other: Any = create_environment(

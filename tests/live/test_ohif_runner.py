@@ -18,7 +18,8 @@ def test_the_runner_drives_ohif(tmp_path: Path, seed_cache: Path) -> None:
     from _runner_support import env_options
 
     from medspot.live.loop.request import LiveRequest, run_live
-    from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, read_live_journal
+    from medspot.live.loop.steplog import StepRecord, read_live_journal
+    from medspot.runfolder.layout import LIVE_JOURNAL
 
     ids = ("measure-ab-ct-doe-john", "preset-lung-ct-doe-john", "open-ct-doe-joan")
     req = LiveRequest(
@@ -29,7 +30,7 @@ def test_the_runner_drives_ohif(tmp_path: Path, seed_cache: Path) -> None:
     assert out.metrics["num_tasks"] == 3
     assert out.metrics["task_success_rate"] == 1.0
     steps = [
-        r for r in read_live_journal(tmp_path / "run" / JOURNAL_NAME)
+        r for r in read_live_journal(tmp_path / "run" / LIVE_JOURNAL)
         if isinstance(r, StepRecord) and r.executed
     ]  # fmt: skip
     drags = [r for r in steps if r.action and r.action["kind"] == "drag"]

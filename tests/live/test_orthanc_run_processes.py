@@ -23,7 +23,8 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import ENV, descendants, kill, processes_mentioning
 
 from _children import start
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -80,7 +81,7 @@ def _assert_short(err: str) -> None:
 
 def test_lock_signals_and_a_killed_browser_on_orthanc(tmp_path: Path, workroot: Path) -> None:
     out = tmp_path / "run"
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     first = _start(out, workroot)
     try:
         _wait_for_more_steps(first, journal)
@@ -106,7 +107,7 @@ def test_lock_signals_and_a_killed_browser_on_orthanc(tmp_path: Path, workroot: 
     time.sleep(1)
     assert not processes_mentioning(str(workroot)), "left alive after SIGTERM"
 
-    out, journal = tmp_path / "run2", tmp_path / "run2" / JOURNAL_NAME  # all tasks ahead
+    out, journal = tmp_path / "run2", tmp_path / "run2" / LIVE_JOURNAL  # all tasks ahead
     third = _start(out, workroot)
     _wait_for_more_steps(third, journal, 1)
     browsers = [
@@ -146,7 +147,7 @@ def test_a_signal_while_the_environment_starts_ends_the_run_within_seconds(
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and not (out / "run.json").exists():
         time.sleep(0.02)
-    assert proc.poll() is None and _steps(out / JOURNAL_NAME) == 0
+    assert proc.poll() is None and _steps(out / LIVE_JOURNAL) == 0
     t0 = time.monotonic()
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)

@@ -13,8 +13,8 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 
 from medspot.live.core.actions import Click
 from medspot.live.core.contract import EnvironmentFault
-from medspot.live.core.registry import create_environment
 from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+from medspot.live.envs.registry import create_environment
 from medspot.live.services.seed import LANDMARKS, build_catalogue, seed_files
 
 pytestmark = pytest.mark.live

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from importlib import resources
 
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import load_task_file
 
 
 def _tasks() -> list[LiveTask]:
-    path = resources.files("medspot.live") / "tasklists" / "orthanc_explorer.json"
+    path = resources.files("medspot.live.envs.orthanc_explorer") / "tasks" / "orthanc_explorer.json"
     with resources.as_file(path) as p:
         return list(load_task_file(p).tasks)
 

@@ -13,8 +13,8 @@ import pytest
 
 from medspot.live.core.actions import ToolCall
 from medspot.live.core.episode import Episode
-from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.executors.base import SlotConfig, episode_tools
 
 pytestmark = pytest.mark.live

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from _orthanc_support import walk_oracle
 
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
 
 def _task(task_id: str) -> LiveTask:
-    path = resources.files("medspot.live") / "tasklists" / "orthanc_explorer.json"
+    path = resources.files("medspot.live.envs.orthanc_explorer") / "tasks" / "orthanc_explorer.json"
     with resources.as_file(path) as p:
         return next(t for t in load_task_file(p).tasks if t.id == task_id)
 

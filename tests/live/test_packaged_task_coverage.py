@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from medspot.live.core import taskfiles
-from medspot.live.core.registry import env_names
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs import taskfiles
+from medspot.live.envs.registry import env_names
 
 # the three files the packaged tasks started from; the tasks added beside them in
 # `<stem>-<part>.json` files are held to the stricter rules below
@@ -78,8 +78,8 @@ def test_trap_tags() -> None:
 
 @pytest.mark.parametrize(("env", "name"), _part_files())
 def test_each_part_file_is_valid_on_its_own(env: str, name: str) -> None:
-    data = dict((Path(n).name, b) for n, b in taskfiles.packaged_task_files(env))[name]
-    tf = taskfiles.parse_task_file(json.loads(data), name)
+    text = next(t for n, t in taskfiles.packaged_task_files(env) if Path(n).name == name)
+    tf = taskfiles.parse_task_file(json.loads(text), name)
     assert tf.env == env
     for t in tf.tasks:
         assert t.success and t.fail_if, f"{name}: {t.id} needs success and fail_if checks"

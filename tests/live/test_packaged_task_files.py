@@ -8,9 +8,9 @@ import json
 import pytest
 
 from medspot.errors import DataError
-from medspot.live.core import taskfiles
-from medspot.live.core.registry import env_names
 from medspot.live.core.tasks import LiveTaskFile
+from medspot.live.envs import taskfiles
+from medspot.live.envs.registry import env_names
 
 
 def _file(env: str, *ids: str) -> LiveTaskFile:

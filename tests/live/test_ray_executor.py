@@ -37,8 +37,9 @@ from medspot.errors import ConfigError
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, FaultRecord, StepRecord, TaskRecord
+from medspot.live.loop.steplog import FaultRecord, StepRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -116,7 +117,7 @@ def test_oracle_through_two_actors_gives_the_thread_executors_results(
     assert _results(tmp_path / "ray") == _results(tmp_path / "threads")
     # the checks read at each task's start (the audit's reading) come back from the actors
     at_start = {
-        run: {r.task: r.start_checks for r in read(tmp_path / run / JOURNAL_NAME)
+        run: {r.task: r.start_checks for r in read(tmp_path / run / LIVE_JOURNAL)
               if isinstance(r, TaskRecord)}
         for run in ("threads", "ray")
     }  # fmt: skip
@@ -170,7 +171,7 @@ class _ActorSignaller(OracleAgent):
 
 def _fault_then_success(out: LiveOutcome, run_dir: Path) -> FaultRecord:
     assert out.stats.faults == 1 and out.stats.envs_started == 2
-    recs = list(read(run_dir / JOURNAL_NAME))
+    recs = list(read(run_dir / LIVE_JOURNAL))
     faults = [r for r in recs if isinstance(r, FaultRecord)]
     assert len(faults) == 1 and faults[0].attempt == 1
     finals = [r for r in recs if isinstance(r, TaskRecord)]
@@ -225,7 +226,7 @@ def test_sigterm_stops_a_ray_run_cleanly_and_the_rerun_resumes(short_tmp: Path) 
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(short_tmp))
     cmd = _cli(out, short_tmp, TASKS)
     proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and proc.poll() is None:
         n = journal.read_bytes().count(b'"type":"step"') if journal.exists() else 0

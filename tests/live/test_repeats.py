@@ -16,12 +16,11 @@ import pytest
 from _lamp_panel import ENTRY, NAME, switch_task, task_file
 
 from medspot.cli import main
-from medspot.live.core import registry
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs import registry
 from medspot.live.loop.outcomes import live_metrics, task_matrix, task_results
 from medspot.live.loop.results import write_live_results
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     JournalState,
     LiveRecord,
     ResumeState,
@@ -29,6 +28,7 @@ from medspot.live.loop.steplog import (
     TaskRecord,
     read_live_journal,
 )
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.runfolder.live_schema import LiveTaskRow
 
 
@@ -199,9 +199,10 @@ def _lamp_tasks(tmp_path: Path) -> Path:
 
 
 def _ends(out: Path) -> list[TaskRecord]:
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
 
 
+@pytest.mark.live
 def test_repeats_run_every_task_k_times_and_resume_per_repeat(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -223,7 +224,7 @@ def test_repeats_run_every_task_k_times_and_resume_per_repeat(
 
     # a run killed between repeats: only repeat 0 is in the journal; the rerun runs repeats
     # 1 and 2 and nothing of repeat 0 again
-    journal = out / JOURNAL_NAME
+    journal = out / LIVE_JOURNAL
     lines = journal.read_bytes().splitlines(keepends=True)
     kept = [ln for ln in lines if json.loads(ln).get("repeat", 0) == 0]
     journal.write_bytes(b"".join(kept))
@@ -242,10 +243,11 @@ def test_repeats_run_every_task_k_times_and_resume_per_repeat(
     assert "repeats" in capsys.readouterr().err
 
 
+@pytest.mark.live
 def test_repeats_ask_the_model_afresh_with_the_seed_of_the_repeat(tmp_path: Path) -> None:
     tasks, out = _lamp_tasks(tmp_path), tmp_path / "random"
     _run(tasks, out, "random", "--repeats", "2")
-    steps = [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, StepRecord)]
+    steps = [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     first = {(s.task, s.n): s.raw_text for s in steps if s.repeat == 0}
     second = {(s.task, s.n): s.raw_text for s in steps if s.repeat == 1}
     assert first and second and not any(s.replayed for s in steps)
@@ -254,6 +256,7 @@ def test_repeats_ask_the_model_afresh_with_the_seed_of_the_repeat(tmp_path: Path
     assert "pass_hat_k" in m and m["repeats"] == 2
 
 
+@pytest.mark.live
 def test_noop_fails_every_repeat_and_no_infeasible_task(tmp_path: Path) -> None:
     tasks, out = _lamp_tasks(tmp_path), tmp_path / "noop"
     assert _run(tasks, out, "noop", "--repeats", "2") == 0
@@ -265,6 +268,7 @@ def test_noop_fails_every_repeat_and_no_infeasible_task(tmp_path: Path) -> None:
     assert np.all([r["ending"] == "done" for r in rows])
 
 
+@pytest.mark.live
 def test_leaderboard_and_compare_with_repeats(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

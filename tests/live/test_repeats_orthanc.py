@@ -14,15 +14,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
-from _runner_support import ENV, descendants, kill, processes_mentioning
+from _runner_support import ENV, KillAndResume, kill, processes_mentioning
 
 from _children import start, stop
 from medspot.cli import main
-from medspot.live.loop.steplog import JOURNAL_NAME, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
@@ -31,40 +33,27 @@ IDS = ["open-study-ct-doe-john", "open-study-mr-smith-ann"]
 
 
 def _ends(out: Path) -> list[TaskRecord]:
-    return [r for r in read_live_journal(out / JOURNAL_NAME) if isinstance(r, TaskRecord)]
+    return [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
 
 
-def test_oracle_repeats_resume_after_a_kill_between_repeats(tmp_path: Path) -> None:
+def test_oracle_repeats_resume_after_a_kill_between_repeats(
+    tmp_path: Path, kill_and_resume: Callable[..., KillAndResume]
+) -> None:
     require_orthanc_stack()
     out = tmp_path / "oracle"
-    workroot = Path(tempfile.mkdtemp(prefix="msrp", dir="/tmp"))  # short: chromium's socket
     cmd = [
         sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "oracle",
         "--repeats", "3", "--tasks", ",".join(IDS), "--out", str(out),
         "--env-option", f"chromium={CHROMIUM}", "--no-progress", "--bootstrap", "50",
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
-    try:
-        proc = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            if sum(1 for r in _ends(out) if r.repeat == 0) == len(IDS):
-                break  # the first repeat of every task is done: kill between repeats
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        below = descendants(proc.pid)
-        kill([proc.pid])
-        proc.wait()
-        kill(below)
-        kill(processes_mentioning(str(workroot)))
-        before = _ends(out)
-        assert {(r.task, r.repeat) for r in before} >= {(t, 0) for t in IDS}
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert "pass@3 100.0%" in done.stdout and "pass^3 100.0%" in done.stdout
-    finally:
-        kill(processes_mentioning(str(workroot)))
-        shutil.rmtree(workroot, ignore_errors=True)
+    run = kill_and_resume(cmd, dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    # the first repeat of every task is done: killed between repeats
+    run.kill_when(lambda: sum(1 for r in _ends(out) if r.repeat == 0) == len(IDS))
+    before = _ends(out)
+    assert {(r.task, r.repeat) for r in before} >= {(t, 0) for t in IDS}
+    done = run.resume()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "pass@3 100.0%" in done.stdout and "pass^3 100.0%" in done.stdout
     ends = _ends(out)
     runs = Counter((r.task, r.repeat) for r in ends)
     assert runs == Counter({(t, k): 1 for t in IDS for k in range(3)})  # nothing ran twice

@@ -22,15 +22,17 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from PIL import Image
 
 from medspot.live.core.actions import Click, Drag, Key, TypeText
-from medspot.live.core.registry import create_environment
-from medspot.live.core.taskfiles import load_task_file
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.atspi import state_diff
 from medspot.live.drivers.x11 import CARET_PIXELS
+from medspot.live.envs.registry import create_environment
+from medspot.live.envs.taskfiles import load_task_file
 
 pytestmark = pytest.mark.live
 
-TASKLISTS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "tasklists"
+ENVS = Path(__file__).parents[2] / "src" / "medspot" / "live" / "envs"
+ORTHANC_EXPLORER_TASKS = ENVS / "orthanc_explorer" / "tasks" / "orthanc_explorer.json"
+OHIF_TASKS = ENVS / "ohif" / "tasks" / "ohif.json"
 
 
 def _click(env: Any, **loc: Any) -> None:
@@ -146,7 +148,7 @@ def test_ohif_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -
     from test_ohif_env import require_ohif_stack
 
     require_ohif_stack()
-    tasks = {t.id: t for t in load_task_file(TASKLISTS / "ohif.json").tasks}
+    tasks = {t.id: t for t in load_task_file(OHIF_TASKS).tasks}
     task: LiveTask = tasks["measure-ab-ct-doe-john"]
     env: Any = create_environment(
         "ohif",
@@ -219,7 +221,7 @@ def _same(fresh: dict[str, Any], now: dict[str, Any]) -> None:
 
 def test_orthanc_explorer_reset_restores_the_fresh_state(tmp_path: Path, seed_cache: Path) -> None:
     require_orthanc_stack()
-    tasks = {t.id: t for t in load_task_file(TASKLISTS / "orthanc_explorer.json").tasks}
+    tasks = {t.id: t for t in load_task_file(ORTHANC_EXPLORER_TASKS).tasks}
     task = tasks["open-study-ct-doe-john"]
     env: Any = create_environment(
         "orthanc-explorer", workdir=tmp_path / "e", chromium=CHROMIUM, seed_cache=seed_cache

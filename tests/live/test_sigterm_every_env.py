@@ -19,7 +19,7 @@ from _runner_support import descendants, kill, processes_mentioning
 
 from _children import start
 from medspot.cli import main
-from medspot.live.core.registry import env_names
+from medspot.live.envs.registry import env_names
 
 pytestmark = pytest.mark.live
 

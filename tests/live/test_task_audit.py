@@ -12,7 +12,7 @@ import pytest
 from _orthanc_support import CHROMIUM, require_live, require_orthanc_stack
 
 from medspot.cli import main
-from medspot.live.core.registry import env_names
+from medspot.live.envs.registry import env_names
 
 pytestmark = pytest.mark.live
 

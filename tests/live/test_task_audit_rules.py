@@ -166,7 +166,7 @@ def test_checks_that_do_not_read_the_right_end_state() -> None:
 def test_every_finding_and_check_kind_is_documented() -> None:
     from pathlib import Path
 
-    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.envs.registry import env_entry, env_names
     from medspot.live.loop.task_audit import FINDING_KINDS
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()

@@ -14,7 +14,7 @@ import pytest
 
 from medspot.cli import main
 from medspot.errors import DataError
-from medspot.live.core.taskfiles import parse_task_file
+from medspot.live.envs.taskfiles import parse_task_file
 
 WEB_STEP = {"instruction": "Open it", "target": {"text": "Open"}}
 DESKTOP_STEP = {"instruction": "Invert", "target": {"description": "Invert"}}

@@ -25,7 +25,8 @@ from _serve_support import kill_leftovers, medspot, rows, short_workroot
 
 from medspot.live.core.actions import Click, LiveAction, action_from_json
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.loop.steplog import ResumeState, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -46,7 +47,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(OPEN, DELETE), mode="agent",
                       env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
     assert run_live(req).metrics["task_success_rate"] == 1.0
-    st = ResumeState.from_records(list(read_live_journal(out / JOURNAL_NAME)))
+    st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     clicks: list[LiveAction] = [action_from_json(s.action) for s in st.trajectory(OPEN) if s.action]
     url = st.finished[OPEN].final_url or ""
     assert "uuid=" in url

@@ -38,7 +38,8 @@ from medspot.live.core.actions import (
 )
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import Episode, EpisodeError
-from medspot.live.loop.steplog import JOURNAL_NAME, StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 gymnasium = pytest.importorskip("gymnasium")
@@ -125,7 +126,7 @@ def test_unexecutable_answers_are_scored_no_action_steps_in_a_run(
     metrics = json.loads((out / "overall_dataset_metrics.json").read_text())
     assert metrics["num_env_errors"] == 0 and metrics["num_tasks"] == 1
     assert metrics["task_success_rate"] == 0.0 and metrics["endings"] == {"budget": 1}
-    records = list(read_live_journal(out / JOURNAL_NAME))
+    records = list(read_live_journal(out / LIVE_JOURNAL))
     assert not [r for r in records if r.type == "fault"]  # never an environment fault
     (end,) = [r for r in records if isinstance(r, TaskRecord)]
     assert end.outcome == "failure" and end.reason == "budget of 6 actions spent"

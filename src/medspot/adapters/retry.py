@@ -1,4 +1,5 @@
-"""The model-call retry loop of both runners (`medspot.runner` and the live `ModelAgent`).
+"""The one model-call retry loop: both runners (`medspot.runner`, the live `ModelAgent`) and
+`medspot check-model`.
 
 A `TransientModelError` (429, 5xx, a timeout, a bad body) is retried up to `max_retries` times:
 after the server's `Retry-After` when it sent one (at most `retry_after_max` seconds), else

@@ -10,6 +10,7 @@ pixels read as 0..1000 gives a scale far from 1, a frame shift gives an offset.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -20,9 +21,9 @@ from typing import Any
 from medspot.adapters.base import Adapter, AdapterContext, StepRequest
 from medspot.adapters.card import ResizeSpec
 from medspot.adapters.options import AdapterOptions
+from medspot.adapters.retry import CallFailed, RetryPolicy, call_with_retries
 from medspot.commands.check_model_diagnose import Diagnosis, Observation, diagnose
 from medspot.dataset.images import ImageStore
-from medspot.errors import ModelCallError, TransientModelError
 from medspot.geometry import Point
 
 __all__ = [
@@ -212,20 +213,25 @@ class CheckReport:
         }
 
 
+def _retry_policy(tries: int) -> RetryPolicy:
+    """`tries` calls in all, a failed one retried after its server's Retry-After or about a
+    second, never more than 5 s: a check is quick."""
+    return RetryPolicy(
+        max_retries=tries - 1, backoff_base=1.0, backoff_max=5.0, retry_after_max=5.0
+    )
+
+
 async def _ask(adapter: Adapter, req: StepRequest, screen: CheckScreen, tries: int) -> ScreenResult:
-    for attempt in range(tries):
-        try:
-            pred = await adapter.predict(req)
-        except TransientModelError as e:
-            if attempt + 1 < tries:
-                await asyncio.sleep(min(e.retry_after if e.retry_after is not None else 1.0, 5.0))
-                continue
-            return ScreenResult(screen, None, None, str(e))
-        except ModelCallError as e:
-            return ScreenResult(screen, None, None, str(e))
-        tokens = pred.usage.input_tokens if pred.usage is not None else None
-        return ScreenResult(screen, pred.raw_text, pred.point, None, pred.sent_size, tokens)
-    raise AssertionError("unreachable")  # pragma: no cover
+    try:
+        # the one retry loop of the runners; an unexpected exception is check-model's bug
+        pred, _, _ = await call_with_retries(
+            functools.partial(adapter.predict, req), _retry_policy(tries),
+            label=req.step_uid, passthrough=(Exception,),
+        )  # fmt: skip
+    except CallFailed as e:
+        return ScreenResult(screen, None, None, str(e))
+    tokens = pred.usage.input_tokens if pred.usage is not None else None
+    return ScreenResult(screen, pred.raw_text, pred.point, None, pred.sent_size, tokens)
 
 
 async def run_check(

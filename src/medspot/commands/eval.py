@@ -11,13 +11,12 @@ from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
     add_data_args,
+    add_model_args,
     add_protocol_args,
     concurrency_number,
     non_negative_float,
     out_dir,
     parse_apps,
-    positive_float,
-    positive_int,
     progress_bar,
     retries_number,
     seed_number,
@@ -43,92 +42,6 @@ def _crop_fraction(text: str) -> float:
     except ConfigError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return v
-
-
-def add_model_args(p: argparse.ArgumentParser, *, model_required: bool = True) -> None:
-    g = p.add_argument_group("model and backend")
-    g.add_argument(
-        "--model",
-        required=model_required,
-        metavar="NAME",
-        help="a name from `medspot models`, or openai:NAME for any served model",
-    )
-    g.add_argument(
-        "--backend",
-        choices=["openai", "hf"],
-        default=None,
-        help="served over an OpenAI-compatible API, or in-process transformers",
-    )
-    g.add_argument(
-        "--base-url",
-        action="append",
-        metavar="URL",
-        help="OpenAI-compatible server (repeat to spread load over replicas); "
-        "default: $OPENAI_BASE_URL or OpenAI",
-    )
-    g.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="VAR",
-        help="the environment variable holding the API key; when given, the only one read "
-        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY for anthropic-computer-use, sent to a "
-        "custom --base-url too)",
-    )
-    g.add_argument(
-        "--api-model",
-        default=None,
-        metavar="NAME",
-        help="model name to send to the server (default: the card's checkpoint)",
-    )
-    g.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help="per-request timeout in seconds",
-    )
-    g.add_argument(
-        "--checkpoint",
-        default=None,
-        metavar="ID_OR_DIR",
-        help="hub id or local directory of the weights (hf backend)",
-    )
-    g.add_argument("--device", default=None, help="torch device for --backend hf (cpu, cuda)")
-    g.add_argument("--dtype", default=None, help="torch dtype for --backend hf (bfloat16, ...)")
-    g.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="steps per forward pass (--backend hf)",
-    )
-    g.add_argument(
-        "--prompt",
-        choices=["native", "upstream"],
-        default=None,
-        help="prompt style (default: native; upstream under an upstream-* protocol)",
-    )
-    g.add_argument(
-        "--convention",
-        choices=["rel1000", "rel1", "abs_sent"],
-        default=None,
-        help="coordinate convention of an openai:NAME model or replay raw text",
-    )
-    g.add_argument(
-        "--prompt-template",
-        default=None,
-        metavar="FILE",
-        help="prompt template file for openai:NAME ({instruction}, {width}, {height})",
-    )
-    g.add_argument(
-        "--replay-file", default=None, metavar="FILE", help="JSONL answers for --model replay"
-    )
-    g.add_argument(
-        "--price-file",
-        default=None,
-        metavar="FILE",
-        help="JSON/TOML price table overriding the built-in one",
-    )
 
 
 def _run(args: argparse.Namespace) -> int:

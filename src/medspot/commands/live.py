@@ -20,6 +20,7 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_model_args,
     bootstrap_number,
     concurrency_number,
     non_negative_float,
@@ -30,7 +31,6 @@ from medspot.commands._common import (
     whole_number,
 )
 from medspot.commands._runlog import run_log
-from medspot.commands.eval import add_model_args
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
 from medspot.limits import MAX_REPEATS, MAX_SEED
@@ -58,7 +58,7 @@ def _task_ids(args: argparse.Namespace) -> tuple[str, ...]:
 def _logged(args: argparse.Namespace, run_folder: Path) -> Iterator[None]:
     """The command's log in full into `<run_folder>/live.log`, one line per record on stderr;
     a bug's traceback goes into the run folder too (`medspot.cli`)."""
-    from medspot.live.loop.results import LIVE_LOG
+    from medspot.runfolder.layout import LIVE_LOG
 
     args.run_folder = run_folder
     with run_log(run_folder, run_folder / LIVE_LOG, verbose=getattr(args, "verbose", 0)):
@@ -140,7 +140,7 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
 
     env_entry(args.env)
@@ -239,7 +239,7 @@ def _incomplete_status(status: str, errors: int, given_up: tuple[str, ...], out:
 
 
 def _tasks(args: argparse.Namespace) -> int:
-    from medspot.live.core.taskfiles import env_task_file
+    from medspot.live.envs.taskfiles import env_task_file
 
     if args.validate and args.tasks_file:
         raise ConfigError("give --validate FILE or --tasks-file FILE, not both")
@@ -297,7 +297,7 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from medspot.live.core.taskfiles import env_task_file, select_tasks
+    from medspot.live.envs.taskfiles import env_task_file, select_tasks
     from medspot.live.loop.task_audit import audit_env
 
     tasks_file = Path(args.tasks_file) if args.tasks_file else None
@@ -331,7 +331,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _envs(name: str | None) -> list[str]:
-    from medspot.live.core.registry import env_entry, env_names
+    from medspot.live.envs.registry import env_entry, env_names
 
     if name:
         env_entry(name)
@@ -340,7 +340,7 @@ def _envs(name: str | None) -> list[str]:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.services.host import (
         apt_commands,
         can_install,
@@ -365,7 +365,7 @@ def _ray_resources(names: list[str]) -> int:
     (stdout, one line); what keeps the others out goes to stderr."""
     import json
 
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.loop.executors.placement import node_resources
     from medspot.live.services.host import missing_for
 
@@ -381,7 +381,7 @@ def _ray_resources(names: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.services.host import missing_for
 
     if args.ray_resources:

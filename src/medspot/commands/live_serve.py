@@ -34,7 +34,7 @@ def _task_ids(raw: str | None) -> tuple[str, ...]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from medspot.live.core.registry import env_entry
+    from medspot.live.envs.registry import env_entry
     from medspot.live.serve.host import ServeOptions
 
     env_entry(args.env)

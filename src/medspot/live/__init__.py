@@ -18,9 +18,10 @@ imports none of its parts)::
 
     live.run_live(live.LiveRequest(env="orthanc-explorer", model="oracle", out=Path("runs/o")))
 
-Parts: `medspot.live.core` (the environment contract, actions, tasks, the registry, the
-`Episode`), `.agents` (models, the oracle, replay; reading an answer into an action), `.loop`
-(the runner, the journal, metrics, the run folder), `.drivers`, `.services`, `.envs`; the
+Parts: `medspot.live.core` (the environment contract, actions, tasks, the `Episode`), `.envs`
+(one package per environment family, their registry and task files), `.agents` (models, the
+oracle, replay; reading an answer into an action), `.loop` (the runner, the journal, metrics,
+the run folder), `.drivers`, `.services`; the
 Gymnasium API is `medspot.live.gym` (the `gym` extra). docs/live.md "Use it from Python".
 """
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from medspot.live.core.contract import (
         ActResult,
         ElementInfo,
+        EnvEntry,
         Environment,
         EnvironmentFault,
         Observation,
@@ -67,20 +69,19 @@ if TYPE_CHECKING:
         StepResult,
         hit_intended,
     )
-    from medspot.live.core.registry import (
-        EnvEntry,
+    from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
+    from medspot.live.envs.registry import (
         create_environment,
         env_entry,
         env_names,
         register_env,
     )
-    from medspot.live.core.taskfiles import (
+    from medspot.live.envs.taskfiles import (
         env_task_file,
         load_task_file,
         parse_task_file,
         select_tasks,
     )
-    from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, StepSpec
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
     from medspot.live.serve.openenv_client import MedspotAction, MedspotEnvClient
 
@@ -157,11 +158,11 @@ _PARTS = {
     "medspot.live.agents.turn": "AgentAnswer AgentTurn LiveAgent PastTurn",
     "medspot.live.core.actions": "Click Done Drag Infeasible Key LiveAction NotAnAction Scroll "
     "ToolCall TypeText action_from_json action_to_json describe_action",
-    "medspot.live.core.contract": "ActResult ElementInfo Environment EnvironmentFault "
+    "medspot.live.core.contract": "ActResult ElementInfo EnvEntry Environment EnvironmentFault "
     "Observation PixelBox",
     "medspot.live.core.episode": "MODES Episode EpisodeError Mode StepResult hit_intended",
-    "medspot.live.core.registry": "EnvEntry create_environment env_entry env_names register_env",
-    "medspot.live.core.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
+    "medspot.live.envs.registry": "create_environment env_entry env_names register_env",
+    "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
     # openenv-core, imported only when asked for (`pip install 'medspot[openenv]'`)

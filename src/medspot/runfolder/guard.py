@@ -3,6 +3,7 @@ medspot run folder (it holds `run.json`)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from medspot.errors import ConfigError
@@ -11,10 +12,13 @@ from medspot.runfolder.layout import JOURNAL, LOCK, RUN_JSON
 __all__ = ["make_output_folder", "refuse_foreign_folder"]
 
 
-def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
+def refuse_foreign_folder(
+    folder: Path, option: str = "--out", before_run: Collection[str] = ()
+) -> None:
     """Raise `ConfigError` when `folder` exists, is not a run folder (it has no run.json)
-    and holds anything (a file in its place included); a missing or empty folder, or a run
-    folder, passes."""
+    and holds anything but its lock and `before_run` (files its command writes before
+    run.json) (a file in its place included); a missing or empty folder, or a run folder,
+    passes."""
     folder = Path(folder)
     if not folder.exists():
         return
@@ -23,7 +27,8 @@ def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
     if (folder / RUN_JSON).is_file():
         return
     try:
-        foreign = sorted(p.name for p in folder.iterdir() if p.name != LOCK)
+        mine = {LOCK, *before_run}
+        foreign = sorted(p.name for p in folder.iterdir() if p.name not in mine)
     except OSError as e:
         raise ConfigError(f"cannot read {option} {folder}: {e.strerror or e}") from None
     if JOURNAL in foreign:
@@ -36,9 +41,9 @@ def refuse_foreign_folder(folder: Path, option: str = "--out") -> None:
         )
 
 
-def make_output_folder(folder: Path) -> None:
+def make_output_folder(folder: Path, before_run: Collection[str] = ()) -> None:
     """Create `folder` for writing a run (refusing a folder that is not ours first)."""
-    refuse_foreign_folder(folder)
+    refuse_foreign_folder(folder, before_run=before_run)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:

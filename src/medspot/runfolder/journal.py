@@ -3,6 +3,9 @@ as each call completes, so that a killed run resumes without repeating calls.
 
 A torn last line (a run killed mid-write) is ignored and its step asked again. For each step the
 latest successful record wins; error records are kept for the audit trail and retried on resume.
+
+The writer (`Journal`) and the reader (`read_records`) serve any journal of pydantic records:
+the live journal (`live_journal.jsonl`, `medspot.live.loop.steplog`) is written and read by them.
 """
 
 from __future__ import annotations
@@ -12,19 +15,27 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
-from medspot.runfolder.modelcall import ModelCall
 
-__all__ = ["Journal", "JournalRecord", "JournalWriteError", "prompt_hash", "read_journal"]
+__all__ = [
+    "Journal",
+    "JournalRecord",
+    "JournalWriteError",
+    "prompt_hash",
+    "read_journal",
+    "read_records",
+]
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class JournalRecord(ModelCall):
@@ -55,9 +66,10 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def read_journal(path: Path) -> Iterator[JournalRecord]:
-    """Every well-formed record in file order. A torn or corrupt line is skipped with a warning
-    (a torn last line is the normal trace of a killed run)."""
+def read_records(path: Path, validate: Callable[[bytes], R]) -> Iterator[R]:
+    """Every well-formed record of the journal at `path` in file order (`validate` reads one
+    line into a record). A torn or corrupt line is skipped with a warning (a torn last line
+    is the normal trace of a killed run); a missing journal has no record."""
     try:
         with path.open("rb") as f:
             data = f.read()
@@ -66,7 +78,6 @@ def read_journal(path: Path) -> Iterator[JournalRecord]:
     except OSError as e:
         raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
     lines = data.split(b"\n")
-    validate = JournalRecord.model_validate_json
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -77,12 +88,18 @@ def read_journal(path: Path) -> Iterator[JournalRecord]:
             log.warning("%s: ignoring unreadable %s", path, where)
 
 
+def read_journal(path: Path) -> Iterator[JournalRecord]:
+    """Every well-formed record of a prediction journal in file order (`read_records`)."""
+    return read_records(path, JournalRecord.model_validate_json)
+
+
 class Journal:
-    """Append-only writer. Each record is one `write` system call of one whole line, made at
-    once (so a killed process loses nothing it journaled and leaves at most a torn last line
-    after a machine crash), and fsynced by a background thread at most every
+    """Append-only writer of pydantic records. Each record is one `write` system call of one
+    whole line, made at once (so a killed process loses nothing it journaled and leaves at most
+    a torn last line after a machine crash), and fsynced by a background thread at most every
     `fsync_interval` seconds and on close (so a machine crash loses at most that much, and
-    the event loop never waits on the disk)."""
+    the event loop never waits on the disk); `fsync_interval=0`: each line as it is written
+    (the live journal: its steps are slow)."""
 
     def __init__(self, path: Path, *, fsync: bool = True, fsync_interval: float = 1.0) -> None:
         self.path = path
@@ -123,7 +140,7 @@ class Journal:
                 f"cannot write the journal {self.path}: {e.strerror or e}"
             ) from None
 
-    def append(self, record: JournalRecord) -> None:
+    def append(self, record: BaseModel) -> None:
         """Write `record` as one line. Raises `JournalWriteError` (exit 2) when the disk refuses
         it; the lines written before stay as they are."""
         line = record.model_dump_json().encode("utf-8") + b"\n"

@@ -1,5 +1,5 @@
-"""The names of every file in a run folder (docs/results.md), and `RunFolder`, the one place
-that joins them to a path.
+"""The names of every file in a run folder, static or live (docs/results.md, docs/live.md "Run
+folder"), and `RunFolder`, the one place that joins them to a path.
 
     .medspot.lock                     the writer's advisory lock, holding its pid
     run.json                          what was run (`RunInfo`, with `format_version`)
@@ -12,12 +12,20 @@ that joins them to a path.
     <App>/task_metrics.json           the app's metrics
     <App>/failure_statistics.json     the app's failure histograms
 
+A live run (`medspot live run`) has no predictions.jsonl; its own files are
+
+    live_journal.jsonl                every step as it happened (the live journal)
+    trajectories/<task>.json          every step of a task: action, element hit, checks
+    screens/<sha256>.png              each distinct screenshot once
+    live.log                          the command's log in full
+
 `runinfo.FORMAT_VERSION` is written into every new `run.json`. Version 0 is a folder written
 before the field existed; it reads the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +36,20 @@ __all__ = [
     "APP_FAILURES",
     "APP_METRICS",
     "JOURNAL",
+    "LIVE_JOURNAL",
+    "LIVE_LOG",
     "LOCK",
     "OVERALL_FAILURES",
     "OVERALL_METRICS",
     "RUN_JSON",
+    "SCREENS",
     "TASK_FAILURES",
     "TASK_RESULTS",
+    "TRAJECTORIES",
     "ZOOM_PASSES",
     "RunFolder",
+    "screen_rel",
+    "trajectory_rel",
 ]
 
 RUN_JSON = "run.json"
@@ -48,6 +62,20 @@ TASK_RESULTS = "task_results.json"
 TASK_FAILURES = "task_failures.json"
 APP_METRICS = "task_metrics.json"
 APP_FAILURES = "failure_statistics.json"
+LIVE_JOURNAL = "live_journal.jsonl"  # a live run's journal (`medspot.live.loop.steplog`)
+SCREENS = "screens"  # a live run's screenshots, each once: screens/<sha256>.png
+TRAJECTORIES = "trajectories"  # a live run's trajectories: trajectories/<task>.json
+LIVE_LOG = "live.log"  # a live command's log in full (written by `commands._runlog`)
+
+
+def screen_rel(sha: str) -> str:
+    """A live run's screenshot (by the sha256 of its PNG), relative to the run folder."""
+    return f"{SCREENS}/{sha}.png"
+
+
+def trajectory_rel(name: str) -> str:
+    """A live task's trajectory file (`<task>` or `<task>@N`), relative to the run folder."""
+    return f"{TRAJECTORIES}/{name}.json"
 
 
 @dataclass(frozen=True)
@@ -74,6 +102,14 @@ class RunFolder:
     @property
     def lock(self) -> Path:
         return self.path / LOCK
+
+    @property
+    def live_journal(self) -> Path:
+        return self.path / LIVE_JOURNAL
+
+    @property
+    def live_log(self) -> Path:
+        return self.path / LIVE_LOG
 
     @property
     def overall_metrics(self) -> Path:
@@ -105,13 +141,18 @@ class RunFolder:
     def has_run(self) -> bool:
         return self.run_json.exists()
 
-    def resume_guard(self, info: RunInfo) -> RunInfo | None:
+    def resume_guard(self, info: RunInfo, ignore: Collection[str] = ()) -> RunInfo | None:
         """The run already in this folder that `info` continues (None: a fresh folder).
-        Refuses a folder holding a run made with other prediction settings, and a journal
-        without its run.json."""
+        Refuses a folder holding a run of another kind (a static run for a live one) or made
+        with other prediction settings (but those named in `ignore`), and a journal without
+        its run.json."""
         if self.run_json.exists():
-            previous = RunInfo.load(self.run_json)
-            problems = previous.mismatches(info)
+            previous = info.resuming(RunInfo.load(self.run_json))
+            if previous is None:
+                raise ConfigError(
+                    f"{self.path} holds a static run, not a live one; use another --out"
+                )
+            problems = [p for p in previous.mismatches(info) if p.partition(":")[0] not in ignore]
             if problems:
                 raise ConfigError(
                     f"{self.path} holds a run made with other settings; use another --out, or "

@@ -149,6 +149,10 @@ class LiveRunInfo(RunInfo):
         except ValidationError as e:
             raise ConfigError(f"{RUN_JSON}: the live fields are not valid: {_first(e)}") from None
 
+    def resuming(self, previous: RunInfo) -> LiveRunInfo | None:
+        """`previous` as a live run's run.json; None when it is a static run's."""
+        return LiveRunInfo.of(previous)
+
     def mismatches(self, other: RunInfo) -> list[str]:
         """The static prediction settings, then the live ones (`LIVE_PREDICTION_KEYS`)."""
         out = super().mismatches(other)

@@ -128,6 +128,11 @@ class RunInfo(BaseModel):
         self.error = text.strip()[:2000] or type(exc).__name__
         self.finished = now_iso()
 
+    def resuming(self, previous: RunInfo) -> RunInfo | None:
+        """`previous` (the run.json of the folder this run goes on with) as a run of this
+        run's kind, or None when it is a run of another kind (`LiveRunInfo`)."""
+        return previous
+
     def mismatches(self, other: RunInfo) -> list[str]:
         """The prediction settings in which `other` differs from this run."""
         out = []

@@ -43,20 +43,7 @@ Call = tuple[Prediction, int, float]  # a prediction, the retries it took, its s
 def call_record(call: Call, role: Literal["planner", "grounder"], **names: str) -> TurnCall:
     """One model call as a model-call record of the journal."""
     pred, retries, latency = call
-    usage, pt = pred.usage, pred.point
-    return TurnCall(
-        role=role,
-        raw_text=pred.raw_text,
-        point=(pt.x, pt.y) if pt is not None else None,
-        flags=list(pred.flags),
-        sent_size=pred.sent_size,
-        latency_s=round(latency, 6),
-        input_tokens=usage.input_tokens if usage else None,
-        output_tokens=usage.output_tokens if usage else None,
-        cost_usd=pred.cost_usd,
-        retries=retries,
-        **names,
-    )
+    return TurnCall.of_prediction(pred, latency_s=latency, retries=retries, role=role, **names)
 
 
 @dataclass

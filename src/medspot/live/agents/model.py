@@ -129,30 +129,23 @@ class ModelAgent:
             return queued
         pred, retries, latency = await self._predict(self.request(turn))
         frame = Frame(self.adapter.convention, turn.size, pred.sent_size)
-        usage = pred.usage
-        call = {
-            "raw_text": pred.raw_text,
-            "sent_size": pred.sent_size,
-            "latency_s": latency,
-            "input_tokens": usage.input_tokens if usage else None,
-            "output_tokens": usage.output_tokens if usage else None,
-            "cost_usd": pred.cost_usd,
-            "retries": retries,
-        }
         if fmt is None:
             parsed = parse_answer(pred.raw_text, frame, pred.point)
-            return AgentAnswer(
-                **call,
+            return AgentAnswer.of_prediction(
+                pred,
+                latency_s=latency,
+                retries=retries,
                 action=parsed.action,
                 source=parsed.source,
                 flags=[*pred.flags, *parsed.flags],
-                point=(pred.point.x, pred.point.y) if pred.point is not None else None,
             )
         reading = fmt.read(pred.raw_text or "", frame)
         first = reading.first
         pending = [action_to_json(a) for a in reading.actions[1:]]
-        return AgentAnswer(
-            **call,
+        return AgentAnswer.of_prediction(
+            pred,
+            latency_s=latency,
+            retries=retries,
             action=first,
             source=fmt.name,
             flags=[*pred.flags, *reading.flags],

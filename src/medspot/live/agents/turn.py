@@ -11,13 +11,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, SkipValidation
 
+from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ModelCallError
 from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.core.tools import ToolSpec
-from medspot.runfolder.modelcall import ModelCall
 
 __all__ = [
     "QUEUED",

@@ -1,4 +1,4 @@
-"""The contract every live environment implements.
+"""The contract every live environment implements, and what an environment family declares.
 
 An environment owns real processes (a server, a browser, an X server, an application). It is
 used from ONE thread only (the live runner gives each environment a worker thread of its own),
@@ -19,23 +19,32 @@ environment's key table), so an action the model got wrong is never a fault. An 
 declares the keys its driver presses as `key_table` (a `medspot.live.core.keys.KeyTable`:
 `drivers.web.KEY_TABLE`, `drivers.x11.KEY_TABLE`); without one, the action format's
 (Playwright's) names are the table.
+
+An environment family (one package of `medspot.live.envs`) declares itself with an `EnvEntry`:
+its factory, check kinds, locator keys, system packages, packaged tasks and hooks, as
+references; `medspot.live.envs.registry` lists the families.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from medspot.errors import MedspotError
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from medspot.live.core.actions import LiveAction
+    from medspot.live.core.checks import CheckKinds
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
 __all__ = [
+    "REGISTERED",
     "ActResult",
     "ElementInfo",
+    "EnvEntry",
     "Environment",
     "EnvironmentFault",
     "Observation",
@@ -66,6 +75,10 @@ class PixelBox:
     def contains(self, x: float, y: float) -> bool:
         return self.x1 <= x < self.x2 and self.y1 <= y < self.y2
 
+    def to_json(self) -> list[float]:
+        """Its JSON form, `[x1, y1, x2, y2]` (the journals, Gymnasium's info)."""
+        return [self.x1, self.y1, self.x2, self.y2]
+
 
 @dataclass(frozen=True, slots=True)
 class Observation:
@@ -87,6 +100,10 @@ class ElementInfo:
     role: str  # tag or AT-SPI role
     name: str  # visible text / accessible name (trimmed)
     box: PixelBox
+
+    def to_json(self) -> dict[str, Any]:
+        """Its JSON form (the journals, Gymnasium's info)."""
+        return {"key": self.key, "role": self.role, "name": self.name, "box": self.box.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +148,36 @@ class Environment(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """An environment family, as its package declares it (`ENTRY` in its `__init__`)."""
+
+    name: str
+    factory: Callable[..., Environment]  # factory(workdir=..., **options): not started
+    summary: str
+    check_kinds: CheckKinds  # the check kinds its `check` understands (names -> CheckKind)
+    locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
+    system_packages: tuple[str, ...] = ()  # Debian packages `medspot live setup` installs
+    # the folder of its packaged task files: `<stem>.json` and `<stem>-<part>.json` beside it
+    # (read as one: `medspot.live.envs.taskfiles`)
+    tasks: Traversable | None = None
+    python_modules: tuple[str, ...] = ("playwright", "pydicom")  # `medspot[live]` brings them
+    # `doctor() -> list[str]`: what is missing beyond the packages and modules
+    doctor: Callable[[], list[str]] | None = None
+    # `setup() -> str`: fetch what apt-get cannot (`medspot live setup`), what it did
+    setup: Callable[[], str] | None = None
+    # `task_check(task) -> list[(field, message)]`: what is wrong with a task for this
+    # environment beyond its checks and locator keys (start keys, seeded names in routes,
+    # landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
+    task_check: Callable[[LiveTask], list[tuple[str, str]]] | None = None
+    # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
+    # `toolset(name)` makes one: `medspot.live.core.tools`)
+    toolsets: tuple[str, ...] = ()
+
+
+# Every environment family registered in this process, by name: `medspot.live.envs.registry`
+# fills it from its list (`ENVIRONMENTS`) when imported; core reads it (an `Episode` checks its
+# task against its environment's entry, when there is one).
+REGISTERED: dict[str, EnvEntry] = {}

@@ -12,7 +12,10 @@ This is the only definition of a live step; the runner (`medspot.live.loop`), `l
 the Gymnasium environment and the tests all go through it. Per step:
 
 - the *current step* is the first step of the task's path (the oracle's steps) not yet
-  achieved; its target is located on the screen the agent saw (`intended()`), before acting;
+  achieved; its target is located on the screen the agent saw (`intended()`), before acting:
+  at once when the screen appears (the end of `reset()` and of `step()`, which returns those
+  boxes as `next_intended`), so that a caller driving the episode from elsewhere (a Ray actor)
+  needs one call per step;
 - an ending (`done()`, `infeasible(...)`) acts on nothing: the task ends as a success when it is
   the right ending and the success checks hold (and every `requires`d step happened), else as a
   failure; no answer (`None`) uses one action of the budget and changes nothing;
@@ -82,13 +85,14 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.executable import capabilities_of, unexecutable
-from medspot.live.core.taskfiles import check_task_for_env
+from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
 
 __all__ = [
     "MODES",
     "POINT_TOLERANCE_PX",
+    "Boxes",
     "Episode",
     "EpisodeError",
     "Mode",
@@ -101,6 +105,8 @@ __all__ = [
 Mode = Literal["guided", "agent"]
 MODES: tuple[Mode, ...] = ("guided", "agent")
 Outcome = Literal["success", "harmful", "failure"]
+# a step's target box and a drag's release box on a screen (None: not on it)
+Boxes = tuple[PixelBox | None, PixelBox | None]
 
 
 class EpisodeError(MedspotError, RuntimeError):
@@ -112,6 +118,10 @@ class EpisodeError(MedspotError, RuntimeError):
 # A locator with `at` or `landmark` names a point (a 1x1 box): an action within this many
 # pixels of it counts as hitting it.
 POINT_TOLERANCE_PX = 8.0
+
+
+def _json_box(box: PixelBox | None) -> list[float] | None:
+    return box.to_json() if box is not None else None
 
 
 def _widen(box: PixelBox | None) -> PixelBox | None:
@@ -224,6 +234,42 @@ class StepResult:
     # when the episode ended: the environment's measures of the end state, where it has any
     # (`Environment.task_quality`, an optional method; e.g. {"dice": 0.93})
     quality: Mapping[str, float] = field(default_factory=dict)
+    # the current step's boxes on the screen after this step, located at once (the next turn
+    # needs them); None when the episode ended or they could not be located (then
+    # `Episode.intended()` locates them when asked)
+    next_intended: Boxes | None = None
+
+    def effect(self) -> dict[str, Any]:
+        """What this step did, in JSON forms, as the journal's step record and Gymnasium's
+        info both show it: whether an action was executed and hit its intended element, that
+        element's box (and a drag's release box), the element under the action's point, the
+        oracle steps it achieved, whether the screen changed (None: not known)."""
+        return {
+            "executed": self.executed,
+            "hit_intended": self.hit_intended,
+            "intended_box": _json_box(self.intended_box),
+            "intended_to": _json_box(self.intended_to),
+            "element": self.element.to_json() if self.element is not None else None,
+            "achieved": list(self.achieved),
+            "changed": self.changed,
+        }
+
+    def journal_fields(self) -> dict[str, Any]:
+        """This step as the live journal's step record keeps it (`StepRecord`'s effect fields;
+        the runner and `medspot live serve` add the answer, its flags and the step's wall
+        times): the effect, the checks, for an executed action its settle time and the URL
+        after it, for an action the environment cannot execute why, for a tool call what the
+        tool said."""
+        out = {**self.effect(), "checks": self.checks}
+        if self.executed:
+            out.update(settle_s=round(self.settle_s or 0.0, 4), url_after=self.observation.url)
+        if self.not_executed is not None:  # an action the environment cannot execute
+            out["not_executed"] = self.not_executed
+        if "tool" in self.info:  # a tool call (the tools track): what the tool said
+            out["tool_result"] = dict(self.info["tool"])
+        elif "tool_error" in self.info:  # or why it could not run
+            out["tool_result"] = {"error": str(self.info["tool_error"])}
+        return out
 
     @property
     def checks(self) -> dict[str, Any]:
@@ -267,7 +313,7 @@ class Episode:
         self.outcome: Outcome | None = None
         self.reason = ""
         self.reset_s = 0.0
-        self._intended: tuple[PixelBox | None, PixelBox | None] | None = None
+        self._intended: Boxes | None = None
         # the required steps' done_if checks by name (validated: each has one)
         self._required: dict[str, CheckSpec] = {
             s.name: s.done_if
@@ -331,6 +377,7 @@ class Episode:
         self.outcome, self.reason = None, ""
         self._intended = None
         self.observation = obs
+        self._located_ahead()
         self.reset_s = time.perf_counter() - t0
         return obs
 
@@ -373,9 +420,15 @@ class Episode:
 
     # -- the oracle -----------------------------------------------------------------------------
 
-    def intended(self) -> tuple[PixelBox | None, PixelBox | None]:
+    @property
+    def located(self) -> Boxes | None:
+        """`intended()` when it is already located on the current screen (no environment
+        call), else None."""
+        return self._intended
+
+    def intended(self) -> Boxes:
         """The current step's target box (and a drag's release box) on the current screen;
-        located once per screen."""
+        located once per screen (at once when the screen appears: `_located_ahead`)."""
         self._usable("intended")
         if self._intended is None:
             step = self.current_step
@@ -383,6 +436,17 @@ class Episode:
             to = self.env.locate(step.to) if step.to is not None else None
             self._intended = (box, to)
         return self._intended
+
+    def _located_ahead(self) -> Boxes | None:
+        """`intended()` on the screen that just appeared (the next turn needs it); None when
+        the episode ended, or when locating failed: `intended()` then locates again when asked,
+        where its caller handles the fault."""
+        if self.ended:
+            return None
+        try:
+            return self.intended()
+        except Exception:
+            return None
 
     def oracle_action(self) -> LiveAction | None:
         """The action of the task's own path for the current step, on the current screen."""
@@ -478,8 +542,9 @@ class Episode:
             harmful=bool(fired), terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=result.settle_s, changed=result.changed,
-            env_s=time.perf_counter() - env_t, info=dict(result.info),
-            success_each=tuple(each), fail_each=tuple(fail), quality=self._quality(),
+            info=dict(result.info), success_each=tuple(each), fail_each=tuple(fail),
+            next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
+            quality=self._quality(),
         )  # fmt: skip
 
     def _tool(self, call: ToolCall) -> ActResult:
@@ -596,9 +661,9 @@ class Episode:
             success=success, harmful=False, terminated=terminated,
             truncated=not terminated and self.outcome is not None, outcome=self.outcome,
             reason=self.reason, settle_s=None, changed=None,
-            env_s=time.perf_counter() - env_t, info=dict(info or {}),
-            success_each=tuple(each), fail_each=tuple(fail), not_executed=not_executed,
-            quality=self._quality(),
+            info=dict(info or {}), success_each=tuple(each), fail_each=tuple(fail),
+            not_executed=not_executed, next_intended=self._located_ahead(),
+            env_s=time.perf_counter() - env_t, quality=self._quality(),
         )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """The tools track: typed tools offered beside the GUI actions (`--tools NAME`).
 
 A *toolset* is what an environment offers through an API of its application (Orthanc's REST
-API: `medspot.live.envs.orthanc_tools`): each tool has a name, a description and a JSON schema
+API: `medspot.live.envs.orthanc.tools`): each tool has a name, a description and a JSON schema
 of its arguments (`ToolSpec`, from a pydantic model), and `call(name, args)` runs it and says
 what it found or did (`ToolOutcome`). A call with arguments that do not fit, or of a tool the
 set does not have, is a `ToolArgsError`: the `Episode` scores it as a no-action step (flag

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.core.registry import env_entry
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec, tool_reach
-from medspot.live.envs.orthanc_tools import ORTHANC_TOOLS, TOOLSET, OrthancTools
+from medspot.live.envs.orthanc.tools import ORTHANC_TOOLS, TOOLSET, OrthancTools
+from medspot.live.envs.registry import env_entry
 
 __all__ = ["TOOLSETS", "ToolsetInfo", "offered_tools", "tools_fields", "toolset_info"]
 

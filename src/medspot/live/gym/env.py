@@ -55,15 +55,13 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import LiveAction, NotAnAction, action_to_json, describe_action
 from medspot.live.core.contract import (
-    ElementInfo,
     Environment,
     EnvironmentFault,
     Observation,
-    PixelBox,
 )
 from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepResult
-from medspot.live.core.registry import create_environment
-from medspot.live.core.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.registry import create_environment
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
 
 __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
@@ -75,20 +73,10 @@ RESET_OPTIONS = ("task", "mode")
 Obs = dict[str, Any]
 
 
-def _box(b: PixelBox | None) -> list[float] | None:
-    return [b.x1, b.y1, b.x2, b.y2] if b is not None else None
-
-
 def _present(info: dict[str, Any]) -> dict[str, Any]:
     """`info` without its None values: a key with no value is absent (what Gymnasium's vector
     envs batch correctly, with their `_key` masks; a None next to a bool or a dict is not)."""
     return {k: v for k, v in info.items() if v is not None}
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": _box(e.box)}
 
 
 def _close_quietly(live: Environment | None, workdir: Path | None) -> None:
@@ -249,25 +237,19 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
     def _step_info(self, res: StepResult, source: str) -> dict[str, Any]:
         info = self._info(res.observation)
         info.update(
+            res.effect(),  # executed, hit_intended, intended_box/_to, element, achieved, changed
             action=action_to_json(res.action) if res.action is not None else None,
             action_text=describe_action(res.action),
             action_source=source,
             flags=list(res.flags),
-            executed=res.executed,
             success=res.success,
             harmful=res.harmful,
             outcome=res.outcome,
             reason=res.reason,
             fired=list(res.fired),
             target_step=res.target_step,
-            hit_intended=res.hit_intended,
-            intended_box=_box(res.intended_box),
-            intended_to=_box(res.intended_to),
-            element=_element(res.element),
-            achieved=list(res.achieved),
             done_if=res.done_if,
             required_happened=list(res.required_happened),
-            changed=res.changed,
             not_executed=res.not_executed,
             env_info=dict(res.info),
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gymnasium
 
-from medspot.live.core.registry import env_names
+from medspot.live.envs.registry import env_names
 from medspot.live.gym.checker import LiveEnvChecker
 
 __all__ = ["ENTRY_POINT", "NAMESPACE", "VERSION", "env_id", "register_envs"]

@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.core.envoptions import check_env_options
-from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
-from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import atomic_write_json, run_folder_lock
-from medspot.live.loop.steplog import JOURNAL_NAME, ResumeState, read_live_journal
+from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
+from medspot.runfolder.layout import RunFolder, screen_rel
+from medspot.runfolder.lock import run_folder_lock
+from medspot.runfolder.writer import atomic_write_json
 
 __all__ = ["ExportResult", "app_name", "export_env"]
 
@@ -93,7 +94,7 @@ def _export_locked(
                     retry_env_errors=retry_env_errors),
         on_progress,
     )  # fmt: skip
-    state = ResumeState.from_records(list(read_live_journal(run_dir / JOURNAL_NAME)))
+    state = ResumeState.from_records(list(read_live_journal(RunFolder(run_dir).live_journal)))
     results = task_results(tasks, state, env)
     app = app_name(env)
     img_dir = out / "Images" / app

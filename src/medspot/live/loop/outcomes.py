@@ -23,7 +23,15 @@ import numpy as np
 import numpy.typing as npt
 
 from medspot.live.core.tasks import LiveTask
-from medspot.live.loop.static_bridge import (
+from medspot.live.loop.static_bridge import StaticRow
+from medspot.live.loop.steplog import (
+    FINAL_OUTCOMES,
+    JournalState,
+    ResumeState,
+    StepRecord,
+    TaskRecord,
+)
+from medspot.runfolder.live_schema import (
     FALSE_INFEASIBLE,
     HARMFUL,
     HIT_RATE,
@@ -38,17 +46,8 @@ from medspot.live.loop.static_bridge import (
     SUCCESS,
     TOOL_RATE,
     LiveEnding,
-    StaticRow,
-    percentile_intervals,
-    resample_counts,
 )
-from medspot.live.loop.steplog import (
-    FINAL_OUTCOMES,
-    JournalState,
-    ResumeState,
-    StepRecord,
-    TaskRecord,
-)
+from medspot.scoring.metrics import percentile_intervals, resample_counts
 
 __all__ = [
     "BOOTSTRAP_COLUMNS",

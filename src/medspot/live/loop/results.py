@@ -30,30 +30,30 @@ from pathlib import Path
 from typing import Any, cast
 
 from medspot.live.loop.outcomes import TaskResult, by_task, live_metrics, success_fraction
-from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import (
+from medspot.live.loop.static_bridge import static_metrics
+from medspot.live.loop.steplog import StepRecord
+from medspot.runfolder.layout import (
     APP_FAILURES,
     APP_METRICS,
-    LIVE_KEYS,
     OVERALL_FAILURES,
     OVERALL_METRICS,
     TASK_FAILURES,
     TASK_RESULTS,
+    screen_rel,
+    trajectory_rel,
+)
+from medspot.runfolder.live_schema import (
+    LIVE_KEYS,
     LiveOutcome,
     LiveStepRow,
     LiveTaskRow,
-    atomic_write_json,
-    atomic_write_json_lines,
     repeat_task_id,
-    static_metrics,
 )
-from medspot.live.loop.steplog import StepRecord
+from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines
 
-__all__ = ["LIVE_LOG", "PROTOCOL", "TRAJECTORIES", "task_uid", "write_live_results"]
+__all__ = ["PROTOCOL", "task_uid", "write_live_results"]
 
 PROTOCOL = "live-v1"
-TRAJECTORIES = "trajectories"
-LIVE_LOG = "live.log"  # written by the command line (commands._runlog), not here
 
 
 def task_uid(env: str, task_id: str) -> str:
@@ -67,7 +67,7 @@ def _row_id(r: TaskResult) -> str:
 
 def _trajectory_name(r: TaskResult) -> str:
     name = r.task.id if r.repeats <= 1 else f"{r.task.id}@{r.repeat + 1}"
-    return f"{TRAJECTORIES}/{name}.json"
+    return trajectory_rel(name)
 
 
 def _norm_box(

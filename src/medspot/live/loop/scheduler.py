@@ -29,11 +29,10 @@ is left unfinished (resumed later, its answers replayed) and no new task starts.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,49 +53,41 @@ from medspot.live.core.actions import (
     describe_action,
 )
 from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import Mode
+from medspot.live.core.episode import Boxes, Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
-from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, SlotConfig
-from medspot.live.loop.static_bridge import LineJournal, atomic_write_bytes, now_iso
-from medspot.live.loop.steplog import (
-    FaultRecord,
-    JournalState,
-    StepRecord,
-    TaskRecord,
-    box_fields,
-    effect_fields,
-)
+from medspot.live.loop.executors.base import EnvSlot, SlotConfig
+from medspot.live.loop.livefolder import RunFolder, now_iso, save_screen, screen_rel
+from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 from medspot.progress import ProgressEvent
+from medspot.runfolder.journal import Journal
 
 __all__ = [
     "HISTORY_MODES",
     "LiveOptions",
     "LiveStats",
     "run_tasks",
-    "screen_rel",
 ]
 
 log = logging.getLogger(__name__)
 
 HISTORY_MODES = ("none", "text", "actions")
-SCREENS = "screens"
 # the flag of a turn whose answer (or journaled action) cannot be turned into an action
 UNREADABLE_ACTION = "unreadable_action"
 
 
 @dataclass(frozen=True)
-class LiveOptions:
-    env: str
-    env_options: Mapping[str, Any] = field(default_factory=dict)
+class LiveOptions(SlotConfig):
+    """How the loop runs: where environments are made (`SlotConfig`: the environment, its
+    options, the call timeout, the work root) and the rest of the run's options; a
+    `request.LiveRequest` is one, with what the request adds."""
+
     concurrency: int = 1  # environments side by side
     env_retries: int = 2  # fresh environments per task after a fault
     history: str = "actions"
     seed: int = 0
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S  # a call that never returns is a fault
-    workroot: Path | None = None  # where environments' private folders go (default: temp)
     executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
@@ -104,7 +95,6 @@ class LiveOptions:
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
     start_checks: bool = False  # read every check at each task's start (`TaskRecord`; audit)
-    tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
 
     @property
     def recurrence(self) -> int:
@@ -122,10 +112,6 @@ class LiveStats:
     envs_started: int = 0
     previous_cost_usd: float = 0.0  # spent by earlier runs of this folder (the journal)
     budget_reached: bool = False  # `max_cost` stopped the run
-
-
-def screen_rel(sha: str) -> str:
-    return f"{SCREENS}/{sha}.png"
 
 
 @dataclass
@@ -178,7 +164,7 @@ class _Run:
         self,
         tasks: Sequence[LiveTask],
         agent: LiveAgent,
-        journal: LineJournal,
+        journal: Journal,
         out: Path,
         opts: LiveOptions,
         state: JournalState,
@@ -188,6 +174,7 @@ class _Run:
         self.agent = agent
         self.journal = journal
         self.out = out
+        self.folder = RunFolder(out)
         self.opts = opts
         self.state = state
         self.on_progress = on_progress
@@ -202,11 +189,7 @@ class _Run:
         self.state.add(rec)
 
     async def _save_screen(self, obs: Observation) -> str:
-        sha = hashlib.sha256(obs.png).hexdigest()
-        path = self.out / screen_rel(sha)
-        if not path.exists():
-            await asyncio.to_thread(atomic_write_bytes, path, obs.png)
-        return sha
+        return await save_screen(self.folder, obs)
 
     def _history_line(
         self, step: StepSpec, action: LiveAction | None, not_executed: str | None
@@ -299,12 +282,15 @@ class _Run:
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
+        boxes: Boxes | None = None  # the current step's boxes on this screen, once located
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
             place.n, place.action = n, None
             step = task.steps[k]
-            intended, intended_to = await slot.call(ep.intended)
+            if boxes is None:  # after the reset (located there: no environment work)
+                boxes = await slot.call(ep.intended)
+            intended, intended_to = boxes
             turn = AgentTurn(
                 env=self.opts.env, task=task, step_index=k, n=n, observation=obs,
                 screen_path=(self.out / screen_rel(sha)).resolve(), screen_rel=screen_rel(sha),
@@ -315,7 +301,8 @@ class _Run:
                 task=task.id, env=self.opts.env, attempt=attempt, repeat=repeat, n=n,
                 target_step=k + 1,
                 instruction=step.instruction, screen=sha, screen_size=(obs.width, obs.height),
-                url=obs.url, intended_box=box_fields(intended), intended_to=box_fields(intended_to),
+                url=obs.url, intended_box=intended.to_json() if intended is not None else None,
+                intended_to=intended_to.to_json() if intended_to is not None else None,
             )  # fmt: skip
             try:
                 ans = await self._ask(turn, replay.get(n))
@@ -336,14 +323,14 @@ class _Run:
             acts = action is not None and not isinstance(action, ENDINGS)
             if acts and n not in replay:  # the paid answer is on disk before the action is tried
                 self._append(_with(rec, **upd, time=now_iso()))
-            res = await slot.call(ep.step, action)
-            obs = res.observation
+            res = await slot.call(ep.step, action)  # the one environment call of a step
+            obs, boxes = res.observation, res.next_intended
             quality = dict(res.quality)
             if res.executed:
                 sha = await self._save_screen(obs)
                 fired = res.fired
             upd.update(
-                **effect_fields(res), flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
+                res.journal_fields(), flags=list(dict.fromkeys([*upd["flags"], *res.flags])),
                 step_s=round(time.perf_counter() - ts, 4),
                 env_s=round(slot.busy_s - busy0, 4), time=now_iso(),
             )  # fmt: skip
@@ -432,9 +419,7 @@ class _Run:
             queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
         executor = create_executor(
-            self.opts.executor,
-            SlotConfig(self.opts.env, self.opts.env_options, self.opts.call_timeout_s,
-                       self.opts.workroot, self.opts.tools),
+            self.opts.executor, self.opts.slot_config(),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
         )  # fmt: skip
         slots: list[EnvSlot] = []
@@ -467,7 +452,7 @@ class _Run:
 async def run_tasks(
     tasks: Sequence[LiveTask],
     agent: LiveAgent,
-    journal: LineJournal,
+    journal: Journal,
     out: Path,
     opts: LiveOptions,
     state: JournalState,

@@ -1,7 +1,7 @@
 """The live journal, `live_journal.jsonl`: per step a line with the model's answer as soon as
 it arrives and a second with the action's effect (same task, attempt and `n`; the later
 wins), one line per environment fault, one per finished task attempt; appended and fsynced,
-torn last line tolerated (`LineJournal`).
+torn last line tolerated (the run folder's `Journal` and `read_records`).
 
 Every record names its repeat (`--repeats K`: each task runs K times, `repeat` 0..K-1; a
 journal written before repeats reads as repeat 0). Resume works per (task, repeat)
@@ -22,37 +22,28 @@ answer, is deterministic: the runner ends the task as an environment error with
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from medspot.errors import ConfigError
+from medspot.adapters.modelcall import ModelCall
 from medspot.live.agents.turn import QUEUED, TurnCall
-from medspot.live.core.contract import ElementInfo, PixelBox
-from medspot.live.core.episode import StepResult
-from medspot.runfolder.modelcall import ModelCall
+from medspot.runfolder.journal import read_records
 
 __all__ = [
     "FINAL_OUTCOMES",
-    "JOURNAL_NAME",
     "FaultRecord",
     "JournalState",
     "LiveRecord",
     "ResumeState",
     "StepRecord",
     "TaskRecord",
-    "box_fields",
-    "effect_fields",
     "read_live_journal",
 ]
 
-log = logging.getLogger(__name__)
-
-JOURNAL_NAME = "live_journal.jsonl"
 Outcome = Literal["success", "harmful", "failure", "abandoned", "error", "env_error"]
 # a served agent's episode it left unfinished (`medspot live serve`) is scored: never a success
 FINAL_OUTCOMES = ("success", "harmful", "failure", "abandoned")
@@ -177,39 +168,6 @@ class TaskRecord(BaseModel):
     time: str = ""
 
 
-def box_fields(b: PixelBox | None) -> tuple[float, float, float, float] | None:
-    """A box as a step record stores it (pixels)."""
-    return (b.x1, b.y1, b.x2, b.y2) if b is not None else None
-
-
-def _element(e: ElementInfo | None) -> dict[str, Any] | None:
-    if e is None:
-        return None
-    return {"key": e.key, "role": e.role, "name": e.name, "box": list(box_fields(e.box) or ())}
-
-
-def effect_fields(res: StepResult, screen_after: str | None = None) -> dict[str, Any]:
-    """What a step did, as its step record's fields (the runner's and `medspot live serve`'s):
-    an executed action's effect, its hit, its checks."""
-    out: dict[str, Any] = {}
-    if res.executed:
-        out.update(
-            executed=True, settle_s=round(res.settle_s or 0.0, 4), changed=res.changed,
-            url_after=res.observation.url, hit_intended=res.hit_intended,
-            element=_element(res.element), achieved=list(res.achieved),
-        )  # fmt: skip
-    elif res.hit_intended is not None:
-        out["hit_intended"] = res.hit_intended
-    if res.not_executed is not None:  # an action the environment cannot execute
-        out["not_executed"] = res.not_executed
-    out["checks"] = res.checks
-    if "tool" in res.info:
-        out["tool_result"] = dict(res.info["tool"])
-    elif "tool_error" in res.info:
-        out["tool_result"] = {"error": str(res.info["tool_error"])}
-    return out
-
-
 LiveRecord = StepRecord | FaultRecord | TaskRecord
 _ADAPTER: TypeAdapter[LiveRecord] = TypeAdapter(
     StepRecord | FaultRecord | TaskRecord  # type: ignore[arg-type]
@@ -219,21 +177,7 @@ _ADAPTER: TypeAdapter[LiveRecord] = TypeAdapter(
 def read_live_journal(path: Path) -> Iterator[LiveRecord]:
     """Every well-formed record in file order; a torn or corrupt line is skipped (a torn last
     line is the normal trace of a killed run)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise ConfigError(f"cannot read the journal {path}: {e.strerror or e}") from None
-    lines = data.split(b"\n")
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            yield _ADAPTER.validate_json(line)
-        except (ValidationError, ValueError):
-            where = "last line (torn write)" if i >= len(lines) - 1 else f"line {i}"
-            log.warning("%s: ignoring unreadable %s", path, where)
+    return read_records(path, _ADAPTER.validate_json)
 
 
 @dataclass

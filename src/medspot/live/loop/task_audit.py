@@ -40,18 +40,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from medspot.live.core.registry import env_entry
-from medspot.live.core.taskfiles import env_task_file, select_tasks, task_checks
+from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.registry import env_entry
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
     ResumeState,
     StepRecord,
     TaskRecord,
     read_live_journal,
 )
 from medspot.progress import ProgressEvent
+from medspot.runfolder.layout import RunFolder
 
 __all__ = ["FINDING_KINDS", "AuditResult", "Finding", "audit_env", "audit_tasks"]
 
@@ -232,7 +233,7 @@ def audit_tasks(env: str, tasks: Sequence[LiveTask], oracle: ResumeState) -> lis
 
 
 def _journal(run: Path) -> ResumeState:
-    return ResumeState.from_records(list(read_live_journal(run / JOURNAL_NAME)))
+    return ResumeState.from_records(list(read_live_journal(RunFolder(run).live_journal)))
 
 
 def audit_env(

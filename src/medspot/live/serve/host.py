@@ -4,11 +4,12 @@ trainer) starts tasks and sends actions; the host runs them through the same `Ep
 (`live_journal.jsonl`, screens, task rows, metrics: `medspot report`, `leaderboard` and
 `compare` take it like any other live run).
 
-- The run folder is prepared by `live run`'s own code (`loop.request.prepare_run_folder`: one
-  writer, the same settings on a resumed folder) once the first client is known: run.json
-  records the client's name and version as the model. The results are written after every
-  episode (`loop.request.write_run_results`, over the (task, repeat) the agent ran) and once
-  more when the server stops.
+- The run folder goes through the run-folder lifecycle of `live run` and `eval`
+  (`medspot.runfolder.lifecycle`: one writer, held for the server's life; the same settings on
+  a resumed folder, checked once the first client is known: run.json records the client's name
+  and version as the model). The results are written after every episode
+  (`loop.request.write_run_results`, over the (task, repeat) the agent ran; run.json says
+  "running") and once more when the server stops.
 - Each start of a task is the next repeat of that task in the folder (`@N` in the rows when a
   task ran more than once), on a freshly reset environment.
 - `concurrency` environments side by side (each a `ThreadSlot`: one environment and the one
@@ -26,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import logging
 import time
 import uuid
@@ -39,33 +39,27 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.geometry import Point
 from medspot.live.core.actions import Drag, LiveAction, ToolCall, action_to_json, point_of
 from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.envoptions import check_env_options, check_viewport
 from medspot.live.core.episode import MODES, Episode, Mode, StepResult
-from medspot.live.core.taskfiles import env_task_file, select_tasks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec
+from medspot.live.envs.envoptions import check_env_options, check_viewport
+from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.envs.toolsets import offered_tools, tools_fields, toolset_info
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig, episode_tools
 from medspot.live.loop.executors.threads import ThreadSlot
-from medspot.live.loop.outcomes import TaskResult
-from medspot.live.loop.request import new_run_info, prepare_run_folder, write_run_results
-from medspot.live.loop.scheduler import screen_rel
-from medspot.live.loop.static_bridge import (
-    LineJournal,
+from medspot.live.loop.livefolder import (
+    Journal,
     LiveRunInfo,
-    atomic_write_bytes,
+    RunFolder,
+    RunLife,
+    journal_state,
+    live_run_folder,
     now_iso,
-    run_folder_lock,
+    save_screen,
 )
-from medspot.live.loop.steplog import (
-    JOURNAL_NAME,
-    FaultRecord,
-    JournalState,
-    StepRecord,
-    TaskRecord,
-    box_fields,
-    effect_fields,
-)
+from medspot.live.loop.outcomes import TaskResult
+from medspot.live.loop.request import new_run_info, write_run_results
+from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
 
 __all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
 
@@ -192,7 +186,9 @@ class EpisodeHost:
         self._running: dict[str, _Running] = {}
         self._repeats: dict[str, int] = {}  # task -> episodes of it so far (its next repeat)
         self._stack = contextlib.ExitStack()
-        self._journal: LineJournal | None = None
+        self._folder: RunFolder | None = None
+        self._life: RunLife | None = None
+        self._journal: Journal | None = None
         self.info: LiveRunInfo | None = None
         self.state = JournalState()
         self._closed = False
@@ -200,13 +196,8 @@ class EpisodeHost:
     # -- the run folder -------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Lock the run folder (one writer) for the server's life."""
-        out = self.opts.out
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
-        self._stack.enter_context(run_folder_lock(out))
+        """Guard and lock the run folder (one writer) for the server's life."""
+        self._folder = self._stack.enter_context(live_run_folder(self.opts.out))
 
     def _run_info(self, client: ClientInfo) -> LiveRunInfo:
         proto = self.opts.protocol
@@ -230,13 +221,18 @@ class EpisodeHost:
                 )
             return
         info = self._run_info(client)
-        self.state = prepare_run_folder(self.opts.out, info, ignore=("repeats",))
+        assert self._folder is not None, "open() first"
+        self._life = RunLife(self._folder, info)
+        self._life.start(ignore=("repeats",))
+        self.state = journal_state(self._folder)
         for repeat, st in self.state.repeats.items():
             for task_id in {*st.last, *st.steps}:
                 self._repeats[task_id] = max(self._repeats.get(task_id, 0), repeat + 1)
         info.repeats = max(self._repeats.values(), default=1)
         self.info = info
-        self._journal = self._stack.enter_context(LineJournal(self.opts.out / JOURNAL_NAME))
+        self._journal = self._stack.enter_context(
+            Journal(self._folder.live_journal, fsync_interval=0)
+        )
 
     def _append(self, rec: StepRecord | FaultRecord | TaskRecord) -> None:
         assert self._journal is not None
@@ -246,25 +242,32 @@ class EpisodeHost:
     def _ran(self, r: TaskResult) -> bool:
         return r.record is not None
 
-    async def _write_results(self, status: str | None = "running") -> None:
-        if self.info is None:
+    async def _write_results(self, running: bool = True) -> None:
+        """The results so far, and run.json: "running" while the server serves, else (it
+        stops) complete or incomplete."""
+        if self.info is None or self._life is None:
             return
-        info = self.info
+        info, life = self.info, self._life
         ran = [t for t in self.tasks if self._repeats.get(t.id)]
         if not ran:
             return
         info.repeats = max(self._repeats.values(), default=1)
-        await asyncio.to_thread(
-            write_run_results, self.opts.out, ran, info, repeats=info.repeats,
-            n_boot=self.opts.n_boot, seed=self.opts.seed, status=status, keep=self._ran,
-        )  # fmt: skip
+
+        def write() -> None:
+            _, results, _ = write_run_results(
+                life, ran, repeats=info.repeats, n_boot=self.opts.n_boot, seed=self.opts.seed,
+                keep=self._ran,
+            )  # fmt: skip
+            if running:
+                life.save("running")
+            else:
+                life.finish(complete=all(r.scored for r in results))
+
+        await asyncio.to_thread(write)
 
     async def _save_screen(self, obs: Observation) -> str:
-        sha = hashlib.sha256(obs.png).hexdigest()
-        path = self.opts.out / screen_rel(sha)
-        if not path.exists():
-            await asyncio.to_thread(atomic_write_bytes, path, obs.png)
-        return sha
+        assert self._folder is not None, "open() first"
+        return await save_screen(self._folder, obs)
 
     # -- what an agent may ask ------------------------------------------------------------------
 
@@ -420,7 +423,8 @@ class EpisodeHost:
                 task=run.task.id, env=self.opts.env, attempt=1, repeat=run.repeat, n=n,
                 target_step=k + 1, instruction=step.instruction, screen=run.screen,
                 screen_size=(obs.width, obs.height), url=obs.url,
-                intended_box=box_fields(intended), intended_to=box_fields(intended_to),
+                intended_box=intended.to_json() if intended is not None else None,
+                intended_to=intended_to.to_json() if intended_to is not None else None,
                 raw_text=raw, source=self.opts.protocol, flags=list(flags),
                 action=action_to_json(action) if action is not None else None,
             )  # fmt: skip
@@ -433,7 +437,7 @@ class EpisodeHost:
             ) from None
         if res.executed:
             run.screen = await self._save_screen(res.observation)
-        upd = {**effect_fields(res), "flags": list(dict.fromkeys([*flags, *res.flags])),
+        upd = {**res.journal_fields(), "flags": list(dict.fromkeys([*flags, *res.flags])),
                "step_s": round(time.perf_counter() - ts, 4),
                "env_s": round(slot.busy_s - busy0, 4), "time": now_iso()}  # fmt: skip
         self._append(StepRecord.model_validate({**rec.model_dump(), **upd}))
@@ -532,7 +536,7 @@ class EpisodeHost:
             for episode in list(self._running):
                 await self.abandon(episode, "the server stopped before the episode ended")
             if self.info is not None:
-                await self._write_results(status=None)
+                await self._write_results(running=False)
         finally:
             await asyncio.gather(*(s.shutdown() for s in self._slots), return_exceptions=True)
             self._stack.close()

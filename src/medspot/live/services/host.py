@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 
 from medspot.errors import ConfigError
-from medspot.live.core.registry import EnvEntry
+from medspot.live.core.contract import EnvEntry
 
 __all__ = ["apt_commands", "can_install", "install_packages", "missing_for", "run_setup_hooks"]
 
@@ -37,9 +37,8 @@ def missing_for(entry: EnvEntry) -> list[str]:
             importlib.import_module(mod)
         except ImportError:
             problems.append(f"Python package {mod} is missing (pip install 'medspot[live]')")
-    hook = entry.hook("doctor")
-    if hook is not None:
-        problems.extend(str(p) for p in hook())
+    if entry.doctor is not None:
+        problems.extend(str(p) for p in entry.doctor())
     return list(dict.fromkeys(problems))
 
 
@@ -71,7 +70,6 @@ def run_setup_hooks(entries: Sequence[EnvEntry]) -> list[tuple[str, str]]:
     """Each entry's `setup` hook (fetch what apt-get cannot): (name, what it did)."""
     done = []
     for e in entries:
-        hook = e.hook("setup")
-        if hook is not None:
-            done.append((e.name, str(hook() or "set up")))
+        if e.setup is not None:
+            done.append((e.name, str(e.setup() or "set up")))
     return done

@@ -46,7 +46,6 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.x11 import KEY_TABLE
@@ -618,7 +617,7 @@ _MENU_ITEMS = frozenset({"menu item", "check menu item", "radio menu item"})
 def task_check(task: LiveTask) -> list[tuple[str, str]]:
     """What `medspot live tasks --validate` finds wrong for this environment: the start keys,
     structures and landmarks the task's volume has."""
-    from medspot.live.core.taskfiles import task_checks
+    from medspot.live.core.taskcheck import task_checks
 
     out: list[tuple[str, str]] = []
     if task.start.route is not None:
@@ -696,20 +695,3 @@ def doctor() -> list[str]:
 
 def create(workdir: Path, **options: Any) -> InvesaliusEnv:
     return InvesaliusEnv(workdir, **options)
-
-
-register_env(
-    EnvEntry(
-        name=NAME,
-        target="medspot.live.envs.invesalius.env:create",
-        summary="InVesalius 3.1 (wxPython + VTK), a 3D segmentation workstation, under Xvfb; "
-        "state read by a probe inside it, masks judged against the phantoms' truth",
-        check_kinds=CHECK_KINDS,
-        locator_keys=LOCATOR_KEYS,
-        system_packages=PACKAGES,
-        python_modules=("PIL", "numpy", "pydicom"),
-        doctor="medspot.live.envs.invesalius.env:doctor",
-        task_check="medspot.live.envs.invesalius.env:task_check",
-        tasks_resource="medspot.live.envs.invesalius:tasks/invesalius.json",
-    )
-)

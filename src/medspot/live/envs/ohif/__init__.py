@@ -1,1 +1,34 @@
-"""envs/ohif"""
+"""The `ohif` environment: the OHIF Viewer 3 over a private Orthanc's DICOMweb in chromium
+(`env`), the viewer's state and check kinds (`state`), its server and installed copy (`server`,
+`package`), its packaged tasks (`tasks/`)."""
+
+from importlib import resources
+
+from medspot.live.core.contract import EnvEntry
+from medspot.live.envs.ohif.env import (
+    CHECK_KINDS,
+    LOCATOR_KEYS,
+    NAME,
+    PACKAGES,
+    create,
+    doctor,
+    setup,
+    task_check,
+)
+from medspot.live.envs.orthanc.tools import TOOLSET
+
+__all__ = ["ENTRY"]
+
+ENTRY = EnvEntry(
+    name=NAME,
+    factory=create,
+    summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
+    check_kinds=CHECK_KINDS,
+    toolsets=(TOOLSET,),
+    locator_keys=LOCATOR_KEYS,
+    system_packages=PACKAGES,
+    tasks=resources.files(__name__) / "tasks",
+    doctor=doctor,
+    setup=setup,
+    task_check=task_check,
+)

@@ -38,9 +38,9 @@ from medspot.live.core.contract import (
     Observation,
     PixelBox,
 )
-from medspot.live.core.registry import EnvEntry, register_env
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
+from medspot.live.drivers.web_checks import PAGE_KINDS
 from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
 from medspot.live.envs.ohif.server import OhifServer
 from medspot.live.envs.ohif.state import (
@@ -50,10 +50,9 @@ from medspot.live.envs.ohif.state import (
     STATE_JS,
     OhifState,
 )
-from medspot.live.envs.orthanc_checks import ORTHANC_KINDS
-from medspot.live.envs.orthanc_web import OrthancWebEnv
+from medspot.live.envs.orthanc.checks import ORTHANC_KINDS
+from medspot.live.envs.orthanc.web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.envs.web_checks import PAGE_KINDS
 from medspot.live.services.names import (
     NameTable,
     instance_names,
@@ -65,6 +64,8 @@ from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 __all__ = [
     "CHECK_KINDS",
     "LOCATOR_KEYS",
+    "NAME",
+    "PACKAGES",
     "SOFTWARE_GL_ARGS",
     "OhifEnv",
     "create",
@@ -77,6 +78,7 @@ log = logging.getLogger(__name__)
 NAME = "ohif"
 CHECK_KINDS = OHIF_KINDS + PAGE_KINDS + ORTHANC_KINDS
 LOCATOR_KEYS = ("data_cy", "css", "text", "contains", "role", "nth", "at", "landmark")
+PACKAGES = ("orthanc", "orthanc-dicomweb", "chromium", "fonts-dejavu-core")
 SOFTWARE_GL_ARGS = (
     "--use-gl=angle",
     "--use-angle=swiftshader",
@@ -477,25 +479,3 @@ def doctor() -> list[str]:
 def create(workdir: Path, **options: Any) -> OhifEnv:
     """The registry factory: `create_environment("ohif", workdir=..., ...)`."""
     return OhifEnv(workdir, **options)
-
-
-register_env(
-    EnvEntry(
-        name=NAME,
-        target="medspot.live.envs.ohif.env:create",
-        summary="OHIF Viewer 3.13 (prebuilt, from npm) over Orthanc DICOMweb in chromium",
-        check_kinds=CHECK_KINDS,
-        toolsets=("orthanc",),
-        locator_keys=LOCATOR_KEYS,
-        system_packages=(
-            "orthanc",
-            "orthanc-dicomweb",
-            "chromium",
-            "fonts-dejavu-core",
-        ),
-        doctor="medspot.live.envs.ohif.env:doctor",
-        setup="medspot.live.envs.ohif.env:setup",
-        task_check="medspot.live.envs.ohif.env:task_check",
-        tasks_resource="ohif.json",
-    )
-)

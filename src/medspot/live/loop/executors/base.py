@@ -5,7 +5,8 @@ and runs every call on it, one at a time, each bounded by the call timeout; an *
 the slots and owns what they share (nothing for threads, the Ray connection for Ray actors).
 The runner drives a task through the slot's *episode*: the same `Episode` (`core/episode.py`)
 wherever the environment runs; it calls `await slot.call(ep.reset)`, `slot.call(ep.step,
-action)`, ... The agent, the journal and the run folder stay in the runner's process.
+action)` (one call a step: the step's result holds the next screen's boxes), ... The agent,
+the journal and the run folder stay in the runner's process.
 
 Every slot runs its calls in a worker thread of its own (`CallSlot`): the environment's own
 thread for `threads`, a thread waiting on the actor for `ray`. A call that does not return in
@@ -23,17 +24,17 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
-from medspot.live.core.episode import Mode, StepResult
-from medspot.live.core.registry import create_environment, env_entry
+from medspot.live.core.contract import Environment, EnvironmentFault, Observation
+from medspot.live.core.episode import Boxes, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import Toolset, tool_reach
+from medspot.live.envs.registry import create_environment, env_entry
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -56,13 +57,19 @@ DEFAULT_CALL_TIMEOUT_S = 180.0  # an environment call that never returns is a fa
 
 @dataclass(frozen=True)
 class SlotConfig:
-    """What every slot of a run needs to make its environment."""
+    """What every slot of a run needs to make its environment (the run's options,
+    `scheduler.LiveOptions`, are a `SlotConfig` with more)."""
 
     env: str
     env_options: Mapping[str, Any] = field(default_factory=dict)
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
     tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
+
+    def slot_config(self) -> SlotConfig:
+        """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
+        receives, pickled: never more of the run's options)."""
+        return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
 
 
 def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset | None:
@@ -92,10 +99,12 @@ class EpisodeCalls(Protocol):
     def achieved(self) -> Sequence[bool]: ...
     @property
     def reset_s(self) -> float: ...
+    @property
+    def located(self) -> Boxes | None: ...
 
     def reset(self) -> Observation: ...
     def start_checks(self) -> dict[str, list[bool]]: ...
-    def intended(self) -> tuple[PixelBox | None, PixelBox | None]: ...
+    def intended(self) -> Boxes: ...
     def oracle_action(self) -> LiveAction | None: ...
     def step(self, action: LiveAction | None) -> StepResult: ...
 

@@ -3,9 +3,10 @@ its current task, in the actor's process on whichever node Ray placed it.
 
 It creates, starts, resets, steps and closes the environment through the same `Episode` and
 environment contract as the thread executor; it returns plain data (the `Observation` with its
-screen as PNG bytes, `StepResult`, boxes, actions) and the episode's counters (`EpisodeState`)
-with every answer, so that the runner's stand-in (`ray_actors.RemoteEpisode`) reads them
-without a second round trip. It uses no shared file system: its private folder is on its node.
+screen as PNG bytes, `StepResult` with the next screen's boxes, actions) and the episode's
+counters (`EpisodeState`) with every answer, so that the runner's stand-in
+(`ray_actors.RemoteEpisode`) reads them without a second round trip: a step is one call. It
+uses no shared file system: its private folder is on its node.
 Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
 """
 
@@ -25,8 +26,8 @@ from typing import Any, TypeVar
 from medspot._version import __version__
 from medspot.errors import MedspotError
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, Observation, PixelBox
-from medspot.live.core.episode import Episode, Mode, StepResult
+from medspot.live.core.contract import Environment, Observation
+from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
 from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
@@ -37,27 +38,21 @@ from medspot.live.loop.executors.base import (
     private_workdir,
 )
 
-__all__ = ["ActorPlace", "Boxes", "EnvironmentHost", "EpisodeState"]
+__all__ = ["ActorPlace", "EnvironmentHost", "EpisodeState"]
 
 T = TypeVar("T")
 
 
-Boxes = tuple[PixelBox | None, PixelBox | None]
-
-
 @dataclass(frozen=True)
 class EpisodeState:
-    """The counters of the actor's episode after a call, the time the call took inside the
-    actor (the rest of a round trip is Ray's), and after `reset` / `step` the current step's
-    target boxes on the new screen (`Episode.intended()`, located at once: the next turn
-    needs them; None when the episode ended or locating failed: then asked for again)."""
+    """The counters of the actor's episode after a call, and the time the call took inside
+    the actor (the rest of a round trip is Ray's)."""
 
     n: int
     current: int
     achieved: tuple[bool, ...]
     reset_s: float
     inside_s: float
-    intended: Boxes | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ class EnvironmentHost:
         self.ep: Episode | None = None
         logging.getLogger("asyncio").addFilter(_ReapedChildNoise())
 
-    def _guard(self, fn: Callable[[], T], *, prefetch: bool = False) -> tuple[T, EpisodeState]:
+    def _guard(self, fn: Callable[[], T]) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
         try:
             out = fn()
@@ -100,23 +95,13 @@ class EnvironmentHost:
             raise
         except Exception as e:
             raise fault_from(self.cfg.env, e) from None
-        boxes = self._prefetch() if prefetch else None
-        return out, self._state(time.perf_counter() - t0, boxes)
+        return out, self._state(time.perf_counter() - t0)
 
-    def _prefetch(self) -> Boxes | None:
-        ep = self.ep
-        if ep is None or ep.ended:
-            return None
-        try:
-            return ep.intended()
-        except Exception:  # asked for again by the runner, where a fault is handled
-            return None
-
-    def _state(self, inside_s: float, boxes: Boxes | None = None) -> EpisodeState:
+    def _state(self, inside_s: float) -> EpisodeState:
         ep = self.ep
         if ep is None:
             return EpisodeState(0, 0, (), 0.0, inside_s)
-        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s, boxes)
+        return EpisodeState(ep.n, ep.current, tuple(ep.achieved), ep.reset_s, inside_s)
 
     def _episode(self) -> Episode:
         if self.ep is None:
@@ -160,15 +145,20 @@ class EnvironmentHost:
 
     # -- the episode (the same `Episode` as in the runner's own process) ---------------------
 
-    def reset(self, task: LiveTask, mode: Mode) -> tuple[Observation, EpisodeState]:
-        def go() -> Observation:
+    def reset(
+        self, task: LiveTask, mode: Mode
+    ) -> tuple[tuple[Observation, Boxes | None], EpisodeState]:
+        """The task's start, and its first step's boxes on it as `reset` located them (None:
+        locating failed; the runner asks `intended` then, where a fault is handled)."""
+
+        def go() -> tuple[Observation, Boxes | None]:
             if self.env is None:
                 raise RuntimeError("the environment is not started")
             tools = episode_tools(self.env, task, self.cfg)
             self.ep = Episode(self.env, task, mode=mode, tools=tools)
-            return self.ep.reset()
+            return self.ep.reset(), self.ep.located
 
-        return self._guard(go, prefetch=True)
+        return self._guard(go)
 
     def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:
         return self._guard(lambda: self._episode().start_checks())
@@ -180,7 +170,7 @@ class EnvironmentHost:
         return self._guard(lambda: self._episode().oracle_action())
 
     def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._episode().step(action), prefetch=True)
+        return self._guard(lambda: self._episode().step(action))
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""

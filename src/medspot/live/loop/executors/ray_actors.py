@@ -35,15 +35,10 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import Mode, StepResult, oracle_step_action
+from medspot.live.core.episode import Boxes, Mode, StepResult, oracle_step_action
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import CallSlot, SlotConfig, fault_from, timeout_fault
-from medspot.live.loop.executors.env_actor import (
-    ActorPlace,
-    Boxes,
-    EnvironmentHost,
-    EpisodeState,
-)
+from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
 
 __all__ = ["NAMESPACE", "RayExecutor", "RaySlot", "RemoteEpisode"]
@@ -61,8 +56,9 @@ CONNECT_TIMEOUT_S = 120.0  # joining a cluster (Ray's own retries last about 14 
 class RemoteEpisode:
     """The runner's stand-in for the `Episode` inside an actor: the same calls and counters.
     `reset` and `step` are one round trip each (run in the slot's thread) and bring back the
-    next screen's target boxes, so that `intended` and `oracle_action` (the task's own path,
-    `oracle_step_action`, as `Episode.oracle_action`) mostly need none."""
+    next screen's target boxes (`StepResult.next_intended`), so that `intended` and
+    `oracle_action` (the task's own path, `oracle_step_action`, as `Episode.oracle_action`)
+    mostly need none."""
 
     def __init__(self, slot: RaySlot, actor: Any, task: LiveTask, mode: Mode) -> None:
         self._slot = slot
@@ -98,11 +94,15 @@ class RemoteEpisode:
         out, self._state = self._slot.remote(method, *args)
         self.round_trips += 1
         self.inside_total_s += self._state.inside_s
-        self._intended = self._state.intended
         return out
 
+    @property
+    def located(self) -> Boxes | None:
+        return self._intended
+
     def reset(self) -> Observation:
-        obs: Observation = self._answer(self._actor.reset, self.task, self._mode)
+        obs: Observation
+        obs, self._intended = self._answer(self._actor.reset, self.task, self._mode)
         return obs
 
     def start_checks(self) -> dict[str, list[bool]]:
@@ -120,6 +120,7 @@ class RemoteEpisode:
 
     def step(self, action: LiveAction | None) -> StepResult:
         res: StepResult = self._answer(self._actor.step, action)
+        self._intended = res.next_intended
         return res
 
 

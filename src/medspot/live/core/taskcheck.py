@@ -1,0 +1,92 @@
+"""A task checked against the environment that will run it, from what the environment declares
+(`EnvEntry`: its check kinds, locator keys and own task rules): for a task file
+(`medspot.live.envs.taskfiles`) and for a task an `Episode` is given."""
+
+from __future__ import annotations
+
+from medspot.errors import DataError, Location
+from medspot.live.core.contract import REGISTERED, EnvEntry
+from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
+
+__all__ = ["check_against_entry", "check_task_for_env", "task_checks"]
+
+
+def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
+    """Every check of a task with its dotted place: `success.0`, `fail_if.1`,
+    `steps.2.done_if`, `start.prepare.0.done_if` (0-based, as pydantic's locations)."""
+    out: list[tuple[str, CheckSpec]] = []
+    out += [(f"success.{j}", c) for j, c in enumerate(task.success)]
+    out += [(f"fail_if.{j}", c) for j, c in enumerate(task.fail_if)]
+    out += [(f"steps.{k}.done_if", s.done_if) for k, s in enumerate(task.steps) if s.done_if]
+    out += [
+        (f"start.prepare.{k}.done_if", s.done_if)
+        for k, s in enumerate(task.start.prepare)
+        if s.done_if is not None
+    ]
+    return out
+
+
+def _where(file: str, i: int, place: str) -> Location:
+    parts: list[int | str] = [int(p) if p.isdigit() else p for p in place.split(".")]
+    return location_of(file, ("tasks", i, *parts))
+
+
+def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> None:
+    """The tasks of `parsed` against the environment `entry` declares: check kinds, their
+    parameters (seeded names, locators inside them), an infeasible task's success checks that
+    need a change (`CheckParams.needs_change`), locator keys of every step (the path and
+    `start.prepare`) and the environment's own task rules: the first problem is a located
+    `DataError`."""
+    keys = set(entry.locator_keys)
+    lint = entry.task_check
+
+    def bad_keys(loc: Locator) -> str | None:
+        if loc.keys() <= keys:
+            return None
+        bad = ", ".join(sorted(loc.keys() - keys))
+        return f"locator key(s) {bad} not understood by {parsed.env}"
+
+    for i, task in enumerate(parsed.tasks):
+        for place, check in task_checks(task):
+            try:
+                params = entry.check_kinds.parse(check, parsed.env)
+            except DataError as exc:
+                raise DataError(exc.message, _where(file, i, place)) from None
+            for name, loc in params.locators():
+                why = bad_keys(loc)
+                if why is not None:
+                    raise DataError(
+                        f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
+                    )
+            change = params.needs_change(task.start) if task.infeasible else None
+            if change is not None and place.startswith("success."):
+                raise DataError(
+                    f"check {check.kind!r} needs a change ({change}), but an infeasible "
+                    "task's success checks say that nothing changed: no agent can succeed",
+                    _where(file, i, place),
+                )
+        for place, name, loc in task.step_locators():
+            why = bad_keys(loc)
+            if why is not None:
+                raise DataError(why, _where(file, i, f"{place}.{name}"))
+        for place, message in lint(task) if lint is not None else ():
+            raise DataError(message, _where(file, i, place))
+
+
+def check_task_for_env(task: LiveTask, env: str) -> None:
+    """A task object (from any file, or built in a program) checked against the environment
+    it is to run in, as a task file is: a task of another environment, whose check kinds,
+    locator keys or start keys this one does not have, is a `DataError` naming both. Nothing
+    is checked for an environment that is not registered."""
+    entry = REGISTERED.get(env)
+    if entry is None:
+        return
+    try:
+        check_against_entry(LiveTaskFile(env=env, tasks=(task,)), f"task {task.id}", entry)
+    except DataError as exc:
+        where = exc.location
+        field = f" (field '{where.field}')" if where is not None and where.field else ""
+        raise DataError(
+            f"task {task.id} cannot run in {env}{field}: {exc.message}; is it a task of "
+            "another environment?"
+        ) from None

@@ -1,0 +1,219 @@
+"""An environment's options (`--env-option KEY=VALUE`), typed and checked before anything starts.
+
+The options an environment takes are the keyword parameters of its factory (`EnvEntry.factory`)
+with their type hints; a factory that passes `**options` on to the class its return annotation
+names declares that class's constructor parameters instead. `workdir` is the runner's, never an
+option. Each value is converted to its parameter's type: text from the command line is read
+(`true`/`false`, numbers, `none` where None is allowed, `1280x800` or `1280,800` for a pair of
+numbers, shell words for a tuple of strings); a value of another type (from Python) is
+validated; a duration (a name ending in `_s`, seconds) must be 0 or more. Unknown names and
+values that do not fit are `ConfigError`s naming the environment, the option and what it
+expects (exit status 2), never an environment fault.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import shlex
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from medspot.errors import ConfigError
+from medspot.live.core.contract import EnvEntry
+from medspot.live.core.tasks import LiveTask
+from medspot.live.envs.registry import env_entry
+
+__all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
+
+RUNNER_PARAMS = frozenset({"workdir"})  # given by the runner, not by the user
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+@dataclass(frozen=True)
+class EnvOption:
+    """One option: its name, its type (`Any` where the parameter has no hint) and default."""
+
+    name: str
+    annotation: Any
+    default: Any
+
+    @property
+    def type_name(self) -> str:
+        return _type_name(self.annotation)
+
+
+def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
+    """The keyword parameters of `fn` (a class: its constructor), whether it also takes
+    `**kwargs`, and its return annotation."""
+    target = fn.__init__ if isinstance(fn, type) else fn  # type: ignore[misc]
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # an annotation that cannot be resolved: treat the parameters as untyped
+        hints = {}
+    out: dict[str, EnvOption] = {}
+    var_kw = False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            var_kw = True
+        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in RUNNER_PARAMS:
+            default = None if p.default is p.empty else p.default
+            out[p.name] = EnvOption(p.name, hints.get(p.name, Any), default)
+    return out, var_kw, hints.get("return")
+
+
+def env_options_of(entry: EnvEntry) -> dict[str, EnvOption] | None:
+    """The options `entry`'s environment declares; None when it declares none that can be
+    known (a factory taking `**options` without a class to follow): then any name passes."""
+    options, var_kw, returns = _params(entry.factory)
+    if var_kw:
+        if not isinstance(returns, type):
+            return None
+        more, var_kw_too, _ = _params(returns)
+        if var_kw_too:
+            return None
+        options = {**more, **options}
+    return options
+
+
+def _type_name(t: Any) -> str:
+    if t is Any:
+        return "any value"
+    if t is bool:
+        return "true or false"
+    if t is int:
+        return "a whole number"
+    if t is float:
+        return "a number"
+    if t is str:
+        return "text"
+    if t is Path:
+        return "a path"
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType):
+        names = [_type_name(a) for a in args if a is not type(None)]
+        return " or ".join(names) + (" or none" if type(None) in args else "")
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_type_name(args[0])} (shell words)"
+        if args and all(a in (int, float) for a in args):
+            return f"{len(args)} numbers, e.g. " + "x".join(["1280", "800", "1"][: len(args)])
+        return f"{len(args)} values"
+    return getattr(t, "__name__", str(t))
+
+
+def _read(text: str, t: Any) -> Any:
+    """`text` (from the command line) as a value of type `t`; ValueError when it is not one."""
+    s = text.strip()
+    if t is Any:  # untyped: the old reading (true/false, numbers, else text)
+        low = s.lower()
+        if low in ("true", "false"):
+            return low == "true"
+        for conv in (int, float):
+            try:
+                return conv(s)
+            except ValueError:
+                pass
+        return text
+    if t is bool:
+        if s.lower() in _TRUE:
+            return True
+        if s.lower() in _FALSE:
+            return False
+        raise ValueError
+    if t is int:
+        return int(s)
+    if t is float:
+        v = float(s)
+        if not math.isfinite(v):
+            raise ValueError
+        return v
+    if t is str:
+        return text
+    if t is Path:
+        if not s:
+            raise ValueError
+        return Path(s).expanduser()
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType):
+        if type(None) in args and s.lower() in ("", "none"):
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _read(text, a)
+            except ValueError:
+                continue
+        raise ValueError
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_read(w, args[0]) for w in shlex.split(s))
+        numeric = all(a in (int, float) for a in args)
+        parts = (s.lower().replace("x", ",") if numeric else s).split(",")
+        if len(parts) != len(args):
+            raise ValueError
+        return tuple(_read(p, a) for p, a in zip(parts, args, strict=True))
+    return TypeAdapter(t).validate_python(text)
+
+
+def _convert(opt: EnvOption, value: Any) -> Any:
+    try:
+        if isinstance(value, str):
+            out = _read(value, opt.annotation)
+        elif opt.annotation is Any:
+            return value
+        else:
+            out = TypeAdapter(opt.annotation).validate_python(value)
+    except (ValueError, ValidationError, TypeError):
+        raise ValueError(f"expected {opt.type_name}") from None
+    if opt.name.endswith("_s") and isinstance(out, int | float) and not out >= 0:
+        raise ValueError("a duration in seconds must be 0 or more")
+    return out
+
+
+def check_env_options(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` converted to the types the environment `env` declares; `ConfigError` for an
+    unknown name or a value that does not fit."""
+    entry = env_entry(env)
+    declared = env_options_of(entry)
+    out: dict[str, Any] = {}
+    for raw_name, value in options.items():
+        name = raw_name.strip().replace("-", "_")
+        if declared is None:
+            out[name] = _read(value, Any) if isinstance(value, str) else value
+            continue
+        opt = declared.get(name)
+        if opt is None:
+            known = ", ".join(sorted(declared)) or "(none)"
+            raise ConfigError(
+                f"--env-option {raw_name}: {env} has no option {name!r}; its options: {known}"
+            )
+        try:
+            out[name] = _convert(opt, value)
+        except ValueError as e:
+            raise ConfigError(f"--env-option {name}={value!r}: {e} ({env})") from None
+    return out
+
+
+def check_viewport(options: Mapping[str, Any], tasks: Sequence[LiveTask]) -> None:
+    """An environment whose screen size is an option (`viewport`) runs tasks of that size only
+    (`start.viewport`): a `ConfigError` before it starts, naming the tasks that differ."""
+    vp = options.get("viewport")
+    if vp is None:
+        return
+    size = (int(vp[0]), int(vp[1]))
+    other = [t.id for t in tasks if tuple(t.start.viewport) != size]
+    if other:
+        shown = ", ".join(other[:5]) + (" ..." if len(other) > 5 else "")
+        raise ConfigError(
+            f"--env-option viewport={size[0]}x{size[1]}: {len(other)} task(s) start at another "
+            f"size (start.viewport): {shown}"
+        )
