@@ -28,6 +28,7 @@ import json
 import os
 import queue
 import random
+import re
 import socket
 import sys
 import threading
@@ -153,14 +154,17 @@ def _project_status() -> dict[str, Any]:
     ses = mod("invesalius.session").Session()
     const = mod("invesalius.constants")
     st = ses.project_status
-    path = ses.project_path
+    path = os.path.join(*ses.project_path) if ses.project_path else None
+    home = os.path.expanduser("~")
+    if path is not None and path.startswith(home + os.sep):
+        path = "~" + path[len(home) :]  # the instance's own HOME: the same in every InVesalius
     return {
         "discarded": DISCARDS["count"],
         "status": int(st),
         "open": st != const.PROJ_CLOSE,
         "modified": st in (const.PROJ_NEW, const.PROJ_CHANGE),
         "saved": st == const.PROJ_OPEN,
-        "path": os.path.join(*path) if path else None,
+        "path": path,
         "temp": bool(ses.temp_item),
     }
 
@@ -304,8 +308,11 @@ def _layout() -> dict[str, Any]:
         mgr = getattr(w, "aui_manager", None)
         if mgr is None or w is frame or not isinstance(mgr, aui.AuiManager):
             continue
-        for p in mgr.GetAllPanes():
-            out["panes"][str(p.name)] = bool(p.IsShown())
+        for i, p in enumerate(mgr.GetAllPanes()):
+            name = str(p.name)
+            if re.fullmatch(r"[0-9a-f]{32}", name):  # a name wx made up (an address): unnamed
+                name = f"#{i}"
+            out["panes"][name] = bool(p.IsShown())
     return out
 
 
