@@ -94,3 +94,17 @@ def kill_and_resume() -> Iterator[Callable[[Sequence[str], Mapping[str, str]], K
     for folder in folders:
         kill(processes_mentioning(str(folder)))
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def invesalius_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A started invesalius environment (its own Xvfb, D-Bus and InVesalius)."""
+    from _invesalius_support import require_invesalius
+
+    require_invesalius()
+    from medspot.live.envs.registry import create_environment
+
+    env = create_environment("invesalius", workdir=tmp_path_factory.mktemp("invesalius-env"))
+    env.start()
+    yield env
+    env.close()

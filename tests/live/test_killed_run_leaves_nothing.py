@@ -36,6 +36,7 @@ CASES = [
     ),
     ("dicomscope", "open-ct-doe-john-slice3,open-mr-smith-ann,open-miller-head-last"),
     ("ohif", "open-ct-doe-john,open-mr-doe-john,open-ct-doe-joan"),
+    ("invesalius", "goto-axial-slice-40"),
 ]
 
 
@@ -44,6 +45,10 @@ def _require(env: str) -> None:
         from _desktop_support import require_dicomscope
 
         require_dicomscope()
+    elif env == "invesalius":
+        from _invesalius_support import require_invesalius
+
+        require_invesalius()
     elif env == "ohif":
         from test_ohif_env import require_ohif_stack
 
@@ -57,7 +62,7 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
         sys.executable, "-m", "medspot", "live", "run", "--env", env, "--model", "oracle",
         "--tasks", task, "--out", str(out), "--no-progress", "--bootstrap", "50",
     ]  # fmt: skip
-    if env != "dicomscope":
+    if env not in ("dicomscope", "invesalius"):
         cmd += ["--env-option", f"chromium={CHROMIUM}"]
     child_env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(workroot))
     with log.open("wb") as sink:

@@ -33,6 +33,7 @@ EXPORTED = {
                          "filter-patients-garcia", "delete-study-ct-doe-joan"],
     "ohif": ["open-ct-doe-john", "measure-ab-ct-doe-john", "preset-lung-ct-doe-john"],
     "dicomscope": ["open-ct-doe-john-slice3", "invert-and-zoom-1to1", "type-window-centre"],
+    "invesalius": ["muscle-preset-current-mask", "surface-transparency", "goto-axial-slice-40"],
 }  # fmt: skip
 
 

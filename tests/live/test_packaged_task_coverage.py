@@ -37,7 +37,7 @@ def _part_files() -> list[tuple[str, str]]:
 
 def test_at_least_150_tasks_over_the_environments() -> None:
     counts = {env: len(ts) for env, ts in _tasks().items()}
-    assert set(counts) == {"orthanc-explorer", "ohif", "dicomscope"}
+    assert set(counts) == {"orthanc-explorer", "ohif", "dicomscope", "invesalius"}
     assert sum(counts.values()) >= 150, counts
     assert all(n >= 25 for n in counts.values()), counts
 
@@ -52,7 +52,7 @@ def test_long_workflows() -> None:
             if s.action in ("drag", "scroll", "type"):
                 assert s.done_if is not None, (t.id, s.instruction)
     per_env = Counter(env for env, ts in _tasks().items() for t in ts if "workflow" in t.tags)
-    assert set(per_env) == {"orthanc-explorer", "ohif", "dicomscope"}, per_env
+    assert set(per_env) == set(env_names()), per_env
 
 
 def test_infeasible_tasks() -> None:
@@ -66,7 +66,7 @@ def test_infeasible_tasks() -> None:
         assert t.steps[-1].action == "infeasible"
         assert t.fail_if, f"{t.id}: an infeasible task names the changes that are harm"
     per_env = Counter(env for env, ts in _tasks().items() for t in ts if t.infeasible)
-    assert set(per_env) == {"orthanc-explorer", "ohif", "dicomscope"}, per_env
+    assert set(per_env) == set(env_names()), per_env
 
 
 def test_trap_tags() -> None:

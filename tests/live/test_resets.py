@@ -15,6 +15,7 @@ in, shows what a fresh instance shows after the same reset.
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -364,3 +365,81 @@ def _explorer_mess(env: Any) -> None:
     pid = env.ids.patients["DOE^JOHN"]
     env.orthanc.request("PUT", f"/patients/{pid}/protected", b"1", "text/plain")
     env.orthanc.request("DELETE", f"/patients/{env.ids.patients['DOE^JOAN']}")
+
+
+# -- InVesalius --------------------------------------------------------------------------------
+
+
+def _invesalius_changes(env: Any) -> None:
+    """The editing tools' settings changed (brush size and operation, region growing in 3D),
+    a measurement drawn, a surface built, a window preset, the measures tab, the axial view
+    enlarged and the task panel hidden, a context menu left open."""
+    _click(env, role="caption", text="Manual edition", at=(0.96, 0.5))
+    _click(env, role="spin button", description="Brush size")
+    for action in (Key("ctrl+a"), TypeText("12"), Key("Tab")):
+        env.act(action)
+    _click(env, role="combo box", text="Threshold", at=(0.9, 0.5))
+    _click(env, role="menu item", text="Erase")
+    env.act(Key("ctrl+shift+g"))
+    _click(env, role="radio button", text="3D - All slices")
+    _click(env, role="push button", text="Close")
+    _click(env, role="push button", text="Create surface")
+    _click(env, role="tool", description="Measure distance")
+    a, b = (
+        env.locate(Locator(landmark="axial:lesion.left")),
+        env.locate(Locator(landmark="axial:lesion.right")),
+    )
+    assert a is not None and b is not None
+    env.act(Click(*a.center))
+    env.act(Click(*b.center))
+    _click(env, role="page tab", text="Measures")
+    _click(env, role="push button", description="Maximize Axial slice")
+    _click(env, role="tool", description="Hide task panel")
+    view = env.locate(Locator(role="view", text="axial", at=(0.8, 0.2)))
+    assert view is not None
+    x, y = view.center
+    env.act(Click(x, y, button="right"))
+    _click(env, role="menu", text="Window width and level")
+    _click(env, role="radio menu item", text="Bone")
+    env.act(Click(x, y, button="right"))  # and its menu left open
+
+
+def test_invesalius_reset_restores_the_fresh_state(tmp_path: Path) -> None:
+    from _invesalius_support import invesalius_tasks, require_invesalius
+
+    require_invesalius()
+    tasks = invesalius_tasks()
+    task = tasks["measure-lesion-axial"]
+    env: Any = create_environment("invesalius", workdir=tmp_path / "i")
+    env.start()
+    try:
+        env.reset(task)
+        fresh_state, fresh_frame = env.observable_state()
+        _invesalius_changes(env)
+        changed, _ = env.observable_state()
+        assert changed["measures"] and changed["surfaces"] and changed["window"] != [400.0, 50.0]
+        t0 = time.monotonic()
+        env.reset(task)
+        assert (env.restarts, env.swaps) == (0, 0)  # in the running InVesalius
+        state, frame = env.observable_state()
+        assert state == fresh_state
+        assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
+        assert "reset_ui" in env.reset_phases and time.monotonic() - t0 < 60
+        # another task's start, then this one's again
+        env.reset(tasks["paint-into-right-mask"])
+        env.reset(task)
+        state, frame = env.observable_state()
+        assert state == fresh_state
+        assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
+        # what the reset cannot bring back (the main window resized: there is no window
+        # manager to do it, so it stands for any change outside the application's settings)
+        # means a fresh InVesalius
+        inst = env.inst
+        inst.x11.xdotool("windowsize", inst.desktop.window, "1000", "700")
+        env.reset(task)
+        assert env.restarts + env.swaps == 1
+        state, frame = env.observable_state()
+        assert state == fresh_state
+        assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
+    finally:
+        env.close()

@@ -69,12 +69,20 @@ def _require_dicomscope() -> None:
     require_dicomscope()
 
 
+def _require_invesalius() -> None:
+    from _invesalius_support import require_invesalius
+
+    require_invesalius()
+
+
 # env -> (a task with a budget of 6 actions, what it needs, whether it runs chromium)
 ENVS: dict[str, tuple[str, Callable[[], None], bool]] = {
     "orthanc-explorer": ("open-study-ct-doe-john", require_orthanc_stack, True),
     "ohif": ("open-ct-doe-john", _require_ohif, True),
     "dicomscope": ("show-garcia-knee-images", _require_dicomscope, False),
+    "invesalius": ("muscle-preset-current-mask", _require_invesalius, False),
 }
+SEEDED = ("orthanc-explorer", "ohif", "dicomscope")  # seeded from the DICOM seed cache
 
 
 @pytest.fixture
@@ -90,7 +98,7 @@ def workroot() -> Iterator[Path]:
 
 
 def _options(env: str, seed_cache: Path) -> dict[str, Any]:
-    opts: dict[str, Any] = {"seed_cache": seed_cache}
+    opts: dict[str, Any] = {"seed_cache": seed_cache} if env in SEEDED else {}
     if ENVS[env][2]:
         opts["chromium"] = CHROMIUM
     return opts

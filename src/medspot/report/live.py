@@ -273,9 +273,10 @@ def task_heading(t: LiveTaskRow, e: Escape) -> str:
         if t.repeats > 1
         else ""
     )
+    dice = f" · Dice {t.dice:.3f}" if t.dice is not None else ""
     return (
         f"{e(t.task_id)}{infeasible}{e(rep)} · {e(t.live_outcome)}{rec} · {t.steps_used} actions "
-        f"(oracle {t.oracle_steps or t.num_steps})"
+        f"(oracle {t.oracle_steps or t.num_steps}){e(dice)}"
     )
 
 

@@ -23,6 +23,7 @@ from medspot.runfolder.live_schema import (
     PASS_AT_K,
     PASS_HAT_K,
     RECOVERY,
+    SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
     TOOL_RATE,
@@ -65,6 +66,9 @@ LIVE_ROWS: tuple[LiveRow, ...] = (
             note="feasible tasks the agent ended with infeasible(...) (failures)"),
     LiveRow(TOOL_RATE, "tool invocation rate", optional=True,
             note="tasks offered tools (--tools) in which the agent called one"),
+    LiveRow(SEGMENTATION_DICE, "segmentation Dice", optional=True,
+            note="mean Dice (x100) of the final mask with the truth, over the tasks judged on one "
+                 "(successful or not)"),
 )  # fmt: skip
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "PASS_HAT_K",
     "RECOVERY",
     "RESET",
+    "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
     "TOOL_RATE",
@@ -97,10 +98,14 @@ PASS_HAT_K = "pass_hat_k"  # all K succeeded
 # the tools track (`--tools`), over the runs of tasks that were offered tools: the agent called
 # at least one tool
 TOOL_RATE = "tool_invocation_rate"
-# written since repeats, infeasible tasks, the on-path hit rate and the tools track (the pass
-# keys only with K > 1): a folder written before has none of them
+# over the runs whose environment measured the segmentation they end with (a task judged on a
+# mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
+SEGMENTATION_DICE = "segmentation_dice"
+# written since repeats, infeasible tasks, the on-path hit rate, the tools track and the
+# segmentation Dice (the pass keys only with K > 1): a folder written before has none of them
 LIVE_OPTIONAL_KEYS = (
     INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, ON_PATH_HIT_RATE, TOOL_RATE,
+    SEGMENTATION_DICE,
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 
@@ -250,6 +255,8 @@ class LiveTaskRow(TaskRow):
     tools_offered: list[str] | None = None
     tool_calls: int = 0
     gui_only: str | None = None
+    # the Dice of the segmentation the run ended with, with the truth (tasks judged on one)
+    dice: float | None = None
 
 
 @dataclass(frozen=True)

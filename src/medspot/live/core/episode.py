@@ -231,6 +231,9 @@ class StepResult:
     fail_each: tuple[bool, ...] = ()
     # an action the environment cannot execute (`core.executable`): why; it was not executed
     not_executed: str | None = None
+    # when the episode ended: the environment's measures of the end state, where it has any
+    # (`Environment.task_quality`, an optional method; e.g. {"dice": 0.93})
+    quality: Mapping[str, float] = field(default_factory=dict)
     # the current step's boxes on the screen after this step, located at once (the next turn
     # needs them); None when the episode ended or they could not be located (then
     # `Episode.intended()` locates them when asked)
@@ -541,6 +544,7 @@ class Episode:
             reason=self.reason, settle_s=result.settle_s, changed=result.changed,
             info=dict(result.info), success_each=tuple(each), fail_each=tuple(fail),
             next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
+            quality=self._quality(),
         )  # fmt: skip
 
     def _tool(self, call: ToolCall) -> ActResult:
@@ -577,6 +581,14 @@ class Episode:
             newly.append(j + 1)
             j += 1
         return newly, done_if
+
+    def _quality(self) -> dict[str, float]:
+        """The environment's measures of the end state (`task_quality(task)`, optional), once
+        the episode has ended."""
+        fn = getattr(self.env, "task_quality", None)
+        if self.outcome is None or not callable(fn):
+            return {}
+        return {str(k): float(v) for k, v in dict(fn(self.task)).items()}
 
     def _read_required(self, name: str, holds: bool) -> None:
         """A reading of required step `name`'s `done_if` after an action: it has happened
@@ -651,7 +663,7 @@ class Episode:
             reason=self.reason, settle_s=None, changed=None,
             info=dict(info or {}), success_each=tuple(each), fail_each=tuple(fail),
             not_executed=not_executed, next_intended=self._located_ahead(),
-            env_s=time.perf_counter() - env_t,
+            env_s=time.perf_counter() - env_t, quality=self._quality(),
         )  # fmt: skip
 
 

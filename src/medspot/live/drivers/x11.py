@@ -219,9 +219,15 @@ def _xwd_rgb(data: bytes, crop: tuple[int, int]) -> tuple[bytes, int, int, str]:
 class X11Session:
     """Xvfb + D-Bus session + xdotool, all private to `workdir`."""
 
-    def __init__(self, workdir: Path, screen: tuple[int, int] = (1280, 800)) -> None:
+    def __init__(
+        self, workdir: Path, screen: tuple[int, int] = (1280, 800), capture: str = "xwd"
+    ) -> None:
         self.workdir = Path(workdir)
         self.screen = screen
+        # how the screen is read: `xwd` (fast, the root window's pixels) or `import`
+        # (ImageMagick: also windows of another visual than the root's, which xwd leaves
+        # black once an OpenGL application has installed a DirectColor colormap)
+        self.capture = capture
         self.display: str | None = None
         self.env: dict[str, str] = {}
         self._xvfb: subprocess.Popen[bytes] | None = None
@@ -464,12 +470,38 @@ class X11Session:
             raise EnvironmentFault(f"xwd failed: {out.stderr.decode(errors='replace')[:200]}")
         return bytes(out.stdout)
 
+    def _import_rgb(self, crop: tuple[int, int]) -> tuple[bytes, int, int, str]:
+        """The screen through ImageMagick's `import` as raw RGB, cropped to the top-left
+        `crop`."""
+        if not self.alive():
+            raise EnvironmentFault(f"the X server {self.display} is not running")
+        try:
+            out = processes.run(
+                ["import", "-silent", "-window", "root", "-depth", "8", "rgb:-"],
+                env=self.env, capture_output=True, timeout=10, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise EnvironmentFault("import hung") from None
+        sw, sh = self.screen
+        if out.returncode != 0 or len(out.stdout) != sw * sh * 3:
+            raise EnvironmentFault(f"import failed: {out.stderr.decode(errors='replace')[:200]}")
+        w, h = min(crop[0], sw), min(crop[1], sh)
+        raw = bytes(out.stdout)
+        if (w, h) != (sw, sh):
+            raw = b"".join(raw[y * sw * 3 : (y * sw + w) * 3] for y in range(h))
+        return raw, w, h, hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+    def _grab(self, size: tuple[int, int]) -> tuple[bytes, int, int, str]:
+        if self.capture == "import":
+            return self._import_rgb(size)
+        return _xwd_rgb(self._xwd(), size)
+
     def digest(self, size: tuple[int, int]) -> str:
-        return _xwd_rgb(self._xwd(), size)[3]
+        return self._grab(size)[3]
 
     def frame(self, size: tuple[int, int]) -> tuple[bytes, int, int, str]:
         """Raw RGB of the viewport, its size and digest (no PNG encoding)."""
-        return _xwd_rgb(self._xwd(), size)
+        return self._grab(size)
 
     def screenshot(self, size: tuple[int, int]) -> Screenshot:
         from PIL import Image

@@ -12,7 +12,7 @@ from typing import Any
 
 from medspot.errors import ConfigError
 from medspot.live.core.contract import REGISTERED, EnvEntry, Environment
-from medspot.live.envs import dicomscope, ohif, orthanc_explorer
+from medspot.live.envs import dicomscope, invesalius, ohif, orthanc_explorer
 
 __all__ = [
     "ENVIRONMENTS",
@@ -27,6 +27,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     orthanc_explorer.ENTRY,
     dicomscope.ENTRY,
     ohif.ENTRY,
+    invesalius.ENTRY,
 )
 
 _ENVS = REGISTERED  # the lookups' table, core's too

@@ -43,6 +43,7 @@ from medspot.runfolder.live_schema import (
     PASS_HAT_K,
     RECOVERY,
     RESET,
+    SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
     TOOL_RATE,
@@ -62,6 +63,7 @@ __all__ = [
     "PASS_AT_K",
     "PASS_HAT_K",
     "RECOVERY",
+    "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
     "TOOL_RATE",
@@ -80,7 +82,7 @@ __all__ = [
 BOOTSTRAP_COLUMNS = (
     "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
     "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
-    "all_scored", "pass_any", "pass_all", "tools_offered", "tool_invoked",
+    "all_scored", "pass_any", "pass_all", "tools_offered", "tool_invoked", "dice_sum", "dice_runs",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
@@ -95,6 +97,7 @@ _RATIOS = {
     PASS_AT_K: ("pass_any", "all_scored"),
     PASS_HAT_K: ("pass_all", "all_scored"),
     TOOL_RATE: ("tool_invoked", "tools_offered"),
+    SEGMENTATION_DICE: ("dice_sum", "dice_runs"),
 }
 _PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
 Array = npt.NDArray[np.float64]
@@ -153,6 +156,15 @@ class TaskResult:
     def false_infeasible(self) -> bool:
         """A feasible task the agent ended with `infeasible(...)` (a failure)."""
         return not self.task.infeasible and self.ending == "infeasible"
+
+    @property
+    def dice(self) -> float | None:
+        """The Dice with the truth of the segmentation the run ended with, where the
+        environment measured one (`TaskRecord.quality`)."""
+        if not self.scored or self.record is None or not self.record.quality:
+            return None
+        d = self.record.quality.get("dice")
+        return None if d is None else float(d)
 
     @property
     def executed(self) -> list[StepRecord]:
@@ -242,6 +254,8 @@ class TaskResult:
             0.0,
             float(self.tools_offered),
             float(self.tools_offered and self.tool_calls > 0),
+            float(self.dice or 0.0),
+            float(self.dice is not None),
         ]
 
 
@@ -344,7 +358,8 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     vals: dict[str, Any] = {
         key: _ratio(float(s[BOOTSTRAP_COLUMNS.index(a)]), float(s[BOOTSTRAP_COLUMNS.index(b)]))
         for key, (a, b) in _RATIOS.items()
-        if k > 1 or key not in _PASS_KEYS
+        if (k > 1 or key not in _PASS_KEYS)
+        and (key != SEGMENTATION_DICE or s[BOOTSTRAP_COLUMNS.index("dice_runs")] > 0)
     }
     ok = [r for r in scored if r.outcome == "success"]
     vals.update(
@@ -367,6 +382,7 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         num_infeasible_tasks=sum(1 for r in scored if r.task.infeasible),
         num_infeasible_right=sum(1 for r in scored if r.infeasible_right),
         num_false_infeasible=sum(1 for r in scored if r.false_infeasible),
+        num_dice_runs=sum(1 for r in scored if r.dice is not None),
         endings=dict(sorted(Counter(r.ending for r in results).items())),
         repeats=k,
     )

@@ -179,6 +179,7 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         failed_step=ended,
         step1_hit=row.step1_hit,
         steps=[_step_row(uid, s) for s in r.steps],
+        dice=r.dice,
         live_outcome=cast(LiveOutcome, r.outcome),
         live_reason=r.reason,
         tags=list(r.task.tags),

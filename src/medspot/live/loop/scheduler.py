@@ -285,6 +285,7 @@ class _Run:
         tools, reach = offered_tools(self.opts.env, self.opts.tools, task)
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
+        quality: dict[str, float] = {}
 
         async def oracle() -> LiveAction | None:
             return await slot.call(ep.oracle_action)
@@ -296,7 +297,8 @@ class _Run:
                 achieved=sum(ep.achieved), fired=list(fired), final_screen=screen,
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), between_tasks_s=between,
-                swapped=swapped, time=now_iso(), **tools_fields(tools, reach),
+                swapped=swapped, quality=quality or None, time=now_iso(),
+                **tools_fields(tools, reach),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -343,6 +345,7 @@ class _Run:
                 self._append(_with(rec, **upd, time=now_iso()))
             res = await slot.call(ep.step, action)  # the one environment call of a step
             obs, boxes = res.observation, res.next_intended
+            quality = dict(res.quality)
             if res.executed:
                 sha = await self._save_screen(obs)
                 fired = res.fired

@@ -168,6 +168,9 @@ class TaskRecord(BaseModel):
     # for a task the toolset cannot reach, why it stays GUI-only
     tools_offered: list[str] | None = None
     gui_only: str | None = None
+    # the environment's measures of the end state (`Environment.task_quality`), e.g. the Dice
+    # of a segmentation with the truth: {"dice": 0.93}
+    quality: dict[str, float] | None = None
     time: str = ""
 
 
