@@ -11,12 +11,17 @@ is ignored (the cleanup finishes; SIGKILL remains for an impatient caller).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
+from typing import Any, TypeVar
 
-__all__ = ["Terminated", "exit_status", "sigterm_stops"]
+__all__ = ["Terminated", "exit_status", "run_async", "sigterm_stops"]
+
+T = TypeVar("T")
 
 
 class Terminated(KeyboardInterrupt):
@@ -60,3 +65,50 @@ def sigterm_stops() -> Iterator[None]:
         if _State.depth == 0:
             _State.stopping = False
         signal.signal(signal.SIGTERM, previous)
+
+
+def run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """`asyncio.run(make())`, also from a thread that already runs an event loop (a Jupyter
+    kernel; Playwright's sync API, which a started web environment holds in its thread): there
+    the coroutine runs on a loop and a thread of its own while this one waits. Ctrl-C or
+    SIGTERM while it waits cancels it, as `asyncio.run` does, and is raised here once it has
+    unwound."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    done: dict[str, Any] = {}
+    started = threading.Event()
+
+    async def main() -> T:
+        done["loop"], done["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await make()
+
+    def target() -> None:
+        try:
+            done["value"] = asyncio.run(main())
+        except BaseException as e:  # handed to the waiting thread
+            done["error"] = e
+        finally:
+            started.set()
+
+    worker = threading.Thread(target=target, name="medspot-run", daemon=True)
+    worker.start()
+    interrupted: KeyboardInterrupt | None = None
+    while worker.is_alive():
+        try:
+            worker.join(0.2)
+        except KeyboardInterrupt as e:
+            interrupted = interrupted or e
+            started.wait()
+            loop, task = done.get("loop"), done.get("task")
+            if loop is not None and task is not None:
+                with contextlib.suppress(RuntimeError):  # the loop already closed
+                    loop.call_soon_threadsafe(task.cancel)
+    if interrupted is not None:
+        raise interrupted
+    if "error" in done:
+        raise done["error"]
+    value: T = done["value"]
+    return value

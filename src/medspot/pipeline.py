@@ -6,7 +6,6 @@ score: journal -> score under a protocol -> results files (no model call)
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from medspot.adapters.zoom import ZoomAdapter, ZoomSpec, read_passes
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
-from medspot.interrupts import sigterm_stops
+from medspot.interrupts import run_async, sigterm_stops
 from medspot.limits import (
     MAX_BOOTSTRAP,
     MAX_CONCURRENCY,
@@ -230,7 +229,7 @@ def _run_async(coro: Any, adapter: Any) -> RunStats:
 
     # SIGTERM behaves like Ctrl-C: the journal is already on disk, results are written.
     with sigterm_stops():
-        return asyncio.run(main())
+        return run_async(main)
 
 
 def rescore(

@@ -15,7 +15,6 @@ the error (an interruption: "interrupted").
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +26,7 @@ from medspot._version import __version__
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.errors import ConfigError
-from medspot.interrupts import sigterm_stops
+from medspot.interrupts import run_async, sigterm_stops
 from medspot.limits import (
     MAX_BOOTSTRAP,
     MAX_CONCURRENCY,
@@ -272,7 +271,7 @@ def check_replay(
 def _discard(agent: LiveAgent) -> None:
     """Close an agent whose run never started (its clients, its model's threads)."""
     try:
-        asyncio.run(agent.aclose())
+        run_async(agent.aclose)
     except Exception as e:  # closing what was never used must not hide the refusal
         log.debug("closing the unused agent: %s", e)
 
@@ -343,7 +342,7 @@ def _run_and_write(
 
     try:
         with sigterm_stops(), open_journal(folder) as journal:
-            stats = asyncio.run(main())
+            stats = run_async(main)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
         interrupted = e
     # rows and intervals over the repeats that ran (an interrupted run of K repeats builds

@@ -1,0 +1,68 @@
+"""`run_async`: a coroutine run to its end from plain code, also where the thread already runs
+an event loop (a Jupyter kernel, Playwright's sync API holding a started web environment)."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import threading
+
+import pytest
+
+from medspot.interrupts import run_async
+
+
+async def _answer() -> tuple[int, str]:
+    await asyncio.sleep(0)
+    return 42, threading.current_thread().name
+
+
+async def _fails() -> None:
+    raise ValueError("inside")
+
+
+def test_without_a_running_loop_it_runs_here() -> None:
+    assert run_async(_answer) == (42, threading.current_thread().name)
+
+
+def test_inside_a_running_loop_it_runs_on_a_thread_of_its_own() -> None:
+    async def outer() -> tuple[int, str]:
+        return run_async(_answer)  # a blocking call from a coroutine, as from a notebook cell
+
+    value, thread = asyncio.run(outer())
+    assert value == 42 and thread == "medspot-run"
+
+
+def test_an_error_inside_reaches_the_caller() -> None:
+    async def outer() -> None:
+        run_async(_fails)
+
+    with pytest.raises(ValueError, match="inside"):
+        asyncio.run(outer())
+    with pytest.raises(ValueError, match="inside"):
+        run_async(_fails)
+
+
+def test_ctrl_c_while_waiting_cancels_the_coroutine() -> None:
+    cancelled = threading.Event()
+
+    async def forever() -> None:
+        threading.Timer(0.3, _thread.interrupt_main).start()  # Ctrl-C in the waiting thread
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def outer() -> None:
+        run_async(forever)
+
+    # a loop run as a notebook's or Playwright's is (not asyncio.run, whose own SIGINT handler
+    # would cancel `outer` instead of raising in it)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(outer())
+    finally:
+        loop.close()
+    assert cancelled.wait(5)
