@@ -22,12 +22,17 @@ def seed_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("live-seed")
 
 
-# The started environments below are shared by every test of the session that needs a started
-# one and not a fresh one (a reset brings it to each task's start: what `tests/live/test_resets.py`
-# holds it to); a test that kills, closes or compares with a fresh instance starts its own.
+# The started environments below are shared by the tests that need a started one and not a
+# fresh one (a reset brings it to each task's start: what `tests/live/test_resets.py` holds it
+# to); a test that kills, closes or compares with a fresh instance starts its own. The desktop
+# ones are shared by the whole session; the web ones by a test module only: Playwright's sync
+# API marks its event loop as running in the thread that holds it, between calls too, so while
+# one lives in a worker's main thread no later test of that worker can `asyncio.run` (the
+# run commands themselves go through `medspot.interrupts.run_async`, a test's own code does
+# not); a module's is closed before the next module's tests.
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def orthanc_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
     """A started orthanc-explorer environment (its own Orthanc and chromium)."""
     require_orthanc_stack()
@@ -60,7 +65,7 @@ def dicomscope_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -
     env.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ohif_env(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Iterator[object]:
     """A started ohif environment (its own Orthanc, viewer server and chromium)."""
     from test_ohif_env import require_ohif_stack
