@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Stopped", "default_signals", "running", "start", "stop", "stop_all"]
+__all__ = [
+    "Stopped", "ctrl_c_raises", "default_signals", "running", "start", "stop", "stop_all",
+]  # fmt: skip
 
 STOP_TIMEOUT_S = 30.0  # the wait after the signal before SIGKILL
 _started: list[tuple[subprocess.Popen[Any], bool]] = []  # (process, its own process group)
@@ -133,3 +135,15 @@ def stop_all(timeout_s: float = 10.0) -> list[int]:
                 _signal(proc, signal.SIGKILL, group)
                 proc.wait(timeout=STOP_TIMEOUT_S)
     return [p.pid for p, _ in left]
+
+
+@contextlib.contextmanager
+def ctrl_c_raises() -> Iterator[None]:
+    """In the block SIGINT raises `KeyboardInterrupt` in this process, as in a terminal: for a
+    test that sends SIGINT to itself, also when the suite was started in the background (which
+    leaves SIGINT ignored, and a signal sent then would do nothing)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from _children import ctrl_c_raises
 from medspot.interrupts import run_async
 
 
@@ -61,7 +62,7 @@ def test_ctrl_c_while_waiting_cancels_the_coroutine() -> None:
     # would cancel `outer` instead of raising in it)
     loop = asyncio.new_event_loop()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_raises(), pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(outer())
     finally:
         loop.close()

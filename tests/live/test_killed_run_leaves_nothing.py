@@ -36,7 +36,7 @@ CASES = [
     ),
     ("dicomscope", "open-ct-doe-john-slice3,open-mr-smith-ann,open-miller-head-last"),
     ("ohif", "open-ct-doe-john,open-mr-doe-john,open-ct-doe-joan"),
-    ("invesalius", "goto-axial-slice-40"),
+    ("invesalius", "goto-axial-slice-40,bone-mask-preset,lesion-manual-threshold"),
 ]
 
 
@@ -74,6 +74,9 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
 @pytest.mark.parametrize(("env", "task"), CASES, ids=[c[0] for c in CASES])
 def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) -> None:
     _require(env)
+    # the active instance's private folder and its spare's (InVesalius keeps no spare: its
+    # reset in the running application is under a second)
+    folders = 1 if env == "invesalius" else 2
     # a short path (chromium's singleton socket must stay under the unix socket limit)
     workroot = Path(tempfile.mkdtemp(prefix="mskill", dir="/tmp"))
     try:
@@ -84,12 +87,12 @@ def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) 
             stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
             # the environment runs and has acted, and its spare's processes run too
             acted = journal.exists() and b'"type":"step"' in journal.read_bytes()
-            if acted and len(stale) == 2 and all(processes.marked(p) for p in stale):
+            if acted and len(stale) == folders and all(processes.marked(p) for p in stale):
                 break
             time.sleep(0.2)
         assert run.poll() is None, (tmp_path / "killed.log").read_text()[-2000:]
         stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
-        assert len(stale) == 2, "no spare was started"
+        assert len(stale) == folders, "no spare was started"
         assert all((p / processes.OWNER_FILE).exists() for p in stale)
         theirs = {s for p in {*descendants(run.pid), *processes_of(workroot)}
                   if (s := processes.stamp(p)) is not None}  # fmt: skip

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _children import ctrl_c_raises
 from medspot.cli import main
 from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.actions import Click, Done, Drag, Infeasible, Key, Scroll, TypeText
@@ -195,7 +196,7 @@ def test_joining_a_cluster_is_bounded_and_a_signal_stops_the_wait(
             timer = threading.Timer(0.5, os.kill, (os.getpid(), sig))
             t0 = time.monotonic()
             timer.start()
-            with sigterm_stops(), pytest.raises(raised):
+            with ctrl_c_raises(), sigterm_stops(), pytest.raises(raised):
                 wait()
             assert time.monotonic() - t0 < 5
     release.set()

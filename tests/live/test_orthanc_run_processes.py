@@ -29,7 +29,12 @@ from medspot.runfolder.layout import LIVE_JOURNAL
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
-IDS = "open-series-ct-doe-john-axial,open-study-mr-doe-john,viewer-invert-ct-miller"
+# enough steps that a run stopped after its first ones leaves several for the resumed one (a
+# spare makes the oracle quick between tasks)
+IDS = (
+    "open-series-ct-doe-john-axial,open-study-mr-doe-john,viewer-invert-ct-miller,"
+    "open-study-ct-doe-john,open-study-ct-smith-anna"
+)
 
 
 @pytest.fixture

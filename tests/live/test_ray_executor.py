@@ -66,6 +66,12 @@ def short_tmp() -> Iterator[Path]:
     try:
         yield folder
     finally:
+        # a cluster stopped at the end of its test may still be exiting (Ray's daemons end
+        # a few seconds after `ray stop` returns on a loaded machine): left behind is what
+        # still runs after that grace
+        deadline = time.monotonic() + 15
+        while processes_mentioning(str(folder)) and time.monotonic() < deadline:
+            time.sleep(0.5)
         left = stop_processes_under(folder)
         shutil.rmtree(folder, ignore_errors=True)
         assert not left, f"processes left behind: {left}"

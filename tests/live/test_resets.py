@@ -417,6 +417,10 @@ def test_invesalius_reset_restores_the_fresh_state(tmp_path: Path) -> None:
         fresh_state, fresh_frame = env.observable_state()
         _invesalius_changes(env)
         changed, _ = env.observable_state()
+        deadline = time.monotonic() + 60  # the surface is built in the background
+        while not changed["surfaces"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+            changed, _ = env.observable_state()
         assert changed["measures"] and changed["surfaces"] and changed["window"] != [400.0, 50.0]
         t0 = time.monotonic()
         env.reset(task)
