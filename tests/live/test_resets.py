@@ -370,6 +370,16 @@ def _explorer_mess(env: Any) -> None:
 # -- InVesalius --------------------------------------------------------------------------------
 
 
+def _wait_for(env: Any, ready: Any, what: str, seconds: float = 30) -> None:
+    """Polls the application's state until `ready(state)`; fails naming `what` otherwise."""
+    deadline = time.monotonic() + seconds
+    state, _ = env.observable_state()
+    while not ready(state):
+        assert time.monotonic() < deadline, f"not {what} after {seconds} s: {state}"
+        time.sleep(0.5)
+        state, _ = env.observable_state()
+
+
 def _invesalius_changes(env: Any) -> None:
     """The editing tools' settings changed (brush size and operation, region growing in 3D),
     a measurement drawn, a surface built, a window preset, the measures tab, the axial view
@@ -383,7 +393,10 @@ def _invesalius_changes(env: Any) -> None:
     env.act(Key("ctrl+shift+g"))
     _click(env, role="radio button", text="3D - All slices")
     _click(env, role="push button", text="Close")
+    _wait_for(env, lambda s: not s["dialogs"], "the region-growing dialog closed")
     _click(env, role="push button", text="Create surface")
+    # the surface is built in the background (under load, a minute or more)
+    _wait_for(env, lambda s: bool(s["surfaces"]), "a surface built", seconds=180)
     _click(env, role="tool", description="Measure distance")
     a, b = (
         env.locate(Locator(landmark="axial:lesion.left")),
@@ -417,10 +430,6 @@ def test_invesalius_reset_restores_the_fresh_state(tmp_path: Path) -> None:
         fresh_state, fresh_frame = env.observable_state()
         _invesalius_changes(env)
         changed, _ = env.observable_state()
-        deadline = time.monotonic() + 60  # the surface is built in the background
-        while not changed["surfaces"] and time.monotonic() < deadline:
-            time.sleep(0.5)
-            changed, _ = env.observable_state()
         assert changed["measures"] and changed["surfaces"] and changed["window"] != [400.0, 50.0]
         t0 = time.monotonic()
         env.reset(task)
