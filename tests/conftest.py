@@ -48,24 +48,3 @@ def _children_stopped() -> Iterator[None]:
     that still run are stopped (SIGINT, a bounded wait, SIGKILL)."""
     yield
     stop_all()
-
-
-def _xdist_group(item: pytest.Item) -> str | None:
-    """The pytest-xdist group of a test (`make test` runs `-n 2 --dist loadgroup`): the tests
-    marked `live` (they start an application or a process, and time their ends) run on one
-    worker in their order, except CI's oracle passes through every packaged task (the longest,
-    one test per environment: `test_task_audit.py`), which, like everything else (the tests of
-    live code that start nothing included), go to whichever worker has room: beside the live
-    group, and to both workers once it is done."""
-    if item.get_closest_marker("live") is None:
-        return None
-    if item.path.name == "test_task_audit.py" and item.name.startswith("test_audit_finds_nothing"):
-        return None
-    return "live"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))

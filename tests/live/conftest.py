@@ -109,7 +109,10 @@ def invesalius_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
     require_invesalius()
     from medspot.live.envs.registry import create_environment
 
-    env = create_environment("invesalius", workdir=tmp_path_factory.mktemp("invesalius-env"))
+    # a workdir as deep as a user's run folder can be: too deep for InVesalius's own sockets in
+    # it (`instance.private_tmp`); the tests that build surfaces in it show they are built
+    deep = tmp_path_factory.mktemp("invesalius-env") / ("a-run-folder-" + "deep" * 12)
+    env = create_environment("invesalius", workdir=deep)
     env.start()
     yield env
     env.close()

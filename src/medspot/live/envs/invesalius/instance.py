@@ -15,8 +15,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -46,6 +48,29 @@ _CONFIG = {
                 "auto_reload_preview": False},
     "project": {"recent_projects": []},
 }  # fmt: skip
+# InVesalius builds a surface in a `multiprocessing` pool whose manager listens on a Unix socket
+# at $TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX; a socket's path is at most 107 bytes, so a
+# TMPDIR longer than this (a deep run folder) fails every surface
+MAX_TMPDIR = 107 - len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+
+
+def private_tmp(workdir: Path) -> tuple[Path, bool]:
+    """The TMPDIR of an InVesalius in `workdir`: `workdir/tmp`, or, where that path is too
+    long for InVesalius's sockets (`MAX_TMPDIR`), a new private folder of this process in the
+    system's temporary folder (or /tmp), which `close` removes, and a later run's sweep if this
+    one is killed (`processes.WORKDIR_PREFIX`). Returns it and whether it is such a folder."""
+    tmp = workdir / "tmp"
+    if len(os.fsencode(tmp.absolute())) <= MAX_TMPDIR:
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp, False
+    prefix = f"{processes.WORKDIR_PREFIX}invesalius-tmp-"
+    base = tempfile.gettempdir()
+    if len(os.fsencode(base)) + len(prefix) + 10 > MAX_TMPDIR:
+        base = "/tmp"
+    short = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    processes.claim(short)
+    log.info("invesalius: %s is too long a TMPDIR for its sockets; using %s", tmp, short)
+    return short, True
 
 
 class InvInstance:
@@ -75,6 +100,8 @@ class InvInstance:
             settle_quiet_s=settle_quiet_s, settle_timeout_s=settle_timeout_s,
         )  # fmt: skip
         self.launch_s = 0.0
+        self.tmp: Path | None = None  # its TMPDIR (`private_tmp`)
+        self._own_tmp = False  # a folder outside `workdir`, removed by close()
 
     @property
     def home(self) -> Path:
@@ -109,8 +136,8 @@ class InvInstance:
                                     "last_dicom_folder": ""})  # fmt: skip
         (cfg / "config.json").write_text(json.dumps(conf, indent=1), encoding="utf-8")
         self.exports.mkdir(exist_ok=True)
-        tmp = self.workdir / "tmp"
-        tmp.mkdir(exist_ok=True)
+        tmp, self._own_tmp = private_tmp(self.workdir)
+        self.tmp = tmp
         self.probe.port_file.unlink(missing_ok=True)
         env = {
             "GDK_BACKEND": "x11", "PYTHONPATH": str(LIBRARY_DIR), "GTK_MODULES": "gail:atk-bridge",
@@ -161,6 +188,9 @@ class InvInstance:
             self.app = None
         self.x11.close()
         processes.stop_folder(self.workdir)
+        if self._own_tmp and self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._own_tmp = False
 
 
 class SpareSeat:
