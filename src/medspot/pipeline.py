@@ -154,8 +154,8 @@ def _evaluate_locked(
     )
     life = RunLife(folder, info)
     life.start()
-    existing = list(read_journal(folder.journal))
-    with life.failure_recorded():
+    with life.failure_recorded():  # from here on an interruption is recorded
+        existing = list(read_journal(folder.journal))
         return _run_and_score(req, life, adapter, images, existing, on_progress)
 
 

@@ -53,7 +53,12 @@ class RunLife:
         previous = self.folder.resume_guard(self.info, ignore)
         if previous is not None:
             self.info.started = previous.started or self.info.started
-        atomic_write_json(self.folder.run_json, self.info.model_dump())
+        try:
+            atomic_write_json(self.folder.run_json, self.info.model_dump())
+        except KeyboardInterrupt:  # run.json may be written: it must not say "running"
+            if self.folder.run_json.exists():
+                self.save("interrupted")
+            raise
         return previous
 
     @contextlib.contextmanager
@@ -61,9 +66,15 @@ class RunLife:
         """An error in the block is recorded in run.json (status "failed", the error), then
         raised; `also()` first sets what else run.json should say of the failed run (the
         calls paid until then: its own failure is logged, never raised in place of the run's).
-        An interruption is not an error (`finish` records it)."""
+        An interruption is not an error: `finish` records it, and one that ends the block
+        before `finish` did (Ctrl-C or SIGTERM right after `start`, while the environment or
+        the model starts) leaves run.json "interrupted", not "running"."""
         try:
             yield
+        except KeyboardInterrupt:
+            if self.info.status == "running":
+                self.save("interrupted")
+            raise
         except Exception as e:
             if also is not None:
                 try:

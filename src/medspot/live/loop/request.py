@@ -229,25 +229,27 @@ def run_live(
     # run's), then the agent (its keys, its mode, its replay file)
     refuse_foreign_folder(req.out, before_run=(LIVE_LOG,))
     agent, style = _agent(req)
-    started = False  # from here on the run closes the agent
+    started = False  # until the run has the agent, this function closes it
     try:
         check_replay(agent, tf, tasks, req.tasks_file)
         with live_run_folder(req.out) as folder:
             life = RunLife(folder, _run_info(req, agent, fingerprint, style))
             life.start()
-            state = journal_state(folder)
             info = life.info
             assert isinstance(info, LiveRunInfo)
-            log.info(
-                "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) into %s",
-                __version__, req.model, req.env, req.mode, req.executor, req.repeats, req.out,
-            )  # fmt: skip
-            started = True
 
             def paid_until_now() -> None:  # a failed run's run.json counts the calls it paid
                 _count_calls(info, tasks, journal_state(folder))
 
+            # from here on an error or an interruption is recorded in run.json
             with life.failure_recorded(also=paid_until_now):
+                state = journal_state(folder)
+                log.info(
+                    "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) "
+                    "into %s", __version__, req.model, req.env, req.mode, req.executor,
+                    req.repeats, req.out,
+                )  # fmt: skip
+                started = True  # from here on the run closes the agent
                 return _run_and_write(req, tasks, agent, life, state, on_progress)
     finally:
         if not started and req.agent is None:  # a caller's own agent stays the caller's
