@@ -100,8 +100,7 @@ class InvInstance:
             settle_quiet_s=settle_quiet_s, settle_timeout_s=settle_timeout_s,
         )  # fmt: skip
         self.launch_s = 0.0
-        self.tmp: Path | None = None  # its TMPDIR (`private_tmp`)
-        self._own_tmp = False  # a folder outside `workdir`, removed by close()
+        self.tmp: Path | None = None  # its TMPDIR (`private_tmp`); close() removes one outside
 
     @property
     def home(self) -> Path:
@@ -136,7 +135,7 @@ class InvInstance:
                                     "last_dicom_folder": ""})  # fmt: skip
         (cfg / "config.json").write_text(json.dumps(conf, indent=1), encoding="utf-8")
         self.exports.mkdir(exist_ok=True)
-        tmp, self._own_tmp = private_tmp(self.workdir)
+        tmp, _ = private_tmp(self.workdir)
         self.tmp = tmp
         self.probe.port_file.unlink(missing_ok=True)
         env = {
@@ -188,9 +187,9 @@ class InvInstance:
             self.app = None
         self.x11.close()
         processes.stop_folder(self.workdir)
-        if self._own_tmp and self.tmp is not None:
+        if self.tmp is not None and not self.tmp.is_relative_to(self.workdir):
             shutil.rmtree(self.tmp, ignore_errors=True)
-            self._own_tmp = False
+        self.tmp = None
 
 
 class SpareSeat:
