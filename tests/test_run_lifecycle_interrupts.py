@@ -57,3 +57,24 @@ def test_an_error_is_still_a_failure(tmp_path: Path) -> None:
         raise ValueError("boom")
     info = json.loads(run_json.read_text())
     assert info["status"] == "failed" and "ValueError: boom" in info["error"]
+
+
+def test_an_interruption_while_start_writes_run_json_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C just after run.json's rename, before `start` returned."""
+    from medspot.runfolder.writer import atomic_write_json as real
+
+    calls: list[Path] = []
+
+    def write_then_interrupted(path: Path, data: object) -> None:
+        real(path, data)
+        calls.append(path)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("medspot.runfolder.lifecycle.atomic_write_json", write_then_interrupted)
+    life, run_json = _life(tmp_path / "run")
+    with pytest.raises(KeyboardInterrupt):
+        life.start()
+    assert _status(run_json) == "interrupted"
