@@ -5,7 +5,10 @@ watchdog's limit, not a hang."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +106,80 @@ def test_a_page_that_never_yields_is_a_fault_not_a_hang(tmp_path: Path) -> None:
             web.observe()
     finally:
         web.close()
+
+
+def _stopped_driver(web: Any) -> int:
+    """SIGSTOP the session's Playwright driver: from now on it answers no call (a hung driver,
+    as seen under load: `new_page` never answered, even after chromium died)."""
+    driver = web.driver_process
+    assert driver is not None, "the session does not know its driver process"
+    os.kill(driver.pid, signal.SIGSTOP)
+    return int(driver.pid)
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+            return True  # a zombie: killed, not yet reaped
+        time.sleep(0.05)
+    return False
+
+
+def test_a_call_blocked_in_the_driver_fails_once_the_watchdog_kills_it(tmp_path: Path) -> None:
+    """Killing the browser does not end a call the driver never answers: the driver is killed
+    `DRIVER_GRACE_S` later, and the call is an environment fault."""
+    require_orthanc_stack()
+    from medspot.live.drivers.web import DRIVER_GRACE_S, WebSession
+
+    web = WebSession(tmp_path / "w", chromium=CHROMIUM, call_limit_s=2.0, settle_timeout_s=5.0)
+    web.start()
+    try:
+        pid = _stopped_driver(web)
+        t0 = time.monotonic()
+        with pytest.raises(EnvironmentFault, match="did not return in time"):
+            web.guard(web.page.title)
+        took = time.monotonic() - t0
+        assert 2.0 + DRIVER_GRACE_S - 1 < took < 2.0 + DRIVER_GRACE_S + 20, took
+        assert _gone(pid, 5)
+    finally:
+        web.close()
+
+
+def test_stopping_the_folder_ends_a_call_blocked_in_the_driver(tmp_path: Path) -> None:
+    """A run stopped while an environment's thread is blocked in a Playwright call (a spare's
+    `new_page`, say) stops its folder's processes: the driver is among them, and the blocked
+    call fails at once instead of after the watchdog's minute. A session closed normally takes
+    its driver out of the folder's record: the folder's cleanup leaves the thread's other
+    session working."""
+    require_orthanc_stack()
+    from medspot.live.core import processes
+    from medspot.live.drivers.web import WebSession
+
+    pool = ThreadPoolExecutor(1)
+    webs = [WebSession(tmp_path / n, chromium=CHROMIUM, call_limit_s=120.0) for n in "ab"]
+    try:
+        for w in webs:
+            pool.submit(w.start).result(timeout=60)
+        first, second = webs
+        pool.submit(first.close).result(timeout=30)
+        assert processes.stop_folder(first.workdir) == 0  # the driver is not first's any more
+        assert pool.submit(second.guard, second.page.title).result(timeout=30) == ""
+        pid = _stopped_driver(second)
+        blocked = pool.submit(second.guard, second.page.title)
+        time.sleep(1.0)
+        assert not blocked.done()
+        t0 = time.monotonic()
+        assert processes.stop_folder(second.workdir) >= 2  # chromium and the driver
+        with pytest.raises(EnvironmentFault):
+            blocked.result(timeout=20)
+        assert time.monotonic() - t0 < 10
+        assert _gone(pid, 5)
+    finally:
+        for w in webs:
+            pool.submit(w.close).result(timeout=60)
+        pool.shutdown()

@@ -14,9 +14,15 @@ No Playwright call waits unboundedly: a page whose script never yields blocks `e
 good, so every call runs under a watchdog (`call_limit_s`, or the call's own `timeout` plus a
 margin); when it expires the browser is SIGKILLed, the call fails, and the fault names the call.
 Chromium is started with the marker of `medspot.live.core.processes` and its main process
-recorded in the workdir. Playwright's node driver is shared by the sessions of a thread and not
-recorded (a folder's cleanup must not end another session's driver): after a SIGKILL of the
-run it ends when its pipe closes, and takes chromium with it (measured: within a second).
+recorded in the workdir. Playwright's node driver is shared by the sessions of a thread: a
+session records it in a record of its own (`DRIVER_RECORD_DIR`) that its `close()` removes, so
+a folder's cleanup after a normal close never ends another session's driver, while one that
+finds the session still open (a run stopped while the session's thread is blocked in a call)
+kills the driver too, and the blocked call fails at once. A driver can hang with a call in
+flight (seen: `new_page` under load, never answered even after chromium died), so when the
+watchdog's SIGKILL of the browser has not ended the call within `DRIVER_GRACE_S`, the driver is
+killed as well. After a SIGKILL of the run the driver ends when its pipe closes, and takes
+chromium with it (measured: within a second).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -66,6 +73,10 @@ log = logging.getLogger(__name__)
 # the longest wait between two wheel notches for the app to be ready (`WebSession._until_ready`);
 # past it the next notch is sent anyway (the settle after the action has the last word)
 NOTCH_READY_S = 5.0
+# a call still blocked this long after the watchdog killed the browser: the driver is killed too
+DRIVER_GRACE_S = 5.0
+# below a session's folder: the record of its thread's Playwright driver, while it is open
+DRIVER_RECORD_DIR = "playwright-driver"
 DEFAULT_ARGS = (
     "--no-sandbox",
     "--disable-gpu",
@@ -161,13 +172,39 @@ class Watchdog:
             self._expire(what)
 
 
+class _DriverGoneFilter(logging.Filter):
+    """asyncio's "Future exception was never retrieved" for a driver whose pipe closed (it was
+    killed: by a folder's cleanup, the watchdog or a Ctrl-C to the process group) is logged at
+    DEBUG: the call it ended already failed as an environment fault that says why."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and _DRIVER_GONE in str(record.msg):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+_DRIVER_GONE = "Connection closed while reading from the driver"
+_DRIVER_GONE_FILTER = _DriverGoneFilter()
+
+
+def _driver_process(manager: Any) -> processes.ProcStamp | None:
+    """The node process behind a started `sync_playwright()` (None where this Playwright keeps
+    it elsewhere: the driver then is not recorded, and only the browser is killed)."""
+    try:
+        pid = int(manager._client._transport._proc.pid)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return processes.stamp(pid)
+
+
 class _Driver:
     """One Playwright driver per thread (the sync API allows only one per thread)."""
 
     local = threading.local()
 
     @classmethod
-    def acquire(cls) -> Any:
+    def acquire(cls) -> tuple[Any, processes.ProcStamp | None]:
+        """This thread's driver (started on first use) and its node process."""
         if getattr(cls.local, "count", 0) == 0:
             try:
                 from playwright.sync_api import sync_playwright
@@ -175,16 +212,19 @@ class _Driver:
                 raise EnvironmentFault(
                     "the playwright client is missing: pip install 'medspot[live]'"
                 ) from None
-            cls.local.pw = sync_playwright().start()
+            logging.getLogger("asyncio").addFilter(_DRIVER_GONE_FILTER)  # once: a set
+            manager = sync_playwright()
+            cls.local.pw = manager.start()
+            cls.local.process = _driver_process(manager)
             cls.local.count = 0
         cls.local.count += 1
-        return cls.local.pw
+        return cls.local.pw, cls.local.process
 
     @classmethod
     def release(cls) -> None:
         cls.local.count -= 1
         if cls.local.count == 0:
-            pw, cls.local.pw = cls.local.pw, None
+            pw, cls.local.pw, cls.local.process = cls.local.pw, None, None
             try:
                 pw.stop()
             except Exception as exc:  # the driver already went away
@@ -225,6 +265,8 @@ class WebSession:
         self.change_grace_s = change_grace_s
         self.call_limit_s = call_limit_s  # a Playwright call without its own timeout
         self._watchdog = Watchdog(self._expired)
+        self._driver: processes.ProcStamp | None = None  # this thread's Playwright driver
+        self._call_seq = 0  # Playwright calls begun (odd while one is in flight)
         self._browser_pids: list[processes.ProcStamp] = []
         self.downloads: list[DownloadRecord] = []
         self._pending: list[Any] = []
@@ -241,7 +283,9 @@ class WebSession:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._pw = _Driver.acquire()
+        self._pw, self._driver = _Driver.acquire()
+        if self._driver is not None:
+            processes.record(self.workdir / DRIVER_RECORD_DIR, self._driver.pid)
         try:
             self.browser = self._bounded(
                 self._pw.chromium.launch,
@@ -261,10 +305,22 @@ class WebSession:
             processes.record(self.workdir, s.pid)
         self.new_context()
 
+    @property
+    def driver_process(self) -> processes.ProcStamp | None:
+        """The node process of this session's Playwright driver (shared by its thread)."""
+        return self._driver
+
     def _expired(self, what: str) -> None:
         """The watchdog's action: the browser is killed, so that the hung call fails."""
         self._set_fault(f"{what} did not return in time; the browser was killed")
         log.warning("web session: %s did not return in time; killing the browser", what)
+        self._kill_browser()
+        seq = self._call_seq
+        timer = threading.Timer(DRIVER_GRACE_S, self._kill_driver_if_blocked, (seq, what))
+        timer.daemon = True
+        timer.start()
+
+    def _kill_browser(self) -> None:
         for s in self._browser_pids:
             if processes.running(s):
                 try:
@@ -272,15 +328,30 @@ class WebSession:
                 except OSError as exc:
                     log.debug("killpg %d: %s", s.pid, exc)
 
+    def _kill_driver_if_blocked(self, seq: int, what: str) -> None:
+        """The browser's SIGKILL did not end call `seq`: the driver itself is stuck; killing
+        it fails every call in flight on this session's thread."""
+        driver = self._driver
+        if self._call_seq != seq or driver is None or not processes.running(driver):
+            return
+        log.warning("web session: %s still blocked %.0f s after the browser was killed; "
+                    "killing its Playwright driver", what, DRIVER_GRACE_S)  # fmt: skip
+        try:
+            os.kill(driver.pid, signal.SIGKILL)
+        except OSError as exc:
+            log.debug("kill %d: %s", driver.pid, exc)
+
     def _bounded(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Call `fn` under the watchdog: its own `timeout` (ms) plus a margin, else
         `call_limit_s`."""
         own = kwargs.get("timeout")
         limit = float(own) / 1000 + 10.0 if isinstance(own, int | float) else self.call_limit_s
         self._watchdog.arm(limit, getattr(fn, "__name__", "a browser call"))
+        self._call_seq += 1
         try:
             return fn(*args, **kwargs)
         finally:
+            self._call_seq += 1
             self._watchdog.disarm()
 
     def new_context(self) -> None:
@@ -383,16 +454,14 @@ class WebSession:
                     log.debug("close: %s", exc)
         self.context = self.browser = self.page = None
         self._watchdog.close()
-        for s in self._browser_pids:  # a browser that did not go on close()
-            if processes.running(s):
-                try:
-                    os.killpg(s.pid, signal.SIGKILL)
-                except OSError as exc:
-                    log.debug("killpg %d: %s", s.pid, exc)
+        self._kill_browser()  # a browser that did not go on close()
         self._browser_pids = []
         if self._pw is not None:
-            self._pw = None
-            _Driver.release()
+            self._pw, self._driver = None, None
+            try:
+                _Driver.release()
+            finally:
+                shutil.rmtree(self.workdir / DRIVER_RECORD_DIR, ignore_errors=True)
 
     # -- navigation and settling --------------------------------------------------------------
 
