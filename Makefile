@@ -26,7 +26,7 @@ demo: install
 	$(VENV)/bin/medspot demo
 
 test: install-dev
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow and not hf and not browser"

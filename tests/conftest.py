@@ -48,3 +48,11 @@ def _children_stopped() -> Iterator[None]:
     that still run are stopped (SIGINT, a bounded wait, SIGKILL)."""
     yield
     stop_all()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests first (a stable sort: each file's order is kept): `make test`'s
+    `--dist worksteal` then starts the long ones early, and an idle worker takes short ones
+    from the other's queue, so that no long test starts while the other worker runs out of
+    work."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

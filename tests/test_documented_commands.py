@@ -108,9 +108,8 @@ def _params() -> list[object]:
         marks = [pytest.mark.slow]
         if any(c.starts_live_environment for c in runnable):
             marks.append(pytest.mark.live)
-        for mode in MODES:
-            ident = f"{file}:{section}:{mode}".replace(" ", "_")
-            out.append(pytest.param(file, section, mode, id=ident, marks=marks))
+        ident = f"{file}:{section}".replace(" ", "_")
+        out.append(pytest.param(file, section, id=ident, marks=marks))
     return out
 
 
@@ -265,20 +264,35 @@ def _expected(c: DocCommand) -> tuple[int, ...]:
 
 
 # -- the tests ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("file", "section", "mode"), _params())
+@pytest.mark.parametrize(("file", "section"), _params())
 def test_documented_commands_run_as_written(
     file: str,
     section: str,
-    mode: str,
     tmp_path: Path,
     session_dir: Path,
     medspot_cache: Path,
     data_suite: Path,
     request: pytest.FixtureRequest,
 ) -> None:
+    """The section's commands piped, then on a pseudo-terminal, each mode in a fresh working
+    folder (one test, so that the second mode finds the caches the first one filled: the
+    same worker runs both)."""
     cmds = [c for c in SECTIONS[(file, section)] if c.key not in CANNOT_RUN]
-    work = tmp_path / "work"
-    work.mkdir()
+    for mode in MODES:
+        _run_section(cmds, mode, tmp_path / mode, session_dir, medspot_cache, data_suite, request)
+
+
+def _run_section(
+    cmds: list[DocCommand],
+    mode: str,
+    folder: Path,
+    session_dir: Path,
+    medspot_cache: Path,
+    data_suite: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    work = folder / "work"
+    work.mkdir(parents=True)
     if any(c.argv[0] == "make" for c in cmds):
         _repo_copy(work)
     (work / "DATA").symlink_to(data_suite, target_is_directory=True)

@@ -110,6 +110,7 @@ def _options(env: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
     return []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", env_names())
 def test_audit_finds_nothing_in_the_packaged_tasks(
     env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
