@@ -108,3 +108,40 @@ def test_two_sessions_side_by_side(tmp_path: Path) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_the_screen_reader_reads_what_xwd_and_import_read(tmp_path: Path) -> None:
+    """The default capture (`xlib`: the reader child) gives the pixels of a spawned `xwd`
+    and ImageMagick `import`, crops, sees a window appear, and is stopped with the session;
+    with the X server gone a read is an environment fault."""
+    require_x11()
+    s = X11Session(tmp_path, screen=(640, 400))
+    assert s.capture == "xlib"
+    s.start()
+    try:
+        app = s.spawn(["xlogo", "-geometry", "200x150+30+40", "-bg", "red"], log_name="xlogo")
+        s.find_window("xlogo", 20, app)
+        s.settle((640, 400), quiet_s=0.3, alive=app)
+        frames = {}
+        for capture in ("xlib", "xwd", "import"):
+            s.capture = capture
+            frames[capture] = s.frame((640, 400))
+        assert frames["xlib"] == frames["xwd"] == frames["import"]
+        s.capture = "xlib"
+        raw, w, h, _ = s.frame((100, 60))
+        assert (w, h) == (100, 60) and len(raw) == 100 * 60 * 3
+        full = frames["xlib"][0]
+        assert raw == b"".join(full[y * 640 * 3 : (y * 640 + 100) * 3] for y in range(60))
+        reader = s._reader
+        assert reader is not None and reader.proc is not None
+        pid = reader.proc.pid
+        assert _pid_alive(pid)
+        os.kill(s._xvfb.pid, 9)  # type: ignore[union-attr]
+        s._xvfb.wait()  # type: ignore[union-attr]
+        with pytest.raises(EnvironmentFault, match="not running"):
+            s.frame((640, 400))
+        with pytest.raises(EnvironmentFault, match="reader"):
+            reader.rgb(640, 400)  # the server is gone: the child exited
+    finally:
+        s.close()
+    assert not _pid_alive(pid)

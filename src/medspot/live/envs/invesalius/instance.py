@@ -92,7 +92,7 @@ class InvInstance:
         self.python = python
         self.invesalius_dir = Path(invesalius_dir)
         self.start_timeout_s = start_timeout_s
-        self.x11 = X11Session(self.workdir / "x11", screen=viewport, capture="import")
+        self.x11 = X11Session(self.workdir / "x11", screen=viewport)
         self.probe = ProbeClient(self.workdir / "probe.port")
         self.app: subprocess.Popen[bytes] | None = None
         self.desktop = DesktopDriver(
