@@ -118,10 +118,13 @@ def test_audit_finds_nothing_in_the_packaged_tasks(
     """The oracle, in agent mode, completes every packaged task through the runner, with every
     click landing on an element and changing something, no `fail_if` firing, no task solved at
     its start (read on each task's start state, before the oracle's first action) and no
-    vacuous check (a finding of any kind fails)."""
+    vacuous check (a finding of any kind fails). Two environments side by side (the oracle's
+    steps mostly wait for the application to settle: one slot leaves the CPU half idle), so
+    the audit also shows that tasks judged on two instances at once judge the same."""
     opts = _options(env, capsys)
     out = tmp_path / "audit"
-    code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress", *opts])
+    code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress",
+                 "--concurrency", "2", *opts])  # fmt: skip
     printed = capsys.readouterr()
     report = json.loads((out / "audit.json").read_text())
     assert report["findings"] == [], printed.out

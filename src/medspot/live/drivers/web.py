@@ -174,12 +174,14 @@ class Watchdog:
 
 class _DriverGoneFilter(logging.Filter):
     """asyncio's "Future exception was never retrieved" for a driver whose pipe closed (it was
-    killed: by a folder's cleanup, the watchdog or a Ctrl-C to the process group) is logged at
-    DEBUG: the call it ended already failed as an environment fault that says why."""
+    killed: by a folder's cleanup, the watchdog or a Ctrl-C to the process group) is a DEBUG
+    record, kept only where DEBUG is logged: the call it ended already failed as an
+    environment fault that says why."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.ERROR and _DRIVER_GONE in str(record.msg):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         return True
 
 
