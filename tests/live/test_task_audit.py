@@ -120,7 +120,7 @@ def test_audit_finds_nothing_in_the_packaged_tasks(
     its start (read on each task's start state, before the oracle's first action) and no
     vacuous check (a finding of any kind fails). Two environments side by side (the oracle's
     steps mostly wait for the application to settle: one slot leaves the CPU half idle), so
-    the audit also shows that tasks judged on two instances at once judge the same."""
+    every task also runs through the runner's two-slot path (benchmarks/README.md section 10)."""
     opts = _options(env, capsys)
     out = tmp_path / "audit"
     code = main(["live", "audit", "--env", env, "--out", str(out), "--no-progress",
