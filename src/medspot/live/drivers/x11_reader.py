@@ -38,7 +38,8 @@ _ALL_PLANES = 0xFFFFFFFF
 
 class ScreenReader:
     """The reader child of one X display, started on first use (on the session's thread: the
-    child dies with that thread, as the session's other children do)."""
+    child dies with that thread, as the session's other children do). The session tracks the
+    child and stops it with its other processes."""
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         self.workdir, self.env = workdir, env
@@ -72,12 +73,6 @@ class ScreenReader:
             return _read(proc.stdout, size, deadline)
         except (BrokenPipeError, EOFError):
             raise EnvironmentFault("the screen reader exited (the X server went away?)") from None
-
-    def close(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def _read(stream: Any, n: int, deadline: float) -> bytes:
