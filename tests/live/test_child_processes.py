@@ -61,11 +61,23 @@ def test_a_child_dies_when_its_parent_is_sigkilled(tmp_path: Path) -> None:
     assert _wait_gone(child), "the child outlived its SIGKILLed parent"
 
 
+def _environ_after_exec(pid: int, seconds: float = 5.0) -> list[bytes]:
+    """The environment of `pid` once its exec has finished: `Popen` returns when the kernel
+    closes the error pipe, which is before the new image's environment is laid out, and
+    `/proc/PID/environ` reads empty in between."""
+    deadline = time.monotonic() + seconds
+    while True:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        if raw or time.monotonic() > deadline:
+            return raw.split(b"\0")
+        time.sleep(0.01)
+
+
 def test_marker_and_record_name_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "w"
     proc = processes.popen(["sleep", "300"], folder)
     try:
-        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+        environ = _environ_after_exec(proc.pid)
         assert f"{processes.MARKER_ENV}={folder.resolve()}".encode() in environ
         s = processes.stamp(proc.pid)
         assert s is not None and s in processes.marked(folder)
