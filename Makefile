@@ -8,15 +8,15 @@ PIP    := $(PY) -m pip
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[ocr,report]'
+	$(PIP) install -q --no-compile --upgrade pip
+	$(PIP) install -q --no-compile -e '.[ocr,report]'
 	touch $@
 
 # Test dependencies: the CPU build of torch first (otherwise pip pulls CUDA wheels), then
 # everything else. Debian's chromium drives the HTML report tests (skipped if absent).
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,hf]'
+	$(PIP) install -q --no-compile torch==2.13.0
+	$(PIP) install -q --no-compile -e '.[dev,hf]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,7 +1,7 @@
 """The one cache-folder rule of medspot: `$MEDSPOT_CACHE` (the folder itself), else
 `$XDG_CACHE_HOME/medspot`, else `~/.cache/medspot`. The demo's synthetic suites, the live
-environments' seeded studies (`<cache>/live/`) and the pinned OHIF viewer (`<cache>/ohif/`) all
-live under it."""
+environments' seeded studies (`<cache>/live/`), the pinned OHIF viewer (`<cache>/ohif/`) and the
+words the `ocr` baseline read (`<cache>/ocr/`) all live under it."""
 
 from __future__ import annotations
 

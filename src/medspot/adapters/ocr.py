@@ -6,7 +6,9 @@ strings first, then the words before "menu", "button", "tab", "icon", ...); `rap
 every word n-gram of every line against it; spatial words of the instruction ("top toolbar",
 "left panel", "dialog", "dropdown", ...) and the layout of the words break ties; the point is
 the centre of the best match. No match good enough gives no prediction. It never reads the
-annotation's target. Expect it to hit text-labelled targets and miss icon-only ones.
+annotation's target. Expect it to hit text-labelled targets and miss icon-only ones. What the
+engine read is kept on disk by image content (`medspot.adapters.ocr_cache`): the same screen
+is never read twice, in a run or across runs.
 
 The pure parts (`extract_queries`, `spatial_hints`, `match`) take plain data and are tested
 without OCR.
@@ -15,6 +17,7 @@ without OCR.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -25,6 +28,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from medspot.adapters.base import AdapterContext, Convention, Prediction, StepRequest
+from medspot.adapters.ocr_cache import Word, cached_reader, engine_key, words_cache_dir
 from medspot.errors import ConfigError, ModelCallError
 from medspot.geometry import Point
 
@@ -33,6 +37,7 @@ __all__ = [
     "OcrAdapter",
     "OcrWord",
     "create",
+    "default_words_cache",
     "extract_queries",
     "match",
     "rapidocr_reader",
@@ -40,6 +45,8 @@ __all__ = [
 ]
 
 PixelBox = tuple[float, float, float, float]  # x1, y1, x2, y2 in pixels of the original
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +217,28 @@ def match(
 Reader = Callable[[Path], list[OcrWord]]
 
 
-def rapidocr_reader() -> Reader:
-    """A reader built on rapidocr's default engine (bundled models, offline)."""
+# the engine's parameters (part of the words cache's key): screenshots hold no rotated text, so
+# the angle classifier is skipped
+RAPIDOCR_PARAMS: dict[str, Any] = {"Global.log_level": "error", "Global.use_cls": False}
+
+
+def default_words_cache() -> Path:
+    """Where `create` keeps the words read (`medspot.adapters.ocr_cache`): under the cache
+    folder, keyed by rapidocr's and onnxruntime's versions and `RAPIDOCR_PARAMS`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("rapidocr", "onnxruntime"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:  # pragma: no cover - the extra is missing
+            versions[package] = "unknown"
+    return words_cache_dir(engine_key(versions, RAPIDOCR_PARAMS))
+
+
+def rapidocr_reader(cache: Path | None = None) -> Reader:
+    """A reader built on rapidocr's default engine (bundled models, offline); with `cache`, what
+    it reads is kept there by image content (`medspot.adapters.ocr_cache`)."""
     try:
         from rapidocr import RapidOCR
     except ImportError as e:  # pragma: no cover - the extra is missing
@@ -220,19 +247,23 @@ def rapidocr_reader() -> Reader:
         raise AdapterUnavailable(
             f"the ocr baseline needs rapidocr ({e}); pip install 'medspot[ocr]'"
         ) from None
-    # screenshots hold no rotated text: the angle classifier is skipped
-    engine = RapidOCR(params={"Global.log_level": "error", "Global.use_cls": False})
+    engine = RapidOCR(params=dict(RAPIDOCR_PARAMS))
 
-    def read(path: Path) -> list[OcrWord]:
+    def read_engine(path: Path) -> list[Word]:
         result: Any = engine(str(path))
         if result.boxes is None or result.txts is None:
             return []
-        out = []
+        out: list[Word] = []
         for quad, text, score in zip(result.boxes, result.txts, result.scores or (), strict=False):
             xs = [float(p[0]) for p in quad]
             ys = [float(p[1]) for p in quad]
-            out.append(OcrWord(str(text), (min(xs), min(ys), max(xs), max(ys)), float(score)))
+            out.append((str(text), (min(xs), min(ys), max(xs), max(ys)), float(score)))
         return out
+
+    words = read_engine if cache is None else cached_reader(read_engine, cache)
+
+    def read(path: Path) -> list[OcrWord]:
+        return [OcrWord(text, box, score) for text, box, score in words(path)]
 
     return read
 
@@ -246,9 +277,12 @@ class OcrAdapter:
     convention = Convention.NORMALISED
     max_concurrency = 2
 
-    def __init__(self, reader: Reader | None = None, min_score: float = 80.0) -> None:
+    def __init__(
+        self, reader: Reader | None = None, min_score: float = 80.0, words_cache: Path | None = None
+    ) -> None:
         self._reader = reader
         self.min_score = min_score
+        self.words_cache = words_cache  # where `reader` keeps what it read, if it does
         self._cache: dict[Path, list[OcrWord]] = {}
         self._lock = threading.Lock()
 
@@ -302,4 +336,6 @@ def create(ctx: AdapterContext) -> OcrAdapter:
         raise ConfigError(f"ocr_min_score must be a number, got {raw!r}") from None
     if not 0 <= min_score <= 100:
         raise ConfigError(f"ocr_min_score must be between 0 and 100, got {min_score}")
-    return OcrAdapter(rapidocr_reader(), min_score=min_score)
+    cache = default_words_cache()
+    log.info("ocr: the words read are kept in %s (by image content; safe to delete)", cache)
+    return OcrAdapter(rapidocr_reader(cache), min_score=min_score, words_cache=cache)
