@@ -247,10 +247,12 @@ def rapidocr_reader(cache: Path | None = None) -> Reader:
         raise AdapterUnavailable(
             f"the ocr baseline needs rapidocr ({e}); pip install 'medspot[ocr]'"
         ) from None
-    engine = RapidOCR(params=dict(RAPIDOCR_PARAMS))
+    engines: list[Any] = []  # built on the first image the cache does not hold (~1 s)
 
     def read_engine(path: Path) -> list[Word]:
-        result: Any = engine(str(path))
+        if not engines:
+            engines.append(RapidOCR(params=dict(RAPIDOCR_PARAMS)))
+        result: Any = engines[0](str(path))
         if result.boxes is None or result.txts is None:
             return []
         out: list[Word] = []
@@ -277,12 +279,9 @@ class OcrAdapter:
     convention = Convention.NORMALISED
     max_concurrency = 2
 
-    def __init__(
-        self, reader: Reader | None = None, min_score: float = 80.0, words_cache: Path | None = None
-    ) -> None:
+    def __init__(self, reader: Reader | None = None, min_score: float = 80.0) -> None:
         self._reader = reader
         self.min_score = min_score
-        self.words_cache = words_cache  # where `reader` keeps what it read, if it does
         self._cache: dict[Path, list[OcrWord]] = {}
         self._lock = threading.Lock()
 
@@ -338,4 +337,4 @@ def create(ctx: AdapterContext) -> OcrAdapter:
         raise ConfigError(f"ocr_min_score must be between 0 and 100, got {min_score}")
     cache = default_words_cache()
     log.info("ocr: the words read are kept in %s (by image content; safe to delete)", cache)
-    return OcrAdapter(rapidocr_reader(cache), min_score=min_score, words_cache=cache)
+    return OcrAdapter(rapidocr_reader(cache), min_score=min_score)
