@@ -96,6 +96,18 @@ def test_reset_keeps_ids_and_restores_deletions(orthanc_env: Any) -> None:
         )
 
 
+def test_page_changes_are_not_animated(orthanc_env: Any) -> None:
+    """jQuery Mobile's page fade and dialog pop are off on every page of the environment (its
+    init script), also on the page a later reset opens: a page is shown at once."""
+    env = orthanc_env
+    for route in ("#find-patients", "#lookup"):
+        env.reset(_task(route))
+        got = env.web.page.evaluate(
+            "() => [$.mobile.defaultPageTransition, $.mobile.defaultDialogTransition]"
+        )
+        assert got == ["none", "none"]
+
+
 def test_reset_removes_foreign_instances(orthanc_env: Any, tmp_path: Path) -> None:
     pydicom = pytest.importorskip("pydicom")
     env = orthanc_env

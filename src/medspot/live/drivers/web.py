@@ -249,6 +249,7 @@ class WebSession:
         ready_js: str | None = None,
         change_grace_s: float = 0.6,
         call_limit_s: float = 60.0,
+        init_js: tuple[str, ...] = (),
     ) -> None:
         self.workdir = Path(workdir)
         self.chromium, self.headless = chromium, headless
@@ -265,6 +266,8 @@ class WebSession:
             f"!!{ready}, __medspot.mutations, location.href] : [0, false, 0, '']"
         )
         self.change_grace_s = change_grace_s
+        # the application's own init scripts, run in every frame before the page's scripts
+        self.init_js = init_js
         self.call_limit_s = call_limit_s  # a Playwright call without its own timeout
         self._watchdog = Watchdog(self._expired)
         self._driver: processes.ProcStamp | None = None  # this thread's Playwright driver
@@ -372,6 +375,8 @@ class WebSession:
             device_scale_factor=1,
         )
         self.context.add_init_script(_INIT_JS)
+        for script in self.init_js:
+            self.context.add_init_script(script)
         self.context.on("page", self._on_page)
         self._on_page(self.guard(self.context.new_page))
 
