@@ -217,9 +217,9 @@ def test_actor_that_stops_answering_is_bounded_by_the_call_timeout(
     is killed (its processes with it) and the task retried on a fresh one."""
     agent = _ActorSignaller(signal.SIGSTOP)
     out = _run(tmp_path / "run", seed_cache, ["delete-patient-doe-joan"], agent=agent,
-               workroot=local_ray_tmp / "envs", executor="ray", call_timeout_s=45)  # fmt: skip
+               workroot=local_ray_tmp / "envs", executor="ray", call_timeout_s=30)  # fmt: skip
     fault = _fault_then_success(out, tmp_path / "run")
-    assert "did not return in 45 s" in fault.message
+    assert "did not return in 30 s" in fault.message
     assert agent.pid is not None and not wait_gone([agent.pid, *agent.below])
 
 
