@@ -136,8 +136,8 @@ def test_bad_input_is_a_located_error(invesalius_env: Any) -> None:
     with pytest.raises(DataError, match="viewport"):
         env.reset(base.model_copy(update={"start": base.start.model_copy(
             update={"viewport": (800, 600)})}))  # fmt: skip
-    with pytest.raises(ConfigError, match="spare"):
-        check_env_options("invesalius", {"spare": "maybe"})
+    with pytest.raises(ConfigError, match="restart_spare"):
+        check_env_options("invesalius", {"restart_spare": "maybe"})
     with pytest.raises(ValueError, match="VIEW:STRUCTURE"):
         env.locate(Locator(landmark="lesion"))
 

@@ -74,9 +74,8 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
 @pytest.mark.parametrize(("env", "task"), CASES, ids=[c[0] for c in CASES])
 def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) -> None:
     _require(env)
-    # the active instance's private folder and its spare's (InVesalius keeps no spare: its
-    # reset in the running application is under a second)
-    folders = 1 if env == "invesalius" else 2
+    # the active instance's private folder and its spare's
+    folders = 2
     # a short path (chromium's singleton socket must stay under the unix socket limit)
     workroot = Path(tempfile.mkdtemp(prefix="mskill", dir="/tmp"))
     try:

@@ -417,31 +417,33 @@ def _invesalius_changes(env: Any) -> None:
     env.act(Click(x, y, button="right"))  # and its menu left open
 
 
-def test_invesalius_reset_restores_the_fresh_state(tmp_path: Path) -> None:
+def test_invesalius_reset_and_swapped_in_spare_restore_the_fresh_state(tmp_path: Path) -> None:
+    """One slot's two InVesalius (spares on): the changed instance is reset for the task again
+    in the background, in the running InVesalius, while its twin starts `other`, and swapped
+    in; then resets in place; then a change the reset cannot undo means a fresh InVesalius."""
     from _invesalius_support import invesalius_tasks, require_invesalius
 
     require_invesalius()
     tasks = invesalius_tasks()
-    task = tasks["measure-lesion-axial"]
-    env: Any = create_environment("invesalius", workdir=tmp_path / "i")
-    env.start()
-    try:
-        env.reset(task)
-        fresh_state, fresh_frame = env.observable_state()
-        _invesalius_changes(env)
-        changed, _ = env.observable_state()
+    task, other = tasks["measure-lesion-axial"], tasks["paint-into-right-mask"]
+    with _seats("invesalius", tmp_path) as (pair, on):
+        env: Any = pair.begin(task, "guided", (task.id, 0)).episode.env
+        fresh_state, fresh_frame = on(env.observable_state)
+        on(_invesalius_changes, env)
+        changed, _ = on(env.observable_state)
         assert changed["measures"] and changed["surfaces"] and changed["window"] != [400.0, 50.0]
-        t0 = time.monotonic()
-        env.reset(task)
+        assert _swap(pair, other, 1) is not env
+        assert _swap(pair, task, 2) is env  # the changed instance, reset while `other` ran
         assert (env.restarts, env.swaps) == (0, 0)  # in the running InVesalius
-        state, frame = env.observable_state()
+        assert "reset_ui" in env.reset_phases and env.last_reset["reset_s"] < 60
+        state, frame = on(env.observable_state)
         assert state == fresh_state
         assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
-        assert "reset_ui" in env.reset_phases and time.monotonic() - t0 < 60
-        # another task's start, then this one's again
-        env.reset(tasks["paint-into-right-mask"])
-        env.reset(task)
-        state, frame = env.observable_state()
+        assert pair.spare_faults == 0
+        # another task's start, then this one's again, in place
+        on(env.reset, other)
+        on(env.reset, task)
+        state, frame = on(env.observable_state)
         assert state == fresh_state
         assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
         # what the reset cannot bring back (the main window resized: there is no window
@@ -449,10 +451,8 @@ def test_invesalius_reset_restores_the_fresh_state(tmp_path: Path) -> None:
         # means a fresh InVesalius
         inst = env.inst
         inst.x11.xdotool("windowsize", inst.desktop.window, "1000", "700")
-        env.reset(task)
+        on(env.reset, task)
         assert env.restarts + env.swaps == 1
-        state, frame = env.observable_state()
+        state, frame = on(env.observable_state)
         assert state == fresh_state
         assert _differing(fresh_frame, frame) <= CARET_PIXELS, _where(fresh_frame, frame)
-    finally:
-        env.close()

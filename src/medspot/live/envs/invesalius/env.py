@@ -45,6 +45,7 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    SparePlan,
 )
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
@@ -94,6 +95,12 @@ NEUTRAL_POINT = (1270, 12)  # the empty end of the menu bar: nothing reacts to t
 ESCAPES = 5  # Escape presses at most, to close GTK's dialogs and menus before a reset
 
 
+# A runner slot's spare (`SpareCapable`): a second InVesalius (its Xvfb, bus, AT-SPI reader and
+# probe), reset for the next task while the current one runs; memory measured over all its
+# processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=600)
+
+
 class _NeedsRestart(Exception):
     """The reset in the running InVesalius left something different from the fresh state."""
 
@@ -101,6 +108,7 @@ class _NeedsRestart(Exception):
 class InvesaliusEnv:
     name = NAME
     key_table = KEY_TABLE  # the keys xdotool presses (X keysyms), as DesktopDriver's
+    spare = SPARE
 
     def __init__(
         self,
@@ -114,7 +122,7 @@ class InvesaliusEnv:
         settle_timeout_s: float = 60.0,
         start_timeout_s: float = 300.0,
         reset_quiet_s: float = 0.25,
-        spare: bool = True,
+        restart_spare: bool = True,
     ) -> None:
         self.workdir = Path(workdir)
         self.viewport = (int(viewport[0]), int(viewport[1]))
@@ -125,7 +133,7 @@ class InvesaliusEnv:
         self.settle_timeout_s = settle_timeout_s
         self.start_timeout_s = start_timeout_s
         self.reset_quiet_s = reset_quiet_s
-        self.spare = spare
+        self.restart_spare = restart_spare  # after a first restart, one more kept started
         self.inst: InvInstance | None = None
         self._instances = 0
         self._seat: SpareSeat | None = None  # a spare InVesalius (after a first restart)
@@ -189,7 +197,7 @@ class InvesaliusEnv:
 
     def _restart(self) -> None:
         """A new InVesalius instead of the running one: the spare when there is one (then a
-        new spare), else one started now (and, with `spare`, a spare for next time)."""
+        new spare), else one started now (and, with `restart_spare`, a spare for next time)."""
         with self._clock.phase("restart"):
             old, old_seat = self.inst, self._active
             self.inst, self._active = None, None
@@ -210,7 +218,7 @@ class InvesaliusEnv:
                 self.inst = inst
             if old is not None:
                 retire(old, old_seat)
-            if self.spare:
+            if self.restart_spare:
                 self._seat = SpareSeat(self._new_instance(), self._dicom(DEFAULT_VOLUME),
                                        DEFAULT_VOLUME)  # fmt: skip
 
@@ -242,6 +250,13 @@ class InvesaliusEnv:
             obs = self.observe()
         self.reset_phases = clock.done()
         return obs
+
+    def swap_in(self, task: LiveTask) -> Observation:
+        """Reset for `task` as the slot's spare (`SPARE`): still alive, the start screen now
+        (the reset's own observation while the screen still shows exactly it: a digest, no
+        PNG)."""
+        inst = self._alive()
+        return inst.desktop.still_shown() or self.observe()
 
     def _reset_in(self, start: InvStart) -> None:
         inst = self._alive()
