@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medspot.live.envs.envoptions import check_env_options
+from medspot.live.envs.envoptions import check_env_options, env_options_of
+from medspot.live.envs.registry import env_entry
 from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
@@ -129,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     tf, _ = env_task_file(args.env)
     every = max(1, len(tf.tasks) // args.tasks)
     ids = [t.id for t in tf.tasks[::every]][: args.tasks]
-    opts: dict[str, Any] = {"chromium": args.chromium} if args.env != "dicomscope" else {}
+    own = env_options_of(env_entry(args.env)) or {}
+    opts: dict[str, Any] = {"chromium": args.chromium} if "chromium" in own else {}
     for item in args.env_option:
         key, _, value = item.partition("=")
         opts[key] = value
