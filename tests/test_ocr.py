@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from medspot.adapters import registry
 from medspot.adapters.base import StepRequest
 from medspot.adapters.ocr import OcrAdapter, OcrWord, extract_queries, match, spatial_hints
+from medspot.errors import ModelCallError
 
 SIZE = (1000, 800)
 
@@ -111,6 +113,38 @@ def test_adapter_reads_each_image_once_and_normalises(tmp_path: Path) -> None:
     assert ok.point is not None and (ok.point.x, ok.point.y) == (0.5, 0.4875)  # type: ignore[attr-defined]
     assert cancel.point is not None and cancel.point.x == pytest.approx(0.57)  # type: ignore[attr-defined]
     assert zoom.point is None and "no match" in zoom.raw_text  # type: ignore[attr-defined]
+
+
+def test_adapter_reads_different_images_side_by_side_and_retries_a_failed_one(
+    tmp_path: Path,
+) -> None:
+    a, b, bad = tmp_path / "a.png", tmp_path / "b.png", tmp_path / "bad.png"
+    both_reading = threading.Barrier(2, timeout=20)  # broken unless a and b are read at once
+    calls: list[Path] = []
+    failures = [bad]
+
+    def reader(path: Path) -> list[OcrWord]:
+        calls.append(path)
+        if path in failures:
+            failures.remove(path)
+            raise OSError("cannot identify image file")
+        if path != bad:
+            both_reading.wait()
+        return [OcrWord(path.stem, (0, 0, 10, 10))]
+
+    adapter = OcrAdapter(reader)
+
+    async def reads() -> list[list[OcrWord]]:
+        return list(await asyncio.gather(*(asyncio.to_thread(adapter.words, p) for p in
+                                           (a, b, a, b))))  # fmt: skip
+
+    got = asyncio.run(reads())
+    assert [[w.text for w in ws] for ws in got] == [["a"], ["b"], ["a"], ["b"]]
+    assert sorted(calls) == [a, b]  # each image once, the two at the same time
+    with pytest.raises(ModelCallError, match=r"OCR failed on bad\.png"):
+        adapter.words(bad)
+    assert [w.text for w in adapter.words(bad)] == ["bad"]  # read again, not the error kept
+    assert calls.count(bad) == 2
 
 
 def test_registered_without_importing_ocr_packages() -> None:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,7 +221,17 @@ Reader = Callable[[Path], list[OcrWord]]
 
 # the engine's parameters (part of the words cache's key): screenshots hold no rotated text, so
 # the angle classifier is skipped
-RAPIDOCR_PARAMS: dict[str, Any] = {"Global.log_level": "error", "Global.use_cls": False}
+# one onnxruntime thread per engine and one engine per calling thread (`rapidocr_reader`): the
+# adapter reads `max_concurrency` images side by side instead of one image on every core; the
+# words are the same (benchmarks/README.md section 11), and a busy CPU (its threads spinning
+# while they wait for each other) no longer slows the engine down by half
+RAPIDOCR_PARAMS: dict[str, Any] = {
+    "Global.log_level": "error",
+    "Global.use_cls": False,
+    "EngineConfig.onnxruntime.intra_op_num_threads": 1,
+}
+# images read side by side: one per core, up to 8 (each engine holds its models, ~100 MB)
+OCR_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
 def default_words_cache() -> Path:
@@ -247,12 +259,14 @@ def rapidocr_reader(cache: Path | None = None) -> Reader:
         raise AdapterUnavailable(
             f"the ocr baseline needs rapidocr ({e}); pip install 'medspot[ocr]'"
         ) from None
-    engines: list[Any] = []  # built on the first image the cache does not hold (~1 s)
+    # an engine per calling thread, built on its first image the cache does not hold (~1 s)
+    local = threading.local()
 
     def read_engine(path: Path) -> list[Word]:
-        if not engines:
-            engines.append(RapidOCR(params=dict(RAPIDOCR_PARAMS)))
-        result: Any = engines[0](str(path))
+        engine = getattr(local, "engine", None)
+        if engine is None:
+            engine = local.engine = RapidOCR(params=dict(RAPIDOCR_PARAMS))
+        result: Any = engine(str(path))
         if result.boxes is None or result.txts is None:
             return []
         out: list[Word] = []
@@ -271,31 +285,42 @@ def rapidocr_reader(cache: Path | None = None) -> Reader:
 
 
 class OcrAdapter:
-    """The `ocr` baseline. OCR runs in a worker thread, once per image path (screens shared by
-    several steps are read once); calls to the engine are serialised."""
+    """The `ocr` baseline. OCR runs in worker threads, up to `max_concurrency` images side by
+    side, each image path once (steps on the same screen wait for its one reading; a failed
+    reading is tried again by the next step that needs it)."""
 
     name = "ocr"
     reads_screen = True  # it can be zoomed (`medspot.adapters.zoom`)
     convention = Convention.NORMALISED
-    max_concurrency = 2
+    max_concurrency = OCR_THREADS
 
     def __init__(self, reader: Reader | None = None, min_score: float = 80.0) -> None:
         self._reader = reader
         self.min_score = min_score
-        self._cache: dict[Path, list[OcrWord]] = {}
+        self._cache: dict[Path, Future[list[OcrWord]]] = {}
         self._lock = threading.Lock()
 
     def words(self, path: Path) -> list[OcrWord]:
         """The OCR lines of the image at `path` (cached)."""
         with self._lock:
-            if path not in self._cache:
-                if self._reader is None:
-                    self._reader = rapidocr_reader()
-                try:
-                    self._cache[path] = self._reader(path)
-                except Exception as e:  # an unreadable image, an engine failure
-                    raise ModelCallError(f"OCR failed on {path.name}: {e}") from e
-            return self._cache[path]
+            if self._reader is None:
+                self._reader = rapidocr_reader()
+            reader, pending = self._reader, self._cache.get(path)
+            if pending is None:
+                pending = self._cache[path] = Future()
+                mine = True
+            else:
+                mine = False
+        if mine:
+            try:
+                pending.set_result(reader(path))
+            except Exception as e:  # an unreadable image, an engine failure
+                with self._lock:
+                    del self._cache[path]
+                error = ModelCallError(f"OCR failed on {path.name}: {e}")
+                error.__cause__ = e
+                pending.set_exception(error)
+        return pending.result()
 
     async def predict(self, request: StepRequest) -> Prediction:
         words = await asyncio.to_thread(self.words, request.image_path)
