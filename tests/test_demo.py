@@ -12,10 +12,12 @@ from medspot.cli import main
 
 @pytest.mark.ocr
 def test_demo_end_to_end_on_a_tiny_suite(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("rapidocr", reason="pip install 'medspot[ocr]'")
     out, cache = tmp_path / "demo", tmp_path / "cache"
+    # the medspot cache (the OCR's words) of this test, not the user's
+    monkeypatch.setenv("MEDSPOT_CACHE", str(tmp_path / "medspot-cache"))
     args = [
         "demo",
         "--out",
@@ -45,6 +47,7 @@ def test_demo_end_to_end_on_a_tiny_suite(
         # the table prints what the run wrote
         row = next(ln for ln in lines if ln.startswith(model + " "))
         assert f"{metrics['task_completion_accuracy']:.3f}" in row
+    assert list((tmp_path / "medspot-cache" / "ocr").rglob("*.json"))  # the words were kept
     index = out / "report" / "index.html"
     assert index.exists() and "ocr" in index.read_text()
     # a second demo finds the suite in the cache and asks nothing again
