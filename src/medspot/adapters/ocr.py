@@ -230,7 +230,7 @@ RAPIDOCR_PARAMS: dict[str, Any] = {
     "Global.use_cls": False,
     "EngineConfig.onnxruntime.intra_op_num_threads": 1,
 }
-# images read side by side: one per core, up to 8 (each engine holds its models, ~100 MB)
+# images read side by side: one per core, up to 8 (each engine holds its own models)
 OCR_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
