@@ -138,6 +138,8 @@ def test_bad_input_is_a_located_error(invesalius_env: Any) -> None:
             update={"viewport": (800, 600)})}))  # fmt: skip
     with pytest.raises(ConfigError, match="restart_spare"):
         check_env_options("invesalius", {"restart_spare": "maybe"})
+    with pytest.raises(ConfigError, match=r"mean 'restart_spare'.*`--no-spare`"):
+        check_env_options("invesalius", {"spare": "false"})  # the option's former name
     with pytest.raises(ValueError, match="VIEW:STRUCTURE"):
         env.locate(Locator(landmark="lesion"))
 

@@ -56,6 +56,8 @@ def test_deeply_nested_task_json_is_a_located_error(
     [
         (("--env-option", "quiet_s=abc"), "quiet_s='abc': expected a number (orthanc-explorer)"),
         (("--env-option", "viewport=800x600"), "orthanc-explorer has no option 'viewport'"),
+        (("--env-option", "quiet=0.1"), "(did you mean 'quiet_s' or 'reset_quiet_s'?)"),
+        (("--env-option", "spare=false"), "the run's `--no-spare`, not an option"),
         (("--env-option", "headless=maybe"), "expected true or false"),
         (("--env-option", "settle_timeout_s=-1"), "must be 0 or more"),
         (("--env-option", "quiet_s=1", "--env-option", "quiet-s=2"), "given twice"),

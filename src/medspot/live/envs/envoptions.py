@@ -13,6 +13,7 @@ expects (exit status 2), never an environment fault.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import shlex
@@ -33,6 +34,7 @@ from medspot.live.envs.registry import env_entry
 __all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
 RUNNER_PARAMS = frozenset({"workdir"})  # given by the runner, not by the user
+SPARE_WORDS = frozenset({"spare", "spares", "no_spare"})  # the run's `--no-spare`, not an option
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 
@@ -179,6 +181,18 @@ def _convert(opt: EnvOption, value: Any) -> Any:
     return out
 
 
+def _did_you_mean(name: str, declared: Mapping[str, EnvOption]) -> str:
+    """A hint for an unknown option: the declared names that contain it as a word or are
+    spelled like it, and the run's own `--no-spare` for a slot's spare instance."""
+    words = set(name.split("_"))
+    near = [o for o in declared if words <= set(o.split("_"))]
+    near += [o for o in difflib.get_close_matches(name, list(declared), n=2) if o not in near]
+    hint = f" (did you mean {' or '.join(repr(o) for o in near[:2])}?)" if near else ""
+    if name in SPARE_WORDS:
+        hint += " (a runner slot's spare instance is the run's `--no-spare`, not an option)"
+    return hint
+
+
 def check_env_options(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """`options` converted to the types the environment `env` declares; `ConfigError` for an
     unknown name or a value that does not fit."""
@@ -194,7 +208,8 @@ def check_env_options(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
         if opt is None:
             known = ", ".join(sorted(declared)) or "(none)"
             raise ConfigError(
-                f"--env-option {raw_name}: {env} has no option {name!r}; its options: {known}"
+                f"--env-option {raw_name}: {env} has no option {name!r}"
+                f"{_did_you_mean(name, declared)}; its options: {known}"
             )
         try:
             out[name] = _convert(opt, value)

@@ -207,6 +207,7 @@ class OhifEnv(OrthancWebEnv):
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
             ready_js=SETTLED_JS,
+            init_js=(_NO_TOUR_JS,),
         )
         super().__init__(
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
@@ -218,7 +219,6 @@ class OhifEnv(OrthancWebEnv):
         self.reuse_document = reuse_document
         self.reset_quiet_s = reset_quiet_s  # the DOM's quiet time after a reset's image showed
         self.server: OhifServer | None = None
-        self._context_ready = False
         self._history: int | None = None  # history.length after the last new page's load
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -282,12 +282,7 @@ class OhifEnv(OrthancWebEnv):
             if not reused:
                 self.web.viewport = size
                 with clock.phase("page"):
-                    if not self._context_ready:
-                        self.web.new_context()
-                        self.web.context.add_init_script(_NO_TOUR_JS)
-                        self._context_ready = True
-                    else:
-                        self.web.new_page()
+                    self.web.new_page()
         finally:
             with clock.phase("database"):
                 database.result()
@@ -350,7 +345,7 @@ class OhifEnv(OrthancWebEnv):
         since: `Back` cannot reach an earlier task's page) and no fault."""
         web = self.web
         page = web.page
-        if not self._context_ready or page is None or web.context is None or web.faulted:
+        if page is None or web.context is None or web.faulted:
             return False
         if size != web.viewport or not page.url.startswith(self.url + "/"):
             return False
