@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,13 @@ from _runner_support import descendants, kill, processes_of
 
 from _children import start
 from medspot.live.core import processes
+from medspot.live.envs.registry import env_entry
 from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[2]
-# three tasks: the spare is started for the second while the first runs
+# three tasks: the spares are started for the later ones while the first runs
 CASES = [
     (
         "orthanc-explorer",
@@ -57,6 +59,12 @@ def _require(env: str) -> None:
         require_orthanc_stack()
 
 
+def _instances(env: str) -> int:
+    """The active instance and the spares of a slot (the environment's `SparePlan`)."""
+    cls = typing.get_type_hints(env_entry(env).factory)["return"]
+    return 1 + int(cls.spare.count)
+
+
 def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable, "-m", "medspot", "live", "run", "--env", env, "--model", "oracle",
@@ -74,8 +82,8 @@ def _run(env: str, task: str, out: Path, workroot: Path, log: Path) -> subproces
 @pytest.mark.parametrize(("env", "task"), CASES, ids=[c[0] for c in CASES])
 def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) -> None:
     _require(env)
-    # the active instance's private folder and its spare's
-    folders = 2
+    # the active instance's private folder and its spares'
+    folders = _instances(env)
     # a short path (chromium's singleton socket must stay under the unix socket limit)
     workroot = Path(tempfile.mkdtemp(prefix="mskill", dir="/tmp"))
     try:
@@ -91,7 +99,7 @@ def test_a_sigkilled_run_leaves_no_process(env: str, task: str, tmp_path: Path) 
             time.sleep(0.2)
         assert run.poll() is None, (tmp_path / "killed.log").read_text()[-2000:]
         stale = [p for p in workroot.iterdir() if p.name.startswith(processes.WORKDIR_PREFIX)]
-        assert len(stale) == folders, "no spare was started"
+        assert len(stale) == folders, "the spares were not started"
         assert all((p / processes.OWNER_FILE).exists() for p in stale)
         theirs = {s for p in {*descendants(run.pid), *processes_of(workroot)}
                   if (s := processes.stamp(p)) is not None}  # fmt: skip

@@ -7,7 +7,7 @@ screenshot) is compared with a fresh environment's after the same reset.
 The fresh reference is each environment's first reset after `start()`, before any action: that
 is exactly a fresh environment's reset (a second environment per test would double the cost).
 
-The same holds for a runner slot's spare (`seats.SeatPair`): an instance that ran a task, was
+The same holds for a runner slot's spare (`seats.SlotSeats`): an instance that ran a task, was
 reset for a later one in the background while its twin ran the task between, and was swapped
 in, shows what a fresh instance shows after the same reset.
 """
@@ -33,7 +33,7 @@ from medspot.live.drivers.atspi import state_diff
 from medspot.live.drivers.x11 import CARET_PIXELS
 from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import load_task_file
-from medspot.live.loop.executors.seats import SeatPair
+from medspot.live.loop.executors.seats import SlotSeats
 
 pytestmark = pytest.mark.live
 
@@ -74,11 +74,11 @@ def _where(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
 
 
 @contextmanager
-def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SeatPair, Callable[..., Any]]]:
-    """A slot's two instances (`SeatPair`, spares on) and a function that calls on the active
+def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SlotSeats, Callable[..., Any]]]:
+    """A slot's two instances (`SlotSeats`, spares on) and a function that calls on the active
     one's thread (where its browser session lives)."""
     n = iter(range(100))
-    pair = SeatPair(
+    pair = SlotSeats(
         "reset-test", lambda wd: create_environment(env, workdir=wd, **options),
         lambda: root / f"i{next(n)}", env_name=env, spare=True, timeout_s=300,
     )  # fmt: skip
@@ -92,10 +92,10 @@ def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SeatPair, Cal
         pair.close()
 
 
-def _swap(pair: SeatPair, task: LiveTask, n: int) -> Any:
+def _swap(pair: SlotSeats, task: LiveTask, n: int) -> Any:
     """Prepare the spare for `task` in the background, then swap it in; its instance. The
     first observation it gives is what the screen shows."""
-    pair.prepare(task, "guided", (task.id, n))
+    pair.prepare([(task, (task.id, n))], "guided")
     assert pair.wait_prepared(300), "the spare did not get ready"
     begun = pair.begin(task, "guided", (task.id, n))
     assert begun.swapped

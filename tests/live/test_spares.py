@@ -23,7 +23,7 @@ from medspot.live.core.episode import Episode, Mode
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs import registry
 from medspot.live.envs.taskfiles import load_task_file
-from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SeatPair
+from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SlotSeats
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
 from medspot.live.loop.steplog import FaultRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -86,6 +86,35 @@ def test_every_task_after_the_first_starts_on_a_swapped_in_spare(tmp_path: Path)
         (r.swapped, r.between_tasks_s) for r in ends
     ]
     assert all(t.reset_s is not None for t in lr.tasks)
+
+
+def test_two_spares_each_start_a_later_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+    res, ends, faults = _run(tmp_path, _tasks(tmp_path, 5))
+    assert not faults and [r.outcome for r in ends] == ["success"] * 5
+    assert [r.swapped for r in ends] == [False, True, True, True, True]
+    assert all(r.between_tasks_s is not None and r.between_tasks_s < RESET_S for r in ends[1:])
+    st = res.stats
+    assert (st.envs_started, st.spares_started, st.swaps, st.spare_faults) == (1, 2, 4, 0)
+    assert not processes_mentioning(str(tmp_path / "w"))
+
+
+def test_two_slots_with_two_spares_each_run_every_task_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each slot claims two tasks ahead; a slot that finds the queue empty takes the other's
+    last claim (its spare prepared it for nothing)."""
+    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+    res, ends, faults = _run(tmp_path, _tasks(tmp_path, 5), concurrency=2, repeats=2)
+    assert not faults
+    assert sorted((r.task, r.repeat) for r in ends) == sorted(
+        (f"t{i}", k) for i in range(5) for k in range(2)
+    )
+    assert all(r.outcome == "success" and r.attempt == 1 for r in ends)
+    assert res.stats.envs_started == 2 and res.stats.swaps >= 4
+    assert not processes_mentioning(str(tmp_path / "w"))
 
 
 def test_no_spare_resets_between_tasks(tmp_path: Path) -> None:
@@ -163,9 +192,9 @@ def _pair(
     tmp_path: Path,
     episode: Callable[[Environment, LiveTask, Mode], Episode] | None = None,
     **options: Any,
-) -> SeatPair:
+) -> SlotSeats:
     n = iter(range(100))
-    return SeatPair(
+    return SlotSeats(
         "t",
         lambda wd: LampPanel(wd, **options),
         lambda: tmp_path / f"i{next(n)}",
@@ -175,8 +204,8 @@ def _pair(
     )
 
 
-def _lamp_tasks(tmp_path: Path) -> dict[str, LiveTask]:
-    return {t.id: t for t in load_task_file(_tasks(tmp_path, 3)).tasks}
+def _lamp_tasks(tmp_path: Path, n: int = 3) -> dict[str, LiveTask]:
+    return {t.id: t for t in load_task_file(_tasks(tmp_path, n)).tasks}
 
 
 def test_the_instances_take_turns_each_on_its_own_thread(tmp_path: Path) -> None:
@@ -186,20 +215,77 @@ def test_the_instances_take_turns_each_on_its_own_thread(tmp_path: Path) -> None
         first = pair.begin(t["t0"], "guided", ("t0", 0))
         a = first.episode.env
         assert not first.swapped and pair.keeps_spare
-        pair.prepare(t["t1"], "guided", ("t1", 0))
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")
         assert pair.wait_prepared(30)
         second = pair.begin(t["t1"], "guided", ("t1", 0))
         b = second.episode.env
         assert second.swapped and b is not a and second.episode.observation is not None
-        pair.prepare(t["t2"], "guided", ("t2", 0))  # the instance that ran t0, reset for t2
+        pair.prepare([(t["t2"], ("t2", 0))], "guided")  # the instance that ran t0, reset for t2
         assert pair.wait_prepared(30)
         third = pair.begin(t["t2"], "guided", ("t2", 0))
         assert third.swapped and third.episode.env is a
         assert isinstance(a, LampPanel) and isinstance(b, LampPanel)
         assert (a.resets, b.resets) == (["t0", "t2"], ["t1"])
-        names = {pair.active.pool.submit(threading.current_thread).result().name,
-                 pair.spare.pool.submit(threading.current_thread).result().name}  # fmt: skip
+        seats = (pair.active, pair.spares[0].seat)
+        names = {seat.pool.submit(threading.current_thread).result().name for seat in seats}
         assert len(names) == 2
+    finally:
+        pair.close()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_two_spares_are_prepared_for_the_next_two_tasks_and_take_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+    t = _lamp_tasks(tmp_path, 5)
+
+    def ahead(*ids: str) -> list[tuple[LiveTask, tuple[str, int]]]:
+        return [(t[i], (i, 0)) for i in ids]
+
+    pair = _pair(tmp_path, reset_delay_s=0.2)
+    try:
+        a = pair.begin(t["t0"], "guided", ("t0", 0)).episode.env
+        assert pair.depth == 2 and len(pair.spares) == 2
+        pair.prepare(ahead("t1", "t2"), "guided")
+        assert pair.wait_prepared(30)
+        second = pair.begin(t["t1"], "guided", ("t1", 0))
+        b = second.episode.env
+        assert second.swapped and b is not a
+        pair.prepare(ahead("t2", "t3"), "guided")  # t2 is ready; t3 goes to the idle instance
+        third = pair.begin(t["t2"], "guided", ("t2", 0))
+        c = third.episode.env
+        assert third.swapped and c not in (a, b)
+        pair.prepare(ahead("t3", "t4"), "guided")
+        assert pair.wait_prepared(30)
+        assert pair.begin(t["t3"], "guided", ("t3", 0)).episode.env is a
+        assert pair.begin(t["t4"], "guided", ("t4", 0)).episode.env is b
+        assert isinstance(a, LampPanel) and isinstance(b, LampPanel) and isinstance(c, LampPanel)
+        assert (a.resets, b.resets, c.resets) == (["t0", "t3"], ["t1", "t4"], ["t2"])
+        assert (pair.spares_started, pair.swaps, pair.spare_faults) == (2, 4, 0)
+    finally:
+        pair.close()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_spare_prepared_for_a_task_no_longer_ahead_is_prepared_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Another slot took that task over.)"""
+    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+    t = _lamp_tasks(tmp_path, 4)
+    pair = _pair(tmp_path)
+    try:
+        pair.begin(t["t0"], "guided", ("t0", 0))
+        pair.prepare([(t["t1"], ("t1", 0)), (t["t2"], ("t2", 0))], "guided")
+        assert pair.wait_prepared(30)
+        pair.prepare([(t["t1"], ("t1", 0)), (t["t3"], ("t3", 0))], "guided")
+        assert pair.wait_prepared(30)
+        assert pair.begin(t["t1"], "guided", ("t1", 0)).swapped
+        last = pair.begin(t["t3"], "guided", ("t3", 0))
+        assert last.swapped and isinstance(last.episode.env, LampPanel)
+        assert last.episode.env.resets == ["t2", "t3"]
+        assert (pair.spares_started, pair.swaps) == (2, 2)
     finally:
         pair.close()
     assert not processes_mentioning(str(tmp_path))
@@ -211,12 +297,12 @@ def test_a_spare_still_starting_leaves_the_task_to_the_active_instance(tmp_path:
     gate = threading.Event()
     try:
         pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.spare.pool.submit(gate.wait, 30)  # the spare's thread is busy (a slow start)
-        pair.prepare(t["t1"], "guided", ("t1", 0))
+        pair.spares[0].seat.pool.submit(gate.wait, 30)  # the spare's thread is busy (a slow start)
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")
         began = pair.begin(t["t1"], "guided", ("t1", 0))
         assert not began.swapped  # its reset had not begun: the active instance was reset
         gate.set()
-        pair.prepare(t["t2"], "guided", ("t2", 0))
+        pair.prepare([(t["t2"], ("t2", 0))], "guided")
         assert pair.wait_prepared(30)
         assert pair.begin(t["t2"], "guided", ("t2", 0)).swapped  # the spare, started, took t2
     finally:
@@ -229,15 +315,15 @@ def test_a_spare_that_dies_while_it_waits_is_replaced(tmp_path: Path) -> None:
     pair = _pair(tmp_path)
     try:
         pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.prepare(t["t1"], "guided", ("t1", 0))
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")
         assert pair.wait_prepared(30)
-        spare = pair.spare.env
+        spare = pair.spares[0].seat.env
         assert isinstance(spare, LampPanel) and spare.app is not None
         spare.app.kill()
         spare.app.wait()
         began = pair.begin(t["t1"], "guided", ("t1", 0))
         assert not began.swapped and pair.spare_faults == 1
-        pair.prepare(t["t2"], "guided", ("t2", 0))
+        pair.prepare([(t["t2"], ("t2", 0))], "guided")
         assert pair.wait_prepared(30)
         assert pair.begin(t["t2"], "guided", ("t2", 0)).swapped  # a new spare
     finally:
@@ -265,11 +351,11 @@ def test_a_spare_whose_start_never_ran_is_a_spare_fault(tmp_path: Path) -> None:
     gate = threading.Event()
     try:
         pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.spare.pool.submit(gate.wait, 30)  # the spare's thread is busy
-        pair.prepare(t["t1"], "guided", ("t1", 0))  # its start and reset wait behind it
-        pair.spare.abandon_thread()  # both cancelled before they ran
+        pair.spares[0].seat.pool.submit(gate.wait, 30)  # the spare's thread is busy
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")  # its start and reset wait behind it
+        pair.spares[0].seat.abandon_thread()  # both cancelled before they ran
         gate.set()
-        pair.prepare(t["t2"], "guided", ("t2", 0))
+        pair.prepare([(t["t2"], ("t2", 0))], "guided")
         assert pair.spare_faults == 1
         assert pair.wait_prepared(30)
         began = pair.begin(t["t2"], "guided", ("t2", 0))
@@ -293,12 +379,12 @@ def test_the_spares_episode_is_made_as_the_slots_own(tmp_path: Path) -> None:
     pair = _pair(tmp_path, episode)
     try:
         first = pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.prepare(t["t1"], "guided", ("t1", 0))
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")
         assert pair.wait_prepared(30)
         second = pair.begin(t["t1"], "guided", ("t1", 0))
         assert second.swapped
         assert made == [("t0", first.episode.env), ("t1", second.episode.env)]
-        pair.prepare(t["t2"], "guided", ("t2", 0))
+        pair.prepare([(t["t2"], ("t2", 0))], "guided")
         assert not pair.wait_prepared(30)
         with pytest.raises(ConfigError, match="toolset"):
             pair.begin(t["t2"], "guided", ("t2", 0))

@@ -80,8 +80,9 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--no-spare", dest="spare", action="store_const", const=False, default=None,
-        help="no spare instance per environment, prepared for the next task while the current "
-        "one runs (halves the memory; the wait between tasks is then a reset)",
+        help="no spare instances per environment, prepared for the next tasks while the "
+        "current one runs (one instance per environment, less memory; the wait between tasks "
+        "is then a reset)",
     )  # fmt: skip
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",

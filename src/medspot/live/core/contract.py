@@ -14,12 +14,12 @@ environment away, and retries the task on a fresh one. They are never model fail
 data raises `medspot.errors.DataError` with a location.
 
 Optional capability, `SpareCapable`: an environment that declares a `SparePlan` lets the
-runner's slot keep a second instance of it (a *spare*), started and reset for the NEXT task on
-a thread of its own while the current task runs; when the current task ends the spare is
-swapped in (`swap_in`: the prepared start screen, now) and the used instance is reset in the
-background for the task after. The spare is an instance like any other (same options, its own
-private folder and processes, reset completely), so nothing else of the contract changes
-(`medspot.live.loop.executors.seats`).
+runner's slot keep more instances of it (*spares*, `SparePlan.count`), each started and reset
+for one of the NEXT tasks on a thread of its own while the current task runs; when the current
+task ends the spare prepared for the next one is swapped in (`swap_in`: the prepared start
+screen, now) and the used instance is reset in the background for a task after. A spare is an
+instance like any other (same options, its own private folder and processes, reset completely),
+so nothing else of the contract changes (`medspot.live.loop.executors.seats`).
 
 An action reaches `act` only once `medspot.live.core.executable` found it executable (its
 points finite and on the screen, its scroll and text within bounds, its key in the
@@ -163,8 +163,8 @@ class Environment(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SparePlan:
-    """An environment's declaration that a runner slot may keep a spare instance of it, brought
-    to the next task's start while the current task runs (`SpareCapable`)."""
+    """An environment's declaration that a runner slot may keep spare instances of it, each
+    brought to one of the next tasks' start while the current task runs (`SpareCapable`)."""
 
     # spares are on unless the run says `--no-spare`: measured to keep tasks per minute at
     # least as high as without them on two cores (benchmarks/README.md)
@@ -172,6 +172,14 @@ class SparePlan:
     # about what one more instance holds resident (all its processes), for docs/live.md and
     # the run's log: a spare doubles an environment's processes
     memory_mb: int
+    # how many spares a slot keeps, each prepared for one of the slot's next tasks in the run's
+    # order: more than one where the environment's reset outlasts a short task (the oracle's),
+    # so that each spare has that many tasks' time to get ready
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"SparePlan.count must be 1 or more, not {self.count}")
 
 
 @runtime_checkable

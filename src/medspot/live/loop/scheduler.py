@@ -14,11 +14,12 @@ anywhere in a cluster; environments use synchronous Playwright / subprocess / py
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.
-Pipelined starts: where the environment keeps a spare (`LiveOptions.spare`, the environment's
-`SparePlan`), a slot claims the next (task, repeat) of the queue as soon as its current task has
-its first observation, and its spare is brought to that task's start while the current task
-runs; the next task then starts with a swap. A slot that finds the queue empty takes over a
-claim another slot has not started yet. `between_tasks_s` of a task record is what the wait
+Pipelined starts: where the environment keeps spares (`LiveOptions.spare`, the environment's
+`SparePlan`), a slot claims the next (task, repeat) of the queue, as many as it keeps spares
+(`spare_depth`), as soon as its current task has its first observation, and its spares are
+brought to those tasks' starts while the current task runs; the next task then starts with a
+swap. A slot that finds the queue empty takes over the last claim of another slot, not started
+yet. `between_tasks_s` of a task record is what the wait
 between two tasks of a slot was: from the end of the slot's previous attempt to this task's
 first observation (None for a slot's first task).
 An `EnvironmentFault` (or any exception an environment raises that is not a medspot error)
@@ -194,8 +195,8 @@ class _Run:
         self.total = 0
         self.task_errors = 0
         self.queue: asyncio.Queue[tuple[LiveTask, int]] = asyncio.Queue()
-        # slot -> the (task, repeat) it claimed for its spare, not started yet
-        self.claims: dict[int, tuple[LiveTask, int]] = {}
+        # slot -> the (task, repeat)s it claimed for its spares, in its order, not started yet
+        self.claims: dict[int, list[tuple[LiveTask, int]]] = {}
         self.ended: dict[int, float] = {}  # slot -> when its last attempt ended
 
     def _append(self, rec: StepRecord | TaskRecord | Any) -> None:
@@ -367,32 +368,34 @@ class _Run:
                 return end(res.outcome, res.reason, sha)
 
     async def _prepare_next(self, slot: EnvSlot) -> None:
-        """Claim the queue's next (task, repeat) for this slot's spare and have the spare
-        brought to its start meanwhile (where the slot keeps one)."""
-        if not slot.keeps_spare:
+        """Claim the queue's next (task, repeat)s for this slot's spares, as many as it keeps
+        (where it keeps any), and have the spares brought to their starts meanwhile."""
+        depth = slot.spare_depth
+        if depth == 0:
             return
-        claim = self.claims.get(slot.index)
-        if claim is None:
+        mine = self.claims.setdefault(slot.index, [])
+        while len(mine) < depth:
             try:
-                claim = self.queue.get_nowait()
+                mine.append(self.queue.get_nowait())
             except asyncio.QueueEmpty:
-                return
-            self.claims[slot.index] = claim
-        task, repeat = claim
-        await slot.prepare(task, self.opts.mode, (task.id, repeat))
+                break
+        if mine:
+            await slot.prepare([(task, (task.id, repeat)) for task, repeat in mine],
+                               self.opts.mode)  # fmt: skip
 
     def _next(self, slot: EnvSlot) -> tuple[LiveTask, int] | None:
-        """The slot's next (task, repeat): its own claim, the queue's next, or a claim of
-        another slot not started yet (its spare prepared it for nothing)."""
-        claim = self.claims.pop(slot.index, None)
-        if claim is not None:
-            return claim
+        """The slot's next (task, repeat): its own first claim, the queue's next, or the last
+        claim of another slot, not started yet (a spare prepared it for nothing)."""
+        mine = self.claims.get(slot.index)
+        if mine:
+            return mine.pop(0)
         try:
             return self.queue.get_nowait()
         except asyncio.QueueEmpty:
             pass
-        for other in list(self.claims):
-            return self.claims.pop(other)
+        for theirs in self.claims.values():
+            if theirs:
+                return theirs.pop()
         return None
 
     async def _task(self, slot: EnvSlot, task: LiveTask, repeat: int) -> None:

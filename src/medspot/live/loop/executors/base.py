@@ -7,10 +7,10 @@ The runner drives a task through the slot's *episode*: the same `Episode` (`core
 wherever the environment runs; it calls `ep = await slot.episode(task, mode, key)`, `await
 slot.reset(ep)` (the first observation), `slot.call(ep.step, action)` (one call a step: the
 step's result holds the next screen's boxes), ... The agent, the journal and the run folder
-stay in the runner's process. Where the environment declares a spare
-(`core.contract.SpareCapable`), the slot keeps one (`seats.SeatPair`): the runner says which
-task comes next (`slot.prepare`), the spare is brought to its start meanwhile, and the next
-`episode` of that task swaps it in, already reset.
+stay in the runner's process. Where the environment declares spares
+(`core.contract.SpareCapable`), the slot keeps them (`seats.SlotSeats`): the runner says which
+tasks come next (`slot.prepare`, as many as `spare_depth`), the spares are brought to their
+starts meanwhile, and the next `episode` of such a task swaps its spare in, already reset.
 
 Every slot runs its calls in a worker thread of its own (`CallSlot`): the environment's own
 thread for `threads`, a thread waiting on the actor for `ray`. A call that does not return in
@@ -39,7 +39,7 @@ from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import Toolset, tool_reach
 from medspot.live.envs.registry import create_environment, env_entry
-from medspot.live.loop.executors.seats import Key
+from medspot.live.loop.executors.seats import Key, Upcoming
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",
@@ -72,7 +72,7 @@ class SlotConfig:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
     tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
-    # keep a spare instance per slot, prepared for the next task (`seats`): None the
+    # keep spare instances per slot, prepared for the next tasks (`seats`): None the
     # environment's `SparePlan.default`, False `--no-spare` (and `live serve`: the next task
     # is the agent's choice, not known in advance)
     spare: bool | None = None
@@ -162,12 +162,13 @@ class EnvSlot(Protocol):
         ...
 
     @property
-    def keeps_spare(self) -> bool:
-        """Whether this slot prepares a spare for the next task (`prepare`)."""
+    def spare_depth(self) -> int:
+        """How many of its next tasks this slot prepares spares for (`prepare`; 0: none)."""
         ...
 
-    async def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
-        """Bring the spare to `task`'s start in the background; returns at once."""
+    async def prepare(self, upcoming: Upcoming, mode: Mode) -> None:
+        """Bring the spares to the start of the slot's next tasks ((task, key) in the order
+        it runs them) in the background; returns at once."""
         ...
 
     def spare_counts(self) -> SpareCounts: ...

@@ -1,5 +1,5 @@
 """The body of one environment actor (`--executor ray`): ONE environment slot (its instance
-and, where the environment keeps one, its spare: `seats.SeatPair`, each instance on a thread of
+and, where the environment keeps them, its spares: `seats.SlotSeats`, each instance on a thread of
 its own) and the `Episode` of its current task, in the actor's process on whichever node Ray
 placed it.
 
@@ -43,7 +43,7 @@ from medspot.live.loop.executors.base import (
     private_workdir,
     slot_episode,
 )
-from medspot.live.loop.executors.seats import Key, SeatPair
+from medspot.live.loop.executors.seats import Key, SlotSeats, Upcoming
 
 __all__ = ["ActorPlace", "EnvironmentHost", "EpisodeState"]
 
@@ -62,7 +62,7 @@ class EpisodeState:
     reset_s: float
     inside_s: float
     swapped: bool = False
-    keeps_spare: bool = False
+    spare_depth: int = 0
     spares: SpareCounts = field(default_factory=SpareCounts)
 
 
@@ -93,7 +93,7 @@ class EnvironmentHost:
     def __init__(self, cfg: SlotConfig, index: int) -> None:
         self.cfg = cfg
         self.index = index
-        self.pair: SeatPair | None = None
+        self.pair: SlotSeats | None = None
         self.workdir: Path | None = None  # the actor's folder (its instances' folders in it)
         self.ep: Episode | None = None
         self.swapped = False
@@ -125,7 +125,7 @@ class EnvironmentHost:
         spare: dict[str, Any] = {}
         if pair is not None:
             spare = {
-                "swapped": self.swapped, "keeps_spare": pair.keeps_spare,
+                "swapped": self.swapped, "spare_depth": pair.depth,
                 "spares": SpareCounts(pair.spares_started, pair.swaps, pair.spare_faults),
             }  # fmt: skip
         if ep is None:
@@ -159,7 +159,7 @@ class EnvironmentHost:
             # folder (the browser's profile) goes into its private folder, removed with it
             os.environ["TMPDIR"] = str(home)
             tempfile.tempdir = None
-            self.pair = SeatPair(
+            self.pair = SlotSeats(
                 f"medspot-env-{self.index}", lambda wd: create_for_slot(self.cfg, wd),
                 lambda: private_workdir(home, WORKDIR_PREFIX), env_name=self.cfg.env,
                 spare=self.cfg.spare, timeout_s=self.cfg.call_timeout_s,
@@ -205,10 +205,10 @@ class EnvironmentHost:
 
         return self._guard(go)
 
-    def prepare(self, task: LiveTask, mode: Mode, key: Key) -> EpisodeState:
-        """Bring the spare to `task`'s start in the background (returns at once)."""
+    def prepare(self, upcoming: Upcoming, mode: Mode) -> EpisodeState:
+        """Bring the spares to the next tasks' starts in the background (returns at once)."""
         if self.pair is not None:
-            self.pair.prepare(task, mode, key)
+            self.pair.prepare(upcoming, mode)
         return self._state(0.0)
 
     def start_checks(self) -> tuple[dict[str, list[bool]], EpisodeState]:

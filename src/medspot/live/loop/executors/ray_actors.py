@@ -47,7 +47,7 @@ from medspot.live.loop.executors.base import (
 )
 from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
-from medspot.live.loop.executors.seats import Key
+from medspot.live.loop.executors.seats import Key, Upcoming
 
 __all__ = ["NAMESPACE", "RayExecutor", "RaySlot", "RemoteEpisode"]
 
@@ -214,12 +214,12 @@ class RaySlot(CallSlot):
         return self.state is not None and self.state.swapped
 
     @property
-    def keeps_spare(self) -> bool:
-        return self.state is not None and self.state.keeps_spare
+    def spare_depth(self) -> int:
+        return self.state.spare_depth if self.state is not None else 0
 
-    async def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
+    async def prepare(self, upcoming: Upcoming, mode: Mode) -> None:
         if self.actor is not None:
-            self.state = await self.call(self.remote, self.actor.prepare, task, mode, key)
+            self.state = await self.call(self.remote, self.actor.prepare, list(upcoming), mode)
 
     def spare_counts(self) -> SpareCounts:
         now = self.state.spares if self.state is not None else SpareCounts()

@@ -1,22 +1,24 @@
-"""A slot's environment and its spare: the pipelined starts of a live run.
+"""A slot's environment and its spares: the pipelined starts of a live run.
 
 A slot holds one *active* instance of its environment, which runs the current task. When the
 environment declares a `SparePlan` (`medspot.live.core.contract.SpareCapable`) and the run keeps
-spares (the plan's default, or `--no-spare`), the slot also holds a *spare*: a second instance
-that is brought to the NEXT task's start (created and started once, then `Episode.reset` for
-that task, `start.prepare` included) on a thread of its own while the current task runs. When
-the current task ends, the spare prepared for the next task is swapped in (`swap_in`: the start
+spares (the plan's default, or `--no-spare`), the slot also holds `SparePlan.count` *spares*:
+more instances, each brought to the start of one of the slot's NEXT tasks in the run's order
+(created and started once, then `Episode.reset` for that task, `start.prepare` included) on a
+thread of its own while the current task runs (side by side: measured faster on two cores than
+one after the other, benchmarks/README.md section 9). When the
+current task ends, the spare prepared for the next task is swapped in (`swap_in`: the start
 screen as it shows now) and becomes the active instance; the instance that ran the task becomes
-the spare, reset in the background for the task after. The wait between two tasks is then a
-swap, not a reset.
+a spare, reset in the background for a task after. The wait between two tasks is then a swap,
+not a reset; with two spares each one has two tasks' time to get ready.
 
 Each instance lives with the one thread that may touch it (a `Seat`): it is created, started,
 used and closed there, and its processes' parent-death signal follows that thread
-(`medspot.live.core.processes`), so a spare dies with the run like any environment. The spare is
+(`medspot.live.core.processes`), so a spare dies with the run like any environment. A spare is
 an instance like the active one (the same options, its own private folder), reset completely:
 what `Episode.reset` guarantees does not depend on which instance runs it.
 
-What the spare does is never the task's: a spare that fails to start, to reset or to swap in is
+What a spare does is never the task's: a spare that fails to start, to reset or to swap in is
 an environment fault *of the spare* (logged, counted in `spare_faults`, the spare thrown away
 and started again for a later task); the task is then reset on the active instance as without
 spares, and its own faults are journaled as before. After `MAX_SPARE_FAULTS` in a row the slot
@@ -25,7 +27,7 @@ keeps no spare for the rest of the run. A task data error (`DataError`) or a set
 reset, which raises it where the runner expects it.
 
 Used from one controlling thread at a time (the slot's caller); every environment call runs on
-its instance's seat. `SeatPair` is synchronous: the thread executor runs it for an asyncio
+its instance's seat. `SlotSeats` is synchronous: the thread executor runs it for an asyncio
 runner (`threads.ThreadSlot`), a Ray actor in its own process (`env_actor.EnvironmentHost`).
 """
 
@@ -35,7 +37,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -54,11 +56,12 @@ from medspot.live.core.contract import (
 from medspot.live.core.episode import Episode, Mode
 from medspot.live.core.tasks import LiveTask
 
-__all__ = ["MAX_SPARE_FAULTS", "Begun", "Key", "Seat", "SeatPair"]
+__all__ = ["MAX_SPARE_FAULTS", "Begun", "Key", "Seat", "SlotSeats", "Spare", "Upcoming"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Key = tuple[str, int]  # what a spare is prepared for: (task id, repeat)
+Upcoming = Sequence[tuple[LiveTask, Key]]  # a slot's next tasks, in the order it will run them
 MAX_SPARE_FAULTS = 3  # spare faults in a row after which a slot keeps no spare
 CLOSE_WAIT_S = 60.0  # a spare's close, waited for when the slot shuts down
 
@@ -111,19 +114,32 @@ class _Preparation:
     reset: Future[tuple[Episode, Observation]]
 
 
+@dataclass
+class Spare:
+    """A spare seat: its instance's start while it is new, and the task it is prepared for."""
+
+    seat: Seat
+    start: Future[None] | None = None
+    prep: _Preparation | None = None
+
+    def started(self) -> bool:
+        """Whether its instance is started (no start under way, none failed)."""
+        return self.start is None or (self.start.done() and _start_error(self.start) is None)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
-class SeatPair:
-    """The active instance of a slot and, where its environment declares one, its spare.
+class SlotSeats:
+    """The active instance of a slot and, where its environment declares them, its spares.
 
     `make(workdir)` creates an instance (not started), `workdir()` a fresh private folder for
     one; `spare` is the run's request (None: the environment's `SparePlan.default`);
     `timeout_s` bounds every wait for an instance (a call that does not return in it is an
     `EnvironmentFault`); `episode(env, task, mode)` makes a task's episode on an instance
-    (the slot's: with its toolset), for the active instance and the spare alike."""
+    (the slot's: with its toolset), for the active instance and the spares alike."""
 
     def __init__(
         self,
@@ -141,14 +157,13 @@ class SeatPair:
         self._episode = episode or _plain_episode
         self._make = make
         self._workdir = workdir
+        self._label = label
         self.requested = spare
         self.timeout_s = timeout_s
         self.on_started = on_started
         self.active = Seat(label)
-        self.spare = Seat(f"{label}s")
+        self.spares: list[Spare] = []  # `SparePlan.count` of them, once the plan is known
         self.plan: SparePlan | None = None  # the environment's, known once an instance exists
-        self._prep: _Preparation | None = None
-        self._spare_start: Future[None] | None = None  # the spare's start, while it is new
         self._lock = threading.Lock()  # counters are read from other threads
         self.spares_started = 0
         self.swaps = 0
@@ -158,11 +173,18 @@ class SeatPair:
     # -- the active instance ----------------------------------------------------------------
 
     @property
+    def depth(self) -> int:
+        """How many of its next tasks this slot prepares spares for (0: none; known once its
+        first instance exists)."""
+        if self.plan is None or self._faults_in_a_row >= MAX_SPARE_FAULTS:
+            return 0
+        keep = self.plan.default if self.requested is None else self.requested
+        return self.plan.count if keep else 0
+
+    @property
     def keeps_spare(self) -> bool:
         """Whether this slot prepares spares (known once its first instance exists)."""
-        if self.plan is None or self._faults_in_a_row >= MAX_SPARE_FAULTS:
-            return False
-        return self.plan.default if self.requested is None else self.requested
+        return self.depth > 0
 
     def run(self, seat: Seat, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` on `seat`'s thread, waited for (bounded by `timeout_s`)."""
@@ -200,15 +222,18 @@ class SeatPair:
                     self.on_started()
             if self.plan is None:
                 self.plan = plan = spare_plan(env)
-                if plan is not None and self.keeps_spare:
-                    log.info("%s: a spare instance is kept for the next task (about %d MB "
-                             "more; --no-spare: none)", self.env_name, plan.memory_mb)  # fmt: skip
+                if plan is not None:
+                    self.spares = [Spare(Seat(f"{self._label}s{i}")) for i in range(plan.count)]
+                    if self.keeps_spare:
+                        log.info("%s: %d spare instance(s) kept for the next tasks (about %d "
+                                 "MB each; --no-spare: none)", self.env_name, plan.count,
+                                 plan.memory_mb)  # fmt: skip
         assert seat.env is not None
         return seat.env
 
     def discard(self, *, stuck: bool = False) -> None:
         """Throw the active instance away (after a fault): closed on its thread (a fresh one
-        when the old one is `stuck` in a call); the next task starts a fresh one or takes the
+        when the old one is `stuck` in a call); the next task starts a fresh one or takes a
         spare."""
         seat = self.active
         if stuck:
@@ -241,55 +266,57 @@ class SeatPair:
         episode reset, the start screen as it shows now (`swap_in`). None when there is no
         such spare (then the caller resets the active instance): none was prepared for `key`,
         its reset had not begun while the active instance is there (the spare was still
-        starting: a reset of the active instance is the quicker way; the spare keeps starting,
-        for a later task), or it failed (`spare_faults`). When a fault threw the active
-        instance away and the spare is started, the spare becomes the active instance, to be
-        reset for `task` by the caller (a warm instance reset instead of a new one started)."""
-        prep = self._prep
-        if prep is not None and prep.key == key:
-            self._prep = None
-            if self.active.env is not None and prep.reset.cancel():
-                return None
-            return self._swap_in(prep, task)
-        if self.active.env is None and self.spare.env is not None and self._spare_started():
-            if prep is not None:
-                prep.reset.cancel()  # if it runs, the caller's reset follows it on that thread
-                self._prep = None
-            self._exchange()
+        starting, or waiting for an earlier one: a reset of the active instance is the quicker
+        way; the spare keeps starting, for a later task), or it failed (`spare_faults`). When a
+        fault threw the active instance away and a spare is started, that spare becomes the
+        active instance, to be reset for `task` by the caller (a warm instance reset instead of
+        a new one started)."""
+        for sp in self.spares:
+            prep = sp.prep
+            if prep is not None and prep.key == key:
+                sp.prep = None
+                if self.active.env is not None and prep.reset.cancel():
+                    return None
+                return self._swap_in(sp, prep, task)
+        if self.active.env is None:
+            ready = [sp for sp in self.spares if sp.seat.env is not None and sp.started()]
+            if ready:
+                sp = min(ready, key=lambda x: x.prep is not None)  # an idle one first
+                if sp.prep is not None:
+                    # if it runs, the caller's reset follows it on that thread
+                    sp.prep.reset.cancel()
+                    sp.prep = None
+                self._exchange(sp)
         return None
 
-    def _spare_started(self) -> bool:
-        start = self._spare_start
-        return start is None or (start.done() and _start_error(start) is None)
+    def _exchange(self, sp: Spare) -> None:
+        self.active, sp.seat = sp.seat, self.active
+        sp.start = None  # the spare now is the instance the active one was
 
-    def _exchange(self) -> None:
-        self.active, self.spare = self.spare, self.active
-        self._spare_start = None  # the spare now is the instance the active one was
-
-    def _swap_in(self, prep: _Preparation, task: LiveTask) -> Begun | None:
+    def _swap_in(self, sp: Spare, prep: _Preparation, task: LiveTask) -> Begun | None:
         t0 = time.perf_counter()
         try:
-            ep, _ = self._result(self.spare, prep.reset, "the spare's reset")
+            ep, _ = self._result(sp.seat, prep.reset, "the spare's reset")
             t1 = time.perf_counter()
             swap_in = getattr(ep.env, "swap_in")  # noqa: B009  (`SpareCapable`)
-            ep.observation = self.run(self.spare, swap_in, task)
+            ep.observation = self.run(sp.seat, swap_in, task)
         except Exception as e:
-            self._spare_failed(e)
+            self._spare_failed(sp, e)
             return None
         log.debug("%s: %s swapped in (waited %.3f s for the spare's reset, swap_in %.3f s)",
                   self.env_name, task.id, t1 - t0, time.perf_counter() - t1)  # fmt: skip
-        self._exchange()
+        self._exchange(sp)
         with self._lock:
             self.swaps += 1
             self._faults_in_a_row = 0
         assert ep.observation is not None
         return Begun(ep, ep.observation, swapped=True)
 
-    def _spare_failed(self, e: BaseException) -> None:
+    def _spare_failed(self, sp: Spare, e: BaseException) -> None:
         """The spare is thrown away (closed in the background, on its thread); a data error
         of the task or of the run's settings is not the spare's fault (the task's own reset
         raises it again)."""
-        self._retire(self.spare)
+        self._retire(sp)
         if isinstance(e, DataError | ConfigError):
             return
         with self._lock:
@@ -297,61 +324,82 @@ class SeatPair:
             self._faults_in_a_row += 1
             given_up = self._faults_in_a_row >= MAX_SPARE_FAULTS
         log.warning(
-            "%s: the spare failed (an environment fault of the spare, not of the task; the "
+            "%s: a spare failed (an environment fault of the spare, not of the task; the "
             "task's instance is reset instead): %s", self.env_name, _first_line(e),
         )  # fmt: skip
         if given_up:
             log.warning("%s: %d spare faults in a row: no spare for the rest of the run",
                         self.env_name, MAX_SPARE_FAULTS)  # fmt: skip
+            for other in self.spares:
+                if other.seat.env is not None or other.start is not None:
+                    self._retire(other)
 
-    def _retire(self, seat: Seat) -> None:
-        """Close `seat`'s instance in the background on its own thread (its processes are
+    def _retire(self, sp: Spare) -> None:
+        """Close `sp`'s instance in the background on its own thread (its processes are
         stopped first, so a start or reset under way there ends at once), and give the seat
         a fresh thread."""
+        seat = sp.seat
+        if sp.prep is not None:
+            sp.prep.reset.cancel()
+            sp.prep = None
         old, env, workdir = seat.pool, seat.env, seat.workdir
         if workdir is not None:
             processes.stop_folder(workdir)
         old.submit(_close_quietly, self.env_name, env, workdir)
         old.shutdown(wait=False)
         seat.pool, seat.env, seat.workdir = seat._new_pool(), None, None
-        if seat is self.spare:
-            self._spare_start = None
+        sp.start = None
 
-    # -- preparing the spare ------------------------------------------------------------------
+    # -- preparing the spares ---------------------------------------------------------------
 
-    def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
-        """Bring the spare to `task`'s start in the background (started first when it has no
-        instance); a preparation for another task that has not begun is cancelled. Returns at
-        once."""
+    def prepare(self, upcoming: Upcoming, mode: Mode) -> None:
+        """Bring the spares to the start of the slot's next tasks (`upcoming`, in the order
+        the slot runs them; as many as it keeps spares) in the background, each spare started
+        first when it has no instance; a preparation for a task no longer upcoming is
+        cancelled if it has not begun. Returns at once."""
+        want = list(upcoming)[: self.depth]
+        keys = {key for _, key in want}
+        for sp in self.spares:
+            if sp.prep is not None and sp.prep.key not in keys:
+                sp.prep.reset.cancel()  # one that runs finishes; its result is not used
+                sp.prep = None
+        for task, key in want:
+            if any(sp.prep is not None and sp.prep.key == key for sp in self.spares):
+                continue
+            idle = self._idle_spare()
+            if idle is None:
+                return
+            self._prepare_one(idle, task, mode, key)
+
+    def _idle_spare(self) -> Spare | None:
+        """A spare prepared for nothing (its failed start, found now, is a spare fault): a
+        started one first."""
+        for sp in self.spares:
+            if sp.prep is None and sp.start is not None and sp.start.done() and not sp.started():
+                self._spare_failed(sp, _start_error(sp.start) or EnvironmentFault("no start"))
         if not self.keeps_spare:
-            return
-        prep = self._prep
-        if prep is not None:
-            if prep.key == key:
-                return
-            prep.reset.cancel()  # one that runs finishes; its result is not used
-            self._prep = None
-        start = self._spare_start
-        if start is not None and start.done() and not self._spare_started():
-            self._spare_failed(_start_error(start) or EnvironmentFault("the spare did not start"))
-            if not self.keeps_spare:
-                return
-            start = None
-        seat = self.spare
-        if seat.env is None and start is None:
+            return None
+        idle = [sp for sp in self.spares if sp.prep is None]
+        return min(idle, key=lambda sp: sp.seat.env is None) if idle else None
+
+    def _prepare_one(self, sp: Spare, task: LiveTask, mode: Mode, key: Key) -> None:
+        """`sp` started if it has no instance, then reset for `task`, on its thread."""
+        seat = sp.seat
+        if seat.env is None and sp.start is None:
             seat.workdir = self._workdir()
             with self._lock:
                 self.spares_started += 1
-            start = self._spare_start = seat.submit(self._start_spare, seat)
-        self._prep = _Preparation(key, seat.submit(self._reset_spare, seat, task, mode, start))
+            sp.start = seat.submit(self._start_spare, seat)
+        sp.prep = _Preparation(key, seat.submit(self._reset_spare, seat, task, mode, sp.start))
 
     def wait_prepared(self, timeout_s: float) -> bool:
-        """Wait until the spare's preparation ended; whether the spare is ready (tests)."""
-        prep = self._prep
-        if prep is None:
+        """Wait until every spare's preparation ended; whether they all are ready (tests)."""
+        preps = [sp.prep for sp in self.spares if sp.prep is not None]
+        if not preps:
             return False
         try:
-            prep.reset.result(timeout=timeout_s)
+            for prep in preps:
+                prep.reset.result(timeout=timeout_s)
         except Exception:
             return False
         return True
@@ -379,28 +427,32 @@ class SeatPair:
     # -- the end ------------------------------------------------------------------------------
 
     def close(self, *, stuck: bool = False) -> None:
-        """Close both instances and end their threads; the spare's processes are stopped
-        first, so that a start or reset under way on its thread ends at once."""
-        prep, self._prep = self._prep, None
-        if prep is not None:
-            prep.reset.cancel()
-        spare = self.spare
-        if spare.workdir is not None:
-            processes.stop_folder(spare.workdir)
-        closing = spare.submit(spare.close_env)
+        """Close every instance and end their threads; the spares' processes are stopped
+        first, so that a start or reset under way on their threads ends at once."""
+        closing: list[tuple[Spare, Future[None]]] = []
+        for sp in self.spares:
+            if sp.prep is not None:
+                sp.prep.reset.cancel()
+                sp.prep = None
+            if sp.seat.workdir is not None:
+                processes.stop_folder(sp.seat.workdir)
+            closing.append((sp, sp.seat.submit(sp.seat.close_env)))
         try:
             self.discard(stuck=stuck)
         finally:
-            closed = False
-            try:
-                closing.result(timeout=CLOSE_WAIT_S)
-                closed = True
-            except Exception as e:
-                log.warning("%s: closing the spare: %s", self.env_name, _first_line(e))
-                if spare.workdir is not None:
-                    processes.stop_folder(spare.workdir)
+            closed: dict[int, bool] = {}
+            for sp, fut in closing:
+                closed[id(sp)] = False
+                try:
+                    fut.result(timeout=CLOSE_WAIT_S)
+                    closed[id(sp)] = True
+                except Exception as e:
+                    log.warning("%s: closing a spare: %s", self.env_name, _first_line(e))
+                    if sp.seat.workdir is not None:
+                        processes.stop_folder(sp.seat.workdir)
             self.active.pool.shutdown(wait=not stuck)
-            spare.pool.shutdown(wait=closed)
+            for sp, _ in closing:
+                sp.seat.pool.shutdown(wait=closed[id(sp)])
 
 
 def _plain_episode(env: Environment, task: LiveTask, mode: Mode) -> Episode:

@@ -1,7 +1,7 @@
 """`--executor threads` (the default): every environment in this process, each instance in a
 worker thread of its own (environments use synchronous Playwright / subprocess / pyatspi).
 
-A slot's instances, the active one and its spare, are a `seats.SeatPair`: every environment
+A slot's instances, the active one and its spares, are a `seats.SlotSeats`: every environment
 call of the runner runs on the active instance's thread; what waits for an instance (its start,
 a spare's preparation, a swap) runs on the slot's control thread, each wait bounded by the call
 timeout."""
@@ -32,7 +32,7 @@ from medspot.live.loop.executors.base import (
     slot_episode,
     timeout_fault,
 )
-from medspot.live.loop.executors.seats import Begun, Key, SeatPair
+from medspot.live.loop.executors.seats import Begun, Key, SlotSeats, Upcoming
 
 __all__ = ["ThreadExecutor", "ThreadSlot"]
 
@@ -47,7 +47,7 @@ class ThreadSlot(CallSlot):
     def __init__(self, index: int, cfg: SlotConfig, on_started: Callable[[], None]) -> None:
         super().__init__(index, cfg, on_started)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.pair = SeatPair(
+        self.pair = SlotSeats(
             f"live-env-{index}",
             functools.partial(create_for_slot, cfg),
             lambda: private_workdir(cfg.workroot, f"{WORKDIR_PREFIX}{index}-"),
@@ -122,11 +122,11 @@ class ThreadSlot(CallSlot):
         return self._begun is not None
 
     @property
-    def keeps_spare(self) -> bool:
-        return self.pair.keeps_spare
+    def spare_depth(self) -> int:
+        return self.pair.depth
 
-    async def prepare(self, task: LiveTask, mode: Mode, key: Key) -> None:
-        await self._control(self.pair.prepare, task, mode, key)
+    async def prepare(self, upcoming: Upcoming, mode: Mode) -> None:
+        await self._control(self.pair.prepare, upcoming, mode)
 
     def spare_counts(self) -> SpareCounts:
         p = self.pair
