@@ -266,8 +266,8 @@ class SlotSeats:
         episode reset, the start screen as it shows now (`swap_in`). None when there is no
         such spare (then the caller resets the active instance): none was prepared for `key`,
         its reset had not begun while the active instance is there (the spare was still
-        starting, or waiting for an earlier one: a reset of the active instance is the quicker
-        way; the spare keeps starting, for a later task), or it failed (`spare_faults`). When a
+        starting: a reset of the active instance is the quicker way; the spare keeps starting,
+        for a later task), or it failed (`spare_faults`). When a
         fault threw the active instance away and a spare is started, that spare becomes the
         active instance, to be reset for `task` by the caller (a warm instance reset instead of
         a new one started)."""
