@@ -102,9 +102,9 @@ PACKAGES = (
 # A runner slot's spares (`SpareCapable`): two more DICOMscopes (each its Xvfb, bus, JVM, AT-SPI
 # reader, database copy), each reset for one of the next two tasks while the current one runs
 # (at two slots one spare's reset, ~3 s under load, outlasted most of the oracle's tasks);
-# measured to pay on two cores (benchmarks/README.md section 9); memory measured over all of
-# one instance's processes (docs/live.md)
-SPARE = SparePlan(default=True, memory_mb=200, count=2)
+# measured to pay on two cores (benchmarks/README.md section 9); memory: what one more
+# instance adds to the run's processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=170, count=2)
 
 
 class DicomscopeEnv:

@@ -96,9 +96,9 @@ ESCAPES = 5  # Escape presses at most, to close GTK's dialogs and menus before a
 
 
 # A runner slot's spare (`SpareCapable`): a second InVesalius (its Xvfb, bus, AT-SPI reader and
-# probe), reset for the next task while the current one runs; memory measured over all its
-# processes (docs/live.md)
-SPARE = SparePlan(default=True, memory_mb=600)
+# probe), reset for the next task while the current one runs; memory: what one more instance
+# adds to the run's processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=340)
 
 
 class _NeedsRestart(Exception):

@@ -173,9 +173,9 @@ _ENTER_JS = """(path) => {
 # A runner slot's spares (`SpareCapable`): two more Orthancs, viewer servers and chromiums, each
 # reset for one of the next two tasks while the current one runs (the viewer's reset, ~2 s under
 # load, outlasts most of the oracle's tasks: with one spare the next task still waited for the
-# rest of it); measured to pay on two cores (benchmarks/README.md section 9); memory measured
-# over all of one instance's processes (docs/live.md)
-SPARE = SparePlan(default=True, memory_mb=500, count=2)
+# rest of it); measured to pay on two cores (benchmarks/README.md section 9); memory: what one
+# more instance adds to the run's processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=370, count=2)
 
 
 class OhifEnv(OrthancWebEnv):

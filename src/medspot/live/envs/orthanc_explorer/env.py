@@ -82,8 +82,8 @@ _NO_TRANSITIONS_JS = """document.onmobileinit = () => {
 
 # A runner slot's spare (`SpareCapable`): a second Orthanc and chromium, reset for the next task
 # while the current one runs; measured to pay on two cores (benchmarks/README.md section 9);
-# memory measured over all its processes (docs/live.md)
-SPARE = SparePlan(default=True, memory_mb=350)
+# memory: what one more instance adds to the run's processes (docs/live.md)
+SPARE = SparePlan(default=True, memory_mb=270)
 
 
 class OrthancExplorerEnv(OrthancWebEnv):
