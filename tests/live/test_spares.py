@@ -64,6 +64,8 @@ def _run(
 def test_the_panel_declares_a_spare_and_a_plain_object_none() -> None:
     assert spare_plan(LampPanel(Path("/nonexistent"))) == SparePlan(default=True, memory_mb=15)
     assert spare_plan(object()) is None
+    with pytest.raises(ValueError, match="count must be 1 or more"):
+        SparePlan(default=True, memory_mb=15, count=0)
 
 
 def test_every_task_after_the_first_starts_on_a_swapped_in_spare(tmp_path: Path) -> None:
