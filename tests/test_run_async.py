@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import gc
+import os
+import signal
 import threading
+import warnings
 
 import pytest
 
 from _children import ctrl_c_raises
-from medspot.interrupts import run_async
+from medspot.interrupts import Terminated, run_async, sigterm_stops
 
 
 async def _answer() -> tuple[int, str]:
@@ -67,3 +71,33 @@ def test_ctrl_c_while_waiting_cancels_the_coroutine() -> None:
     finally:
         loop.close()
     assert cancelled.wait(5)
+
+
+def test_sigterm_while_the_loop_is_built_stops_cleanly(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM arriving inside the event loop's constructor (a run stopped as it starts): the
+    run stops with `Terminated` once the loop is built, the coroutine never starts and is not
+    warned of, and nothing prints a traceback (a half-built loop once did, when collected)."""
+    policy = asyncio.get_event_loop_policy()
+    built = policy.new_event_loop
+
+    def signalled_midway() -> asyncio.AbstractEventLoop:
+        os.kill(os.getpid(), signal.SIGTERM)  # held until the loop is built
+        return built()
+
+    started: list[bool] = []
+
+    async def body() -> None:
+        started.append(True)
+
+    monkeypatch.setattr(policy, "new_event_loop", signalled_midway)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with sigterm_stops(), pytest.raises(Terminated):
+            run_async(body)
+        gc.collect()
+    assert not started
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -76,7 +76,7 @@ def run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return _run_here(make)
     done: dict[str, Any] = {}
     started = threading.Event()
 
@@ -112,3 +112,38 @@ def run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         raise done["error"]
     value: T = done["value"]
     return value
+
+
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _new_loop_held() -> asyncio.AbstractEventLoop:
+    """A new event loop, built with SIGINT and SIGTERM held in the main thread: an interrupt
+    raised inside the loop's constructor left a half-built loop whose collection printed a
+    traceback. A signal that arrived meanwhile is delivered when they are released."""
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.new_event_loop()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        return asyncio.new_event_loop()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _run_here(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """`asyncio.run(make())` on a loop built with the signals held (`_new_loop_held`); an
+    interrupt before the coroutine starts closes the loop and the coroutine (no "never
+    awaited" warning), and is raised."""
+    loop = _new_loop_held()
+    coro: Coroutine[Any, Any, T] | None = None
+    try:
+        coro = make()
+        asyncio.set_event_loop(loop)
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            return runner.run(coro)
+    finally:
+        if coro is not None:
+            coro.close()  # nothing once it ran; one that never started is not warned of
+        if not loop.is_closed():
+            loop.close()
+        asyncio.set_event_loop(None)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import math
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -96,19 +95,6 @@ def test_tour_is_disabled(ohif_env: Any, tasks: LiveTaskFile) -> None:
     # ... and a reset takes it away again
     ohif_env.reset(task)
     assert ohif_env.web.eval(tour) is False
-
-
-def test_the_start_screen_is_at_rest(ohif_env: Any, tasks: LiveTaskFile) -> None:
-    """A reset ends on the screen as it stays: once its slices loaded, OHIF fades the
-    slice-loading overlay out (500 ms) and then narrows the scrollbar (300 ms), and the start
-    is observed after both, after a new page's reset and after an in-document one."""
-    task = _task(tasks, "preset-lung-ct-doe-john")
-    ohif_env.web.new_context()  # the first reset loads a new page, the second reuses it
-    for reused in (False, True):
-        obs = ohif_env.reset(task)
-        assert ohif_env.reset_phases.get("reused") == (0.0 if reused else None)
-        time.sleep(1.0)  # longer than the fade and the narrowing together
-        assert ohif_env.observe().png == obs.png
 
 
 def test_task_file_is_big_enough(tasks: LiveTaskFile) -> None:

@@ -124,6 +124,17 @@ _STACK_LOADED_JS = """() => { try {
     r => r.getBoundingClientRect().height > 200);
 } catch (e) { return false; } }"""
 STACK_LOADED_TIMEOUT_S = 10.0
+# When the slices loaded OHIF removes that overlay and narrows the scrollbar with a 300 ms CSS
+# transition (an inline `transition`, no DOM mutation): a start observed while it ran showed a
+# scrollbar half narrowed, depending on the load. An init script of the environment makes
+# inline transitions instant, so the screen at rest is reached when the overlay goes.
+_NO_INLINE_TRANSITIONS_JS = """(() => {
+  const add = () => { const style = document.createElement('style');
+    style.textContent = '[style*="transition"] { transition: none !important; }';
+    (document.head || document.documentElement).appendChild(style); };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', add);
+  else add();
+})();"""
 # The viewer is settled only when every stack viewport shows the image it was scrolled to
 # (cornerstone's `StackViewport.scroll` moves its target index at once but shows an image that
 # is not cached only once it loaded). Also what the web session waits for between two wheel
@@ -209,7 +220,7 @@ class OhifEnv(OrthancWebEnv):
             quiet_s=quiet_s,
             settle_timeout_s=settle_timeout_s,
             ready_js=SETTLED_JS,
-            init_js=(_NO_TOUR_JS,),
+            init_js=(_NO_TOUR_JS, _NO_INLINE_TRANSITIONS_JS),
         )
         super().__init__(
             workdir, web, seed=seed, seed_cache=seed_cache, orthanc_binary=orthanc_binary
