@@ -40,6 +40,17 @@ def _lamp_panel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry._ENVS, NAME, ENTRY)
 
 
+@pytest.fixture()
+def two_spares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lamp panel keeps two spares per slot (`SparePlan.count`)."""
+    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+
+
+def _ahead(t: dict[str, LiveTask], *ids: str) -> list[tuple[LiveTask, tuple[str, int]]]:
+    """A slot's next tasks (first repeat), as `SlotSeats.prepare` takes them."""
+    return [(t[i], (i, 0)) for i in ids]
+
+
 def _tasks(tmp_path: Path, n: int = 4, *, extra: list[dict[str, Any]] | None = None) -> Path:
     lamps = ("red", "green", "blue")
     tasks = [switch_task(f"t{i}", lamps[i % 3]) for i in range(n)]
@@ -90,10 +101,7 @@ def test_every_task_after_the_first_starts_on_a_swapped_in_spare(tmp_path: Path)
     assert all(t.reset_s is not None for t in lr.tasks)
 
 
-def test_two_spares_each_start_a_later_task(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
+def test_two_spares_each_start_a_later_task(tmp_path: Path, two_spares: None) -> None:
     res, ends, faults = _run(tmp_path, _tasks(tmp_path, 5))
     assert not faults and [r.outcome for r in ends] == ["success"] * 5
     assert [r.swapped for r in ends] == [False, True, True, True, True]
@@ -104,11 +112,10 @@ def test_two_spares_each_start_a_later_task(
 
 
 def test_two_slots_with_two_spares_each_run_every_task_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, two_spares: None
 ) -> None:
     """Each slot claims two tasks ahead; a slot that finds the queue empty takes the other's
     last claim (its spare prepared it for nothing)."""
-    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
     res, ends, faults = _run(tmp_path, _tasks(tmp_path, 5), concurrency=2, repeats=2)
     assert not faults
     assert sorted((r.task, r.repeat) for r in ends) == sorted(
@@ -237,28 +244,24 @@ def test_the_instances_take_turns_each_on_its_own_thread(tmp_path: Path) -> None
 
 
 def test_two_spares_are_prepared_for_the_next_two_tasks_and_take_turns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, two_spares: None
 ) -> None:
-    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
     t = _lamp_tasks(tmp_path, 5)
-
-    def ahead(*ids: str) -> list[tuple[LiveTask, tuple[str, int]]]:
-        return [(t[i], (i, 0)) for i in ids]
 
     pair = _pair(tmp_path, reset_delay_s=0.2)
     try:
         a = pair.begin(t["t0"], "guided", ("t0", 0)).episode.env
         assert pair.depth == 2 and len(pair.spares) == 2
-        pair.prepare(ahead("t1", "t2"), "guided")
+        pair.prepare(_ahead(t, "t1", "t2"), "guided")
         assert pair.wait_prepared(30)
         second = pair.begin(t["t1"], "guided", ("t1", 0))
         b = second.episode.env
         assert second.swapped and b is not a
-        pair.prepare(ahead("t2", "t3"), "guided")  # t2 is ready; t3 goes to the idle instance
+        pair.prepare(_ahead(t, "t2", "t3"), "guided")  # t2 is ready; t3 goes to the idle instance
         third = pair.begin(t["t2"], "guided", ("t2", 0))
         c = third.episode.env
         assert third.swapped and c not in (a, b)
-        pair.prepare(ahead("t3", "t4"), "guided")
+        pair.prepare(_ahead(t, "t3", "t4"), "guided")
         assert pair.wait_prepared(30)
         assert pair.begin(t["t3"], "guided", ("t3", 0)).episode.env is a
         assert pair.begin(t["t4"], "guided", ("t4", 0)).episode.env is b
@@ -271,17 +274,16 @@ def test_two_spares_are_prepared_for_the_next_two_tasks_and_take_turns(
 
 
 def test_a_spare_prepared_for_a_task_no_longer_ahead_is_prepared_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, two_spares: None
 ) -> None:
     """(Another slot took that task over.)"""
-    monkeypatch.setattr(LampPanel, "spare", SparePlan(default=True, memory_mb=15, count=2))
     t = _lamp_tasks(tmp_path, 4)
     pair = _pair(tmp_path)
     try:
         pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.prepare([(t["t1"], ("t1", 0)), (t["t2"], ("t2", 0))], "guided")
+        pair.prepare(_ahead(t, "t1", "t2"), "guided")
         assert pair.wait_prepared(30)
-        pair.prepare([(t["t1"], ("t1", 0)), (t["t3"], ("t3", 0))], "guided")
+        pair.prepare(_ahead(t, "t1", "t3"), "guided")
         assert pair.wait_prepared(30)
         assert pair.begin(t["t1"], "guided", ("t1", 0)).swapped
         last = pair.begin(t["t3"], "guided", ("t3", 0))
