@@ -9,6 +9,7 @@ import gc
 import os
 import signal
 import threading
+import time
 import warnings
 
 import pytest
@@ -73,18 +74,27 @@ def test_ctrl_c_while_waiting_cancels_the_coroutine() -> None:
     assert cancelled.wait(5)
 
 
+@pytest.mark.parametrize("threads", ["main thread only", "another thread too"])
 def test_sigterm_while_the_loop_is_built_stops_cleanly(
-    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], threads: str
 ) -> None:
-    """SIGTERM arriving inside the event loop's constructor (a run stopped as it starts): the
-    run stops with `Terminated` once the loop is built, the coroutine never starts and is not
-    warned of, and nothing prints a traceback (a half-built loop once did, when collected)."""
+    """SIGTERM arriving inside the event loop's constructor (a run stopped as it starts), with
+    the main thread alone or another thread beside it (a run's threads are there: the kernel
+    hands a process's signal to any thread not blocking it, and Python raises it in the main
+    thread): the run stops with `Terminated` once the loop is built, the coroutine never starts
+    and is not warned of, and nothing prints a traceback (a half-built loop once did, when
+    collected)."""
     policy = asyncio.get_event_loop_policy()
     built = policy.new_event_loop
 
     def signalled_midway() -> asyncio.AbstractEventLoop:
         os.kill(os.getpid(), signal.SIGTERM)  # held until the loop is built
-        return built()
+        time.sleep(0.05)  # the main thread runs on: Python checks for signals meanwhile
+        loop = built()
+        whole.append(loop)
+        return loop
+
+    whole: list[asyncio.AbstractEventLoop] = []
 
     started: list[bool] = []
 
@@ -92,12 +102,17 @@ def test_sigterm_while_the_loop_is_built_stops_cleanly(
         started.append(True)
 
     monkeypatch.setattr(policy, "new_event_loop", signalled_midway)
+    bystander_ends = threading.Event()
+    if threads == "another thread too":
+        threading.Thread(target=bystander_ends.wait, daemon=True).start()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with sigterm_stops(), pytest.raises(Terminated):
             run_async(body)
         gc.collect()
+    bystander_ends.set()
     assert not started
+    assert len(whole) == 1 and whole[0].is_closed()  # the signal waited for the whole loop
     assert not [w for w in caught if "never awaited" in str(w.message)]
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -114,20 +114,40 @@ def run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return value
 
 
-_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 def _new_loop_held() -> asyncio.AbstractEventLoop:
-    """A new event loop, built with SIGINT and SIGTERM held in the main thread: an interrupt
-    raised inside the loop's constructor left a half-built loop whose collection printed a
-    traceback. A signal that arrived meanwhile is delivered when they are released."""
+    """A new event loop, built with SIGINT and SIGTERM held: an interrupt raised inside the
+    loop's constructor left a half-built loop whose collection printed a traceback. They are
+    held at Python's level (a handler that notes them for the constructor's time), not by the
+    thread's signal mask: the kernel hands a process's signal to any thread not blocking it,
+    and Python runs its handler in the main thread wherever that is. A signal noted meanwhile is
+    raised again once the handlers are back, and the loop, now whole, is closed."""
     if threading.current_thread() is not threading.main_thread():
         return asyncio.new_event_loop()
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous: dict[int, Any] = {}
     try:
-        return asyncio.new_event_loop()
+        for sig in _HELD:
+            handler = signal.getsignal(sig)
+            if handler is not None:  # one set outside Python cannot be put back: left alone
+                previous[sig] = signal.signal(sig, note)
+        loop = asyncio.new_event_loop()
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for held, handler in previous.items():
+            signal.signal(held, handler)
+    try:
+        for signum in dict.fromkeys(noted):  # in the order they came, once each
+            signal.raise_signal(signum)
+    except BaseException:
+        loop.close()
+        raise
+    return loop
 
 
 def _run_here(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -31,8 +31,10 @@ pytestmark = pytest.mark.live
 REPO = Path(__file__).resolve().parents[2]
 IDS = "open-series-ct-doe-john-axial,open-study-mr-doe-john,viewer-invert-ct-miller"
 # the first runs repeat the tasks: a run stopped after its first steps leaves many for the
-# resumed one (a spare makes the oracle quick between tasks)
-REPEATED = ("--repeats", "4")
+# resumed one. A spare makes the oracle quick between tasks: 4 repeats (about 30 steps) were
+# once all done before the Ctrl-C, while the lock's second run started under a loaded machine;
+# the runs are stopped early, so more repeats cost nothing
+REPEATED = ("--repeats", "25")
 
 
 @pytest.fixture
