@@ -53,7 +53,14 @@ def test_eval_unknown_model(
     tiny: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = eval_argv(tiny["root"], tmp_path / "o", "--model", "no-such-model")
-    refused(capsys, argv, "unknown model 'no-such-model'", "medspot models")
+    refused(capsys, argv, "unknown model 'no-such-model';", "medspot models")
+
+
+def test_eval_misspelt_model_names_the_nearest(
+    tiny: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = eval_argv(tiny["root"], tmp_path / "o", "--model", "cogagent-9")
+    refused(capsys, argv, "unknown model 'cogagent-9' (did you mean 'cogagent-9b'?);")
 
 
 def test_eval_without_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

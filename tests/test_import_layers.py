@@ -19,7 +19,17 @@ PACKAGE = SRC / "medspot"
 # what goes into a model and what one call of it answered, is below the run folder that
 # journals the calls; the adapters themselves are above it)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "geometry", "_version", "_gc", "interrupts", "cache", "progress", "limits"),
+    (
+        "errors",
+        "geometry",
+        "_version",
+        "_gc",
+        "interrupts",
+        "cache",
+        "progress",
+        "limits",
+        "spelling",
+    ),
     ("dataset",),
     ("scoring",),
     ("adapters.options", "adapters.base", "adapters.modelcall"),

@@ -106,8 +106,10 @@ def test_bad_options_are_config_errors_before_anything_starts(tmp_path: Path) ->
             env.step("click(1, 2)")
         with pytest.raises(ConfigError, match="unknown reset option"):
             env.reset(options={"tsk": "x"})
-        with pytest.raises(ConfigError, match="unknown task 'x'"):
+        with pytest.raises(ConfigError, match="unknown task 'x' for"):
             env.reset(options={"task": "x"})
+        with pytest.raises(ConfigError, match="did you mean 'open-study-ct-doe-john'"):
+            env.reset(options={"task": "open-study-ct-doe-jon"})
         with pytest.raises(ConfigError, match="unknown mode"):
             env.reset(options={"mode": "autopilot"})
         assert env.unwrapped.live is not None  # built, never started (no process)

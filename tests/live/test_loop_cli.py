@@ -104,7 +104,10 @@ def test_bad_task_file_is_exit_2_with_location(
     assert main(["live", "tasks", "--env", ENV, "--validate", str(f)]) == 2
     assert "line 1" in capsys.readouterr().err
     assert main(["live", "tasks", "--env", "no-such-env"]) == 2
-    assert "unknown live environment" in capsys.readouterr().err
+    assert "unknown live environment 'no-such-env'; known:" in capsys.readouterr().err
+    assert main(["live", "tasks", "--env", "orthanc-explore"]) == 2
+    err = capsys.readouterr().err
+    assert "'orthanc-explore' (did you mean 'orthanc-explorer'?); known:" in err
     out = tmp_path / "o"
     assert main(["live", "run", "--env", ENV, "--model", "oracle", "--tasks", "nope",
                  "--out", str(out), "--no-progress"]) == 2  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.errors import AdapterUnavailable, ConfigError
+from medspot.spelling import did_you_mean
 
 __all__ = ["AdapterEntry", "available", "create", "entry", "register", "register_prefix"]
 
@@ -79,7 +80,11 @@ def entry(name: str) -> AdapterEntry:
     if sep and prefix in _PREFIXES:
         return _PREFIXES[prefix]
     known = ", ".join(sorted(_ENTRIES))
-    raise ConfigError(f"unknown model {name!r}; `medspot models` lists them (known: {known})")
+    near = did_you_mean(name, _ENTRIES)
+    raise ConfigError(
+        f"unknown model {name!r}{f' ({near})' if near else ''}; `medspot models` lists them "
+        f"(known: {known})"
+    )
 
 
 def _import_target(e: AdapterEntry) -> Factory:

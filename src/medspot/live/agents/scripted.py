@@ -5,7 +5,6 @@ scripted agents for tests, answers made elsewhere).
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from medspot.live.core.actions import (
     action_from_json,
     action_to_json,
 )
+from medspot.spelling import did_you_mean
 
 __all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
 
@@ -127,8 +127,8 @@ class ReplayAgent:
         known_set, run_set = set(known), set(run)
         for task, line in sorted(self.first_line.items(), key=lambda kv: kv[1]):
             if task not in known_set:
-                close = difflib.get_close_matches(task, list(known), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                near = did_you_mean(task, known)
+                hint = f" ({near})" if near else ""
                 raise ConfigError(
                     f"{self.path}, line {line}: task {task!r} is none of {where}{hint}; "
                     f"`{listing}` lists them"

@@ -13,7 +13,6 @@ expects (exit status 2), never an environment fault.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 import shlex
@@ -30,6 +29,7 @@ from medspot.errors import ConfigError
 from medspot.live.core.contract import EnvEntry
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import env_entry
+from medspot.spelling import did_you_mean
 
 __all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
@@ -185,9 +185,10 @@ def _did_you_mean(name: str, declared: Mapping[str, EnvOption]) -> str:
     """A hint for an unknown option: the declared names that contain it as a word or are
     spelled like it, and the run's own `--no-spare` for a slot's spare instance."""
     words = set(name.split("_"))
-    near = [o for o in declared if words <= set(o.split("_"))]
-    near += [o for o in difflib.get_close_matches(name, list(declared), n=2) if o not in near]
-    hint = f" (did you mean {' or '.join(repr(o) for o in near[:2])}?)" if near else ""
+    near = did_you_mean(
+        name, declared, n=2, first=[o for o in declared if words <= set(o.split("_"))]
+    )
+    hint = f" ({near})" if near else ""
     if name in SPARE_WORDS:
         hint += " (a runner slot's spare instance is the run's `--no-spare`, not an option)"
     return hint

@@ -13,6 +13,7 @@ from typing import Any
 from medspot.errors import ConfigError
 from medspot.live.core.contract import REGISTERED, EnvEntry, Environment
 from medspot.live.envs import dicomscope, invesalius, ohif, orthanc_explorer
+from medspot.spelling import did_you_mean
 
 __all__ = [
     "ENVIRONMENTS",
@@ -47,7 +48,10 @@ def env_entry(name: str) -> EnvEntry:
         return _ENVS[name]
     except KeyError:
         known = ", ".join(sorted(_ENVS)) or "(none)"
-        raise ConfigError(f"unknown live environment {name!r}; known: {known}") from None
+        near = did_you_mean(name, _ENVS)
+        raise ConfigError(
+            f"unknown live environment {name!r}{f' ({near})' if near else ''}; known: {known}"
+        ) from None
 
 
 def create_environment(name: str, **options: Any) -> Environment:

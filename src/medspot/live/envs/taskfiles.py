@@ -3,7 +3,6 @@ them, and the packaged task files of each environment."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import shlex
@@ -18,6 +17,7 @@ from medspot.errors import ConfigError, DataError, Location
 from medspot.live.core.taskcheck import check_against_entry
 from medspot.live.core.tasks import LiveTask, LiveTaskFile, location_of
 from medspot.live.envs.registry import env_entry
+from medspot.spelling import did_you_mean
 
 __all__ = [
     "env_task_file",
@@ -154,11 +154,7 @@ def unknown_task_ids(
     missing = [i for i in dict.fromkeys(ids) if i not in set(known)]
     if not missing:
         return None
-    near = []
-    for i in missing:
-        close = difflib.get_close_matches(i, known, n=1)
-        if close:
-            near.append(f"{i!r}: did you mean {close[0]!r}?")
+    near = [f"{i!r}: {hint}" for i in missing if (hint := did_you_mean(i, known))]
     where = f"in {tasks_file}" if tasks_file is not None else f"for {tf.env}"
     return (
         f"unknown task id(s) {where}: {', '.join(missing)}"
