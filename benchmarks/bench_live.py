@@ -12,11 +12,12 @@ environment; the oracle answers instantly, its `locate` is environment time). Ta
 count the whole run, environment start-up included.
 
     .venv/bin/python benchmarks/bench_live.py [--env orthanc-explorer] [--tasks 16]
-        [--envs 1 4 8] [--spares default|on|off|both] [--repeats K]
+        [--envs 1 4 8] [--spares default|off|N|both] [--repeats K]
         [--env-option KEY=VALUE ...] [--executor threads|ray] [--out benchmarks/results]
 
 `--spares both` runs every parallelism twice, without then with spares, side by side (section
-9 of benchmarks/README.md); `default` is the environment's own choice (its `SparePlan`).
+9 of benchmarks/README.md); `default` is the environment's own choice (its `SparePlan`), `off`
+none (`--no-spare`), N that many per environment (`--spares N`).
 With `--executor ray` the environments are Ray actors of a local cluster (started per run);
 the time of a step's environment calls is then measured in the runner's process, the actor
 round trips included (`bench_ray_overhead.py` separates Ray's part).
@@ -43,7 +44,19 @@ from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
-SPARES: dict[str, bool | None] = {"default": None, "on": True, "off": False}
+
+def _spare_settings(text: str) -> list[int | None]:
+    """`--spares`: the runs' spare settings (None the environment's own, 0 none, N that many)."""
+    named: dict[str, list[int | None]] = {"default": [None], "off": [0], "both": [0, None]}
+    if text in named:
+        return named[text]
+    if text.isdigit():
+        return [int(text)]
+    raise argparse.ArgumentTypeError(f"{text!r}: default, off, both or a number of spares")
+
+
+def _spares_label(spares: int | None) -> str:
+    return "default" if spares is None else "off" if spares == 0 else str(spares)
 
 
 def _q(values: list[float]) -> dict[str, float | None]:
@@ -64,16 +77,16 @@ def one(
     folder: Path,
     opts: dict[str, Any],
     executor: ExecutorName = "threads",
-    spare: bool | None = None,
+    spares: int | None = None,
     repeats: int = 1,
 ) -> dict[str, Any]:
-    label = {None: "default", True: "on", False: "off"}[spare]
+    label = _spares_label(spares)
     out = folder / f"{executor}-envs-{n_envs}-spares-{label}"
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     res = run_live(LiveRequest(env=env, model="oracle", out=out, task_ids=tuple(ids),
                                concurrency=n_envs, n_boot=0, env_options=opts,
-                               executor=executor, spare=spare, repeats=repeats))  # fmt: skip
+                               executor=executor, spares=spares, repeats=repeats))  # fmt: skip
     wall = time.perf_counter() - t0
     recs = list(read_live_journal(out / LIVE_JOURNAL))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
@@ -110,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", default="orthanc-explorer")
     ap.add_argument("--tasks", type=int, default=16, help="tasks, spread over the task file")
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 4, 8])
-    ap.add_argument("--spares", choices=[*SPARES, "both"], default="default")
+    ap.add_argument("--spares", type=_spare_settings, default=[None], metavar="default|off|N|both")
     ap.add_argument("--repeats", type=int, default=1, help="runs of each task (--repeats)")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument(
@@ -136,7 +149,6 @@ def main(argv: list[str] | None = None) -> int:
         key, _, value = item.partition("=")
         opts[key] = value
     opts = check_env_options(args.env, opts)
-    spares = [False, True] if args.spares == "both" else [SPARES[args.spares]]
     rows = []
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -146,14 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("medspot.live").setLevel(logging.DEBUG)
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         for n in args.envs:
-            for spare in spares:
-                row = one(args.env, ids, n, args.keep or Path(tmp), opts, args.executor, spare,
+            for spares in args.spares:
+                row = one(args.env, ids, n, args.keep or Path(tmp), opts, args.executor, spares,
                           args.repeats)  # fmt: skip
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.executor == "threads" else f"_{args.executor}"
-    suffix += "" if args.spares == "default" else f"_spares-{args.spares}"
+    if args.spares != [None]:
+        suffix += "_spares-" + ("both" if len(args.spares) > 1 else _spares_label(args.spares[0]))
     (args.out / f"live_{args.env}{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("\n| envs | spares | task runs | success | wall s | tasks/min | wait between tasks s "
           "(median / p90) | reset s (median) | settle s (median) | harness overhead ms "

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_REPEATS",
     "MAX_RETRIES_LIMIT",
     "MAX_SEED",
+    "MAX_SPARES",
     "MAX_ZOOM_PASSES",
     "check_number",
     "check_seed",
@@ -32,6 +33,7 @@ MAX_SEED = 2**32 - 1
 MAX_CONCURRENCY = 1024  # model calls in flight / environments side by side
 MAX_BOOTSTRAP = 100_000  # bootstrap resamples of an interval
 MAX_REPEATS = 100  # `live run --repeats K`: runs of each task
+MAX_SPARES = 8  # `live run --spares N`: spare instances per slot (each a whole application)
 MAX_RETRIES_LIMIT = 100  # `--max-retries`, `--env-retries`
 MAX_ZOOM_PASSES = 10  # `eval --zoom K` (a window halves each pass: 10 passes is 1/512 of it)
 

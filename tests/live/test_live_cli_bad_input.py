@@ -18,6 +18,7 @@ from medspot.errors import BUG_EXIT_STATUS, ConfigError
 from medspot.live.envs import registry
 from medspot.live.envs.envoptions import check_env_options, env_options_of
 from medspot.live.envs.registry import env_entry
+from medspot.live.loop.request import LiveRequest, run_live
 
 
 def _nested(path: Path, env: str, depth: int) -> Path:
@@ -57,7 +58,7 @@ def test_deeply_nested_task_json_is_a_located_error(
         (("--env-option", "quiet_s=abc"), "quiet_s='abc': expected a number (orthanc-explorer)"),
         (("--env-option", "viewport=800x600"), "orthanc-explorer has no option 'viewport'"),
         (("--env-option", "quiet=0.1"), "(did you mean 'quiet_s' or 'reset_quiet_s'?)"),
-        (("--env-option", "spare=false"), "the run's `--no-spare`, not an option"),
+        (("--env-option", "spare=false"), "the run's `--spares N` or `--no-spare`, not an option"),
         (("--env-option", "headless=maybe"), "expected true or false"),
         (("--env-option", "settle_timeout_s=-1"), "must be 0 or more"),
         (("--env-option", "quiet_s=1", "--env-option", "quiet-s=2"), "given twice"),
@@ -86,6 +87,30 @@ def test_a_viewport_other_than_the_tasks_is_refused_before_the_start(
     err = capsys.readouterr().err
     assert "viewport=800x600" in err and "start at another size" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--spares", "9"), "--spares: '9' must be 8 at most"),
+        (("--spares", "-1"), "--spares: '-1' must be 0 or more"),
+        (("--spares", "1", "--no-spare"), "--no-spare: not allowed with argument --spares"),
+    ],
+)
+def test_spares_out_of_bounds_or_twice_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], says: str
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(_live_run(tmp_path / "run", *extra))
+    assert e.value.code == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_library_request_for_negative_spares_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--spares -1: must be from 0 to 8"):
+        run_live(LiveRequest(env=ENV, model="oracle", out=tmp_path / "run", spares=-1))
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("option", ["--env-retries", "--max-retries"])

@@ -80,7 +80,7 @@ def _seats(env: str, root: Path, **options: Any) -> Iterator[tuple[SlotSeats, Ca
     n = iter(range(100))
     pair = SlotSeats(
         "reset-test", lambda wd: create_environment(env, workdir=wd, **options),
-        lambda: root / f"i{next(n)}", env_name=env, spare=True, timeout_s=300,
+        lambda: root / f"i{next(n)}", env_name=env, spares=None, timeout_s=300,
     )  # fmt: skip
 
     def on(fn: Callable[..., Any], *args: Any) -> Any:

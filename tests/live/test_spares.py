@@ -9,6 +9,7 @@ that nothing is left behind. The real environments' spares are compared with fre
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,8 +127,28 @@ def test_two_slots_with_two_spares_each_run_every_task_once(
     assert not processes_mentioning(str(tmp_path / "w"))
 
 
+def test_the_runs_count_of_spares_overrides_the_environments(
+    tmp_path: Path, two_spares: None
+) -> None:
+    """`--spares 1` where the environment keeps two: one spare, prepared for the next task."""
+    res, ends, faults = _run(tmp_path, _tasks(tmp_path, 4), spares=1)
+    assert not faults and [r.outcome for r in ends] == ["success"] * 4
+    assert [r.swapped for r in ends] == [False, True, True, True]
+    assert (res.stats.envs_started, res.stats.spares_started, res.stats.swaps) == (1, 1, 3)
+
+
+def test_three_spares_where_the_environment_keeps_one(tmp_path: Path) -> None:
+    """`--spares 3`: three spares, each prepared for one of the next three tasks."""
+    res, ends, faults = _run(tmp_path, _tasks(tmp_path, 6), spares=3)
+    assert not faults and [r.outcome for r in ends] == ["success"] * 6
+    assert [r.swapped for r in ends] == [False] + [True] * 5
+    assert all(r.between_tasks_s is not None and r.between_tasks_s < RESET_S for r in ends[1:])
+    assert (res.stats.envs_started, res.stats.spares_started, res.stats.swaps) == (1, 3, 5)
+    assert not processes_mentioning(str(tmp_path / "w"))
+
+
 def test_no_spare_resets_between_tasks(tmp_path: Path) -> None:
-    res, ends, _ = _run(tmp_path, _tasks(tmp_path, 3), spare=False)
+    res, ends, _ = _run(tmp_path, _tasks(tmp_path, 3), spares=0)
     assert [r.outcome for r in ends] == ["success"] * 3 and not any(r.swapped for r in ends)
     assert all(r.between_tasks_s is not None and r.between_tasks_s >= RESET_S for r in ends[1:])
     assert (res.stats.spares_started, res.stats.swaps) == (0, 0)
@@ -393,6 +414,44 @@ def test_the_spares_episode_is_made_as_the_slots_own(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="toolset"):
             pair.begin(t["t2"], "guided", ("t2", 0))
         assert pair.spare_faults == 0
+    finally:
+        pair.close()
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_closing_the_slot_waits_for_a_spare_thrown_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spare thrown away closes in the background; the slot's close waits for it, so that
+    nothing of the slot runs once it returns (here its close takes a while)."""
+    closed = LampPanel.close
+    slow: list[Path] = []  # the spare's folder: only its close takes a while
+
+    def slow_close(self: LampPanel) -> None:
+        if self.workdir in slow:
+            time.sleep(1.0)
+        closed(self)
+
+    monkeypatch.setattr(LampPanel, "close", slow_close)
+    t = _lamp_tasks(tmp_path)
+
+    def episode(env: Environment, task: LiveTask, mode: Mode) -> Episode:
+        if task.id == "t1" and env is not pair.active.env:
+            raise EnvironmentFault("the spare's reset failed")
+        return Episode(env, task, mode=mode)
+
+    pair = _pair(tmp_path, episode)
+    try:
+        pair.begin(t["t0"], "guided", ("t0", 0))
+        pair.prepare([(t["t1"], ("t1", 0))], "guided")
+        assert not pair.wait_prepared(30)
+        spare = pair.spares[0].seat.workdir
+        assert spare is not None
+        slow.append(spare)
+        spare_folder = str(spare)
+        began = pair.begin(t["t1"], "guided", ("t1", 0))  # the spare is thrown away
+        assert not began.swapped and pair.spare_faults == 1
+        assert processes_mentioning(spare_folder), "the thrown-away spare closed at once"
     finally:
         pair.close()
     assert not processes_mentioning(str(tmp_path))

@@ -33,7 +33,7 @@ from medspot.commands._common import (
 from medspot.commands._runlog import run_log
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
-from medspot.limits import MAX_REPEATS, MAX_SEED
+from medspot.limits import MAX_REPEATS, MAX_SEED, MAX_SPARES
 
 __all__ = ["GIVEN_UP_EXIT_STATUS", "register"]
 
@@ -78,11 +78,17 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
-    p.add_argument(
-        "--no-spare", dest="spare", action="store_const", const=False, default=None,
-        help="no spare instances per environment, prepared for the next tasks while the "
-        "current one runs (one instance per environment, less memory; the wait between tasks "
-        "is then a reset)",
+    spares = p.add_mutually_exclusive_group()
+    spares.add_argument(
+        "--spares", type=whole_number(0, MAX_SPARES), default=None, metavar="N",
+        help="spare instances per environment, each prepared for one of the next tasks while "
+        f"the current one runs (0 to {MAX_SPARES}; default: the environment's own, 1 or 2; "
+        "each adds its memory, docs/live.md)",
+    )  # fmt: skip
+    spares.add_argument(
+        "--no-spare", dest="spares", action="store_const", const=0,
+        help="no spare instances (--spares 0): one instance per environment, less memory; the "
+        "wait between tasks is then a reset",
     )  # fmt: skip
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
@@ -163,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
         executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, spare=args.spare, tools=args.tools,
+        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares, tools=args.tools,
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -274,7 +280,7 @@ def _export(args: argparse.Namespace) -> int:
                 args.env, out, task_ids=ids,
                 tasks_file=Path(args.tasks_file) if args.tasks_file else None,
                 concurrency=args.concurrency, env_options=env_options, on_progress=update,
-                retry_env_errors=args.retry_env_errors, spare=args.spare,
+                retry_env_errors=args.retry_env_errors, spares=args.spares,
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -314,7 +320,7 @@ def _audit(args: argparse.Namespace) -> int:
         res = audit_env(
             args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
             concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update, spare=args.spare,
+            on_progress=update, spares=args.spares,
         )  # fmt: skip
     finally:
         if bar:

@@ -34,7 +34,8 @@ from medspot.spelling import did_you_mean
 __all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
 RUNNER_PARAMS = frozenset({"workdir"})  # given by the runner, not by the user
-SPARE_WORDS = frozenset({"spare", "spares", "no_spare"})  # the run's `--no-spare`, not an option
+# the run's `--spares N` / `--no-spare`, not options of an environment
+SPARE_WORDS = frozenset({"spare", "spares", "no_spare"})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 
@@ -183,14 +184,17 @@ def _convert(opt: EnvOption, value: Any) -> Any:
 
 def _did_you_mean(name: str, declared: Mapping[str, EnvOption]) -> str:
     """A hint for an unknown option: the declared names that contain it as a word or are
-    spelled like it, and the run's own `--no-spare` for a slot's spare instance."""
+    spelled like it, and the run's own `--spares`/`--no-spare` for a slot's spare instances."""
     words = set(name.split("_"))
     near = did_you_mean(
         name, declared, n=2, first=[o for o in declared if words <= set(o.split("_"))]
     )
     hint = f" ({near})" if near else ""
     if name in SPARE_WORDS:
-        hint += " (a runner slot's spare instance is the run's `--no-spare`, not an option)"
+        hint += (
+            " (a runner slot's spare instances are the run's `--spares N` or `--no-spare`, "
+            "not an option)"
+        )
     return hint
 
 

@@ -61,7 +61,7 @@ def export_env(
     env_options: Mapping[str, Any] | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     retry_env_errors: bool = False,
-    spare: bool | None = None,
+    spares: int | None = None,
 ) -> ExportResult:
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids, tasks_file)
@@ -74,7 +74,7 @@ def export_env(
     with run_folder_lock(out):
         return _export_locked(
             env, out, tasks, tasks_file, concurrency, env_options, on_progress, retry_env_errors,
-            spare,
+            spares,
         )  # fmt: skip
 
 
@@ -87,14 +87,14 @@ def _export_locked(
     env_options: Mapping[str, Any] | None,
     on_progress: Callable[[ProgressEvent], None] | None,
     retry_env_errors: bool,
-    spare: bool | None,
+    spares: int | None,
 ) -> ExportResult:
     run_dir = out / RUN_SUBDIR
     run_live(
         LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
                     tasks_file=tasks_file, concurrency=concurrency,
                     env_options=dict(env_options or {}), n_boot=0,
-                    retry_env_errors=retry_env_errors, spare=spare),
+                    retry_env_errors=retry_env_errors, spares=spares),
         on_progress,
     )  # fmt: skip
     state = ResumeState.from_records(list(read_live_journal(RunFolder(run_dir).live_journal)))

@@ -32,6 +32,7 @@ from medspot.limits import (
     MAX_CONCURRENCY,
     MAX_REPEATS,
     MAX_RETRIES_LIMIT,
+    MAX_SPARES,
     check_number,
     check_seed,
     check_whole,
@@ -177,6 +178,8 @@ def _check_request(req: LiveRequest) -> None:
         ("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP),  # 0: no intervals (the audit)
     ):
         check_whole(name, value, least, most)
+    if req.spares is not None:
+        check_whole("--spares", req.spares, 0, MAX_SPARES)
     check_seed(req.seed)
     if req.max_cost is not None:
         check_number("--max-cost", req.max_cost)

@@ -14,7 +14,7 @@ anywhere in a cluster; environments use synchronous Playwright / subprocess / py
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.
-Pipelined starts: where the environment keeps spares (`LiveOptions.spare`, the environment's
+Pipelined starts: where the environment keeps spares (`LiveOptions.spares`, the environment's
 `SparePlan`), a slot claims the next (task, repeat) of the queue, as many as it keeps spares
 (`spare_depth`), as soon as its current task has its first observation, and its spares are
 brought to those tasks' starts while the current task runs; the next task then starts with a

@@ -246,7 +246,7 @@ def audit_env(
     env_options: Mapping[str, Any] | None = None,
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
-    spare: bool | None = None,
+    spares: int | None = None,
 ) -> AuditResult:
     """The oracle through the runner into `work/oracle`, in agent mode (given the goal only;
     the oracle's path is the same in both modes, so the audit also shows that `--mode agent
@@ -259,7 +259,7 @@ def audit_env(
         LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",
                     tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
                     env_options=dict(env_options or {}), n_boot=0, start_checks=True,
-                    spare=spare),
+                    spares=spares),
         on_progress,
     )  # fmt: skip
     oracle = _journal(work / "oracle")

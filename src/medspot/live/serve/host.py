@@ -184,7 +184,7 @@ class EpisodeHost:
         # no spare instance: a spare is prepared for the next task, which here is the
         # agent's choice, unknown until it starts it (every start is a reset)
         cfg = SlotConfig(opts.env, self.env_options, opts.call_timeout_s, opts.workroot,
-                         opts.tools, spare=False)  # fmt: skip
+                         opts.tools, spares=0)  # fmt: skip
         self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
         self._free: list[ThreadSlot] = list(self._slots)
         self._running: dict[str, _Running] = {}

@@ -72,10 +72,10 @@ class SlotConfig:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     workroot: Path | None = None  # where environments' private folders go (default: temp)
     tools: str | None = None  # the toolset offered beside the GUI (`--tools`), or none
-    # keep spare instances per slot, prepared for the next tasks (`seats`): None the
-    # environment's `SparePlan.default`, False `--no-spare` (and `live serve`: the next task
-    # is the agent's choice, not known in advance)
-    spare: bool | None = None
+    # spare instances per slot, prepared for the next tasks (`seats`): None the environment's
+    # `SparePlan` (its `count` when `default` is on), 0 none (`--no-spare`; `live serve`: the
+    # next task is the agent's choice, not known in advance), N that many (`--spares N`)
+    spares: int | None = None
 
     def slot_config(self) -> SlotConfig:
         """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor

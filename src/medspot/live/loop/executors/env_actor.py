@@ -162,7 +162,7 @@ class EnvironmentHost:
             self.pair = SlotSeats(
                 f"medspot-env-{self.index}", lambda wd: create_for_slot(self.cfg, wd),
                 lambda: private_workdir(home, WORKDIR_PREFIX), env_name=self.cfg.env,
-                spare=self.cfg.spare, timeout_s=self.cfg.call_timeout_s,
+                spares=self.cfg.spares, timeout_s=self.cfg.call_timeout_s,
                 episode=functools.partial(slot_episode, self.cfg),
             )  # fmt: skip
             self.pair.ensure()

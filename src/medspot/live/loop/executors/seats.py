@@ -2,7 +2,8 @@
 
 A slot holds one *active* instance of its environment, which runs the current task. When the
 environment declares a `SparePlan` (`medspot.live.core.contract.SpareCapable`) and the run keeps
-spares (the plan's default, or `--no-spare`), the slot also holds `SparePlan.count` *spares*:
+spares (the plan's default, `--spares N` or `--no-spare`), the slot also holds that many *spares*
+(`SparePlan.count` by default):
 more instances, each brought to the start of one of the slot's NEXT tasks in the run's order
 (created and started once, then `Episode.reset` for that task, `start.prepare` included) on a
 thread of its own while the current task runs (side by side: measured faster on two cores than
@@ -136,7 +137,7 @@ class SlotSeats:
     """The active instance of a slot and, where its environment declares them, its spares.
 
     `make(workdir)` creates an instance (not started), `workdir()` a fresh private folder for
-    one; `spare` is the run's request (None: the environment's `SparePlan.default`);
+    one; `spares` is the run's request (None: the environment's `SparePlan`, 0: none, N: N);
     `timeout_s` bounds every wait for an instance (a call that does not return in it is an
     `EnvironmentFault`); `episode(env, task, mode)` makes a task's episode on an instance
     (the slot's: with its toolset), for the active instance and the spares alike."""
@@ -148,7 +149,7 @@ class SlotSeats:
         workdir: Callable[[], Path],
         *,
         env_name: str,
-        spare: bool | None = None,
+        spares: int | None = None,
         timeout_s: float,
         on_started: Callable[[], None] | None = None,
         episode: Callable[[Environment, LiveTask, Mode], Episode] | None = None,
@@ -158,17 +159,18 @@ class SlotSeats:
         self._make = make
         self._workdir = workdir
         self._label = label
-        self.requested = spare
+        self.requested = spares
         self.timeout_s = timeout_s
         self.on_started = on_started
         self.active = Seat(label)
-        self.spares: list[Spare] = []  # `SparePlan.count` of them, once the plan is known
+        self.spares: list[Spare] = []  # `kept(plan)` of them, once the plan is known
         self.plan: SparePlan | None = None  # the environment's, known once an instance exists
         self._lock = threading.Lock()  # counters are read from other threads
         self.spares_started = 0
         self.swaps = 0
         self.spare_faults = 0
         self._faults_in_a_row = 0
+        self._retiring: list[Future[None]] = []  # spares thrown away, closing in the background
 
     # -- the active instance ----------------------------------------------------------------
 
@@ -178,8 +180,14 @@ class SlotSeats:
         first instance exists)."""
         if self.plan is None or self._faults_in_a_row >= MAX_SPARE_FAULTS:
             return 0
-        keep = self.plan.default if self.requested is None else self.requested
-        return self.plan.count if keep else 0
+        return self.kept(self.plan)
+
+    def kept(self, plan: SparePlan) -> int:
+        """How many spares the run keeps of an environment with this plan: the run's request,
+        or the plan's `count` where spares are on by default."""
+        if self.requested is not None:
+            return self.requested
+        return plan.count if plan.default else 0
 
     @property
     def keeps_spare(self) -> bool:
@@ -223,11 +231,15 @@ class SlotSeats:
             if self.plan is None:
                 self.plan = plan = spare_plan(env)
                 if plan is not None:
-                    self.spares = [Spare(Seat(f"{self._label}s{i}")) for i in range(plan.count)]
-                    if self.keeps_spare:
+                    n = self.kept(plan)
+                    self.spares = [Spare(Seat(f"{self._label}s{i}")) for i in range(n)]
+                    if n:
                         log.info("%s: %d spare instance(s) kept for the next tasks (about %d "
-                                 "MB each; --no-spare: none)", self.env_name, plan.count,
+                                 "MB each; --spares N, --no-spare: none)", self.env_name, n,
                                  plan.memory_mb)  # fmt: skip
+                elif self.requested:
+                    log.info("%s keeps no spare instance: it declares no SparePlan",
+                             self.env_name)  # fmt: skip
         assert seat.env is not None
         return seat.env
 
@@ -345,7 +357,8 @@ class SlotSeats:
         old, env, workdir = seat.pool, seat.env, seat.workdir
         if workdir is not None:
             processes.stop_folder(workdir)
-        old.submit(_close_quietly, self.env_name, env, workdir)
+        self._retiring = [f for f in self._retiring if not f.done()]
+        self._retiring.append(old.submit(_close_quietly, self.env_name, env, workdir))
         old.shutdown(wait=False)
         seat.pool, seat.env, seat.workdir = seat._new_pool(), None, None
         sp.start = None
@@ -428,7 +441,9 @@ class SlotSeats:
 
     def close(self, *, stuck: bool = False) -> None:
         """Close every instance and end their threads; the spares' processes are stopped
-        first, so that a start or reset under way on their threads ends at once."""
+        first, so that a start or reset under way on their threads ends at once. Spares
+        thrown away earlier and still closing in the background are waited for too: nothing
+        of the slot runs once this returns."""
         closing: list[tuple[Spare, Future[None]]] = []
         for sp in self.spares:
             if sp.prep is not None:
@@ -453,6 +468,13 @@ class SlotSeats:
             self.active.pool.shutdown(wait=not stuck)
             for sp, _ in closing:
                 sp.seat.pool.shutdown(wait=closed[id(sp)])
+            for fut in self._retiring:
+                try:
+                    fut.result(timeout=CLOSE_WAIT_S)
+                except Exception as e:  # _close_quietly raises nothing; a wait may time out
+                    log.warning("%s: a spare thrown away did not close: %s", self.env_name,
+                                _first_line(e))  # fmt: skip
+            self._retiring = []
 
 
 def _plain_episode(env: Environment, task: LiveTask, mode: Mode) -> Episode:

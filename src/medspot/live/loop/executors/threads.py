@@ -51,7 +51,7 @@ class ThreadSlot(CallSlot):
             f"live-env-{index}",
             functools.partial(create_for_slot, cfg),
             lambda: private_workdir(cfg.workroot, f"{WORKDIR_PREFIX}{index}-"),
-            env_name=cfg.env, spare=cfg.spare, timeout_s=cfg.call_timeout_s,
+            env_name=cfg.env, spares=cfg.spares, timeout_s=cfg.call_timeout_s,
             on_started=self._started, episode=functools.partial(slot_episode, cfg),
         )  # fmt: skip
         self._begun: Begun | None = None
