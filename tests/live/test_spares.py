@@ -8,6 +8,7 @@ that nothing is left behind. The real environments' spares are compared with fre
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import pytest
 from _lamp_panel import ENTRY, NAME, LampPanel, switch_task, task_file
 from _runner_support import processes_mentioning
 
+from medspot.cli import main
 from medspot.errors import ConfigError, DataError
 from medspot.live.core.contract import Environment, EnvironmentFault, SparePlan, spare_plan
 from medspot.live.core.episode import Episode, Mode
@@ -145,6 +147,27 @@ def test_three_spares_where_the_environment_keeps_one(tmp_path: Path) -> None:
     assert all(r.between_tasks_s is not None and r.between_tasks_s < RESET_S for r in ends[1:])
     assert (res.stats.envs_started, res.stats.spares_started, res.stats.swaps) == (1, 3, 5)
     assert not processes_mentioning(str(tmp_path / "w"))
+
+
+def test_the_command_line_takes_a_count_of_spares_and_reports_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, work = tmp_path / "run", tmp_path / "w"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))  # the instances' private folders
+    code = main(["live", "run", "--env", NAME, "--model", "oracle", "--tasks-file",
+                 str(_tasks(tmp_path, 4)), "--out", str(out), "--no-progress", "--spares", "2",
+                 "--env-option", "reset_delay_s=0.3", "--env-option",
+                 f"start_log={tmp_path / 'starts.log'}"])  # fmt: skip
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert "(1 environments started; 2 spares started, 3 tasks began on one swapped in, 0 " \
+        "spare faults)" in got.out, got.out  # fmt: skip
+    assert "2 spare instance(s) kept" in (out / "live.log").read_text()
+    starts = (tmp_path / "starts.log").read_text().splitlines()
+    assert len(starts) == 3 and all(Path(f).parent == work for f in starts)
+    assert not list(work.iterdir())  # the three instances' folders, all removed
+    assert not processes_mentioning(str(work))
 
 
 def test_no_spare_resets_between_tasks(tmp_path: Path) -> None:

@@ -209,9 +209,16 @@ def _run(args: argparse.Namespace) -> int:
         )
     if m.get("num_infeasible_tasks"):
         print(f"infeasible tasks: {pct('infeasible_accuracy')} reported infeasible, unchanged")
+    spares = ""
+    if st.spares_started or st.spare_faults:
+        spares = (
+            f"; {st.spares_started} spares started, {st.swaps} tasks began on one swapped in, "
+            f"{st.spare_faults} spare faults"
+        )
     print(
         f"{st.calls} model calls, {st.replayed} replayed from the journal, {st.faults} "
-        f"environment faults ({st.envs_started} environments started). Results in {out}/"
+        f"environment faults ({st.envs_started} environments started{spares}). Results in "
+        f"{out}/"
     )
     if model == "oracle":
         print("note: `oracle` reads the target element from the application; not a model.")
