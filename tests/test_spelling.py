@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from medspot.spelling import did_you_mean
+from medspot.spelling import did_you_mean, suggestion
 
 KNOWN = ["open-study-ct-doe-john", "open-study-mr-doe-john", "delete-study-ct-miller"]
 
@@ -24,3 +24,8 @@ def test_two_names_and_the_callers_own_first() -> None:
     )
     # a name of `first` is not repeated, and `n` bounds the list
     assert did_you_mean("quiet_", declared, first=["quiet_s"]) == "did you mean 'quiet_s'?"
+
+
+def test_the_suggestion_follows_the_unknown_name_in_parentheses() -> None:
+    assert suggestion("open-study-ct-doe-jon", KNOWN) == " (did you mean 'open-study-ct-doe-john'?)"
+    assert suggestion("zzz", KNOWN) == ""

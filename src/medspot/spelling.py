@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["did_you_mean"]
+__all__ = ["did_you_mean", "suggestion"]
 
 
 def did_you_mean(name: str, known: Iterable[str], *, n: int = 1, first: Iterable[str] = ()) -> str:
@@ -18,3 +18,10 @@ def did_you_mean(name: str, known: Iterable[str], *, n: int = 1, first: Iterable
     if not near:
         return ""
     return f"did you mean {' or '.join(repr(c) for c in near[:n])}?"
+
+
+def suggestion(name: str, known: Iterable[str], *, n: int = 1, first: Iterable[str] = ()) -> str:
+    """`did_you_mean` as an error message adds it after the unknown name: " (did you mean
+    'a'?)", or "" when none is close."""
+    near = did_you_mean(name, known, n=n, first=first)
+    return f" ({near})" if near else ""

@@ -8,6 +8,7 @@ that nothing is left behind. The real environments' spares are compared with fre
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -156,7 +157,7 @@ def test_the_command_line_takes_a_count_of_spares_and_reports_them(
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))  # the instances' private folders
     code = main(["live", "run", "--env", NAME, "--model", "oracle", "--tasks-file",
-                 str(_tasks(tmp_path, 4)), "--out", str(out), "--no-progress", "--spares", "2",
+                 str(_tasks(tmp_path, 4)), "--out", str(out), "--spares", "2",
                  "--env-option", "reset_delay_s=0.3", "--env-option",
                  f"start_log={tmp_path / 'starts.log'}"])  # fmt: skip
     got = capsys.readouterr()
@@ -168,6 +169,17 @@ def test_the_command_line_takes_a_count_of_spares_and_reports_them(
     assert len(starts) == 3 and all(Path(f).parent == work for f in starts)
     assert not list(work.iterdir())  # the three instances' folders, all removed
     assert not processes_mentioning(str(work))
+
+
+def test_spares_asked_of_an_environment_without_a_plan_are_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(LampPanel, "spare", None)  # it declares no SparePlan
+    with caplog.at_level(logging.INFO, logger="medspot.live.loop.executors.seats"):
+        res, ends, _ = _run(tmp_path, _tasks(tmp_path, 3), spares=2)
+    assert [r.outcome for r in ends] == ["success"] * 3 and not any(r.swapped for r in ends)
+    assert (res.stats.spares_started, res.stats.swaps) == (0, 0)
+    assert f"{NAME} keeps no spare instance: it declares no SparePlan" in caplog.text
 
 
 def test_no_spare_resets_between_tasks(tmp_path: Path) -> None:
@@ -466,7 +478,7 @@ def test_closing_the_slot_waits_for_a_spare_thrown_away(
     pair = _pair(tmp_path, episode)
     try:
         pair.begin(t["t0"], "guided", ("t0", 0))
-        pair.prepare([(t["t1"], ("t1", 0))], "guided")
+        pair.prepare(_ahead(t, "t1"), "guided")
         assert not pair.wait_prepared(30)
         spare = pair.spares[0].seat.workdir
         assert spare is not None

@@ -14,7 +14,7 @@ from typing import Any
 
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.errors import AdapterUnavailable, ConfigError
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = ["AdapterEntry", "available", "create", "entry", "register", "register_prefix"]
 
@@ -80,9 +80,8 @@ def entry(name: str) -> AdapterEntry:
     if sep and prefix in _PREFIXES:
         return _PREFIXES[prefix]
     known = ", ".join(sorted(_ENTRIES))
-    near = did_you_mean(name, _ENTRIES)
     raise ConfigError(
-        f"unknown model {name!r}{f' ({near})' if near else ''}; `medspot models` lists them "
+        f"unknown model {name!r}{suggestion(name, _ENTRIES)}; `medspot models` lists them "
         f"(known: {known})"
     )
 

@@ -19,7 +19,7 @@ from medspot.live.core.actions import (
     action_from_json,
     action_to_json,
 )
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
 
@@ -127,8 +127,7 @@ class ReplayAgent:
         known_set, run_set = set(known), set(run)
         for task, line in sorted(self.first_line.items(), key=lambda kv: kv[1]):
             if task not in known_set:
-                near = did_you_mean(task, known)
-                hint = f" ({near})" if near else ""
+                hint = suggestion(task, known)
                 raise ConfigError(
                     f"{self.path}, line {line}: task {task!r} is none of {where}{hint}; "
                     f"`{listing}` lists them"

@@ -29,7 +29,7 @@ from medspot.errors import ConfigError
 from medspot.live.core.contract import EnvEntry
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import env_entry
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = ["EnvOption", "check_env_options", "check_viewport", "env_options_of"]
 
@@ -186,10 +186,9 @@ def _did_you_mean(name: str, declared: Mapping[str, EnvOption]) -> str:
     """A hint for an unknown option: the declared names that contain it as a word or are
     spelled like it, and the run's own `--spares`/`--no-spare` for a slot's spare instances."""
     words = set(name.split("_"))
-    near = did_you_mean(
+    hint = suggestion(
         name, declared, n=2, first=[o for o in declared if words <= set(o.split("_"))]
     )
-    hint = f" ({near})" if near else ""
     if name in SPARE_WORDS:
         hint += (
             " (a runner slot's spare instances are the run's `--spares N` or `--no-spare`, "

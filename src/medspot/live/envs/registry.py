@@ -13,7 +13,7 @@ from typing import Any
 from medspot.errors import ConfigError
 from medspot.live.core.contract import REGISTERED, EnvEntry, Environment
 from medspot.live.envs import dicomscope, invesalius, ohif, orthanc_explorer
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = [
     "ENVIRONMENTS",
@@ -48,9 +48,8 @@ def env_entry(name: str) -> EnvEntry:
         return _ENVS[name]
     except KeyError:
         known = ", ".join(sorted(_ENVS)) or "(none)"
-        near = did_you_mean(name, _ENVS)
         raise ConfigError(
-            f"unknown live environment {name!r}{f' ({near})' if near else ''}; known: {known}"
+            f"unknown live environment {name!r}{suggestion(name, _ENVS)}; known: {known}"
         ) from None
 
 

@@ -63,7 +63,7 @@ from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepRe
 from medspot.live.envs.registry import create_environment
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
 
@@ -275,9 +275,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         elif task_id in self._by_id:
             task = self._by_id[task_id]
         else:
-            near = did_you_mean(task_id, self._by_id)
             raise ConfigError(
-                f"unknown task {task_id!r} for {self.env_name}{f' ({near})' if near else ''} "
+                f"unknown task {task_id!r} for {self.env_name}{suggestion(task_id, self._by_id)} "
                 f"(`medspot live tasks --env {self.env_name}` lists them)"
             )
         mode = opts.get("mode", self.mode)

@@ -61,7 +61,7 @@ from medspot.live.loop.livefolder import (
 from medspot.live.loop.outcomes import TaskResult
 from medspot.live.loop.request import new_run_info, write_run_results
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
-from medspot.spelling import did_you_mean
+from medspot.spelling import suggestion
 
 __all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
 
@@ -317,9 +317,8 @@ class EpisodeHost:
         task = self._by_id.get(task_id)
         if task is None:
             some = ", ".join(list(self._by_id)[:5])
-            near = did_you_mean(task_id, self._by_id)
             raise ServeError(
-                f"unknown task {task_id!r}{f' ({near})' if near else ''}: {len(self._by_id)} "
+                f"unknown task {task_id!r}{suggestion(task_id, self._by_id)}: {len(self._by_id)} "
                 f"tasks are offered (list_tasks: e.g. {some})"
             )
         return task
