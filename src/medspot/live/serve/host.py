@@ -20,7 +20,9 @@ trainer) starts tasks and sends actions; the host runs them through the same `Ep
   error (not scored); the agent may start the task again.
 - A bad call (no task started, an unknown task or episode, coordinates off the screen, an
   episode that has ended) is a `ServeError` with a message for the agent; nothing is journaled
-  and the host goes on.
+  and the host goes on. A start when every environment is taken first waits up to
+  `FREE_WAIT_S` for one to be given back (a client that closed its session a moment ago, a
+  disconnect still on its way) before it says the environments are busy.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ __all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 10.0  # the longest `wait` an agent may ask for
+# how long a start waits for an environment that is ending (a client that has just left: its
+# disconnect reaches the server a moment after the client goes on) before it answers "busy"
+FREE_WAIT_S = 5.0
 
 
 class ServeError(MedspotError):
@@ -187,6 +192,7 @@ class EpisodeHost:
                          opts.tools, spares=0)  # fmt: skip
         self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
         self._free: list[ThreadSlot] = list(self._slots)
+        self._freed = asyncio.Event()  # set when an environment is given back
         self._running: dict[str, _Running] = {}
         self._repeats: dict[str, int] = {}  # task -> episodes of it so far (its next repeat)
         self._stack = contextlib.ExitStack()
@@ -338,11 +344,12 @@ class EpisodeHost:
         note = ""
         if not self._free and self.opts.concurrency == 1:
             (old,) = self._running.values()
-            if old.client.key != client.key:
+            if old.client.key == client.key:
+                await self.abandon(old.id, "a new task was started before it ended")
+                note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
+        if not await self._wait_for_free(FREE_WAIT_S):
+            if self.opts.concurrency == 1:
                 raise ServeError("the environment is busy with another client's episode")
-            await self.abandon(old.id, "a new task was started before it ended")
-            note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
-        if not self._free:
             raise ServeError(
                 f"all {self.opts.concurrency} environments are busy: end an episode (done(), "
                 "infeasible(reason)) before starting another"
@@ -364,14 +371,14 @@ class EpisodeHost:
                                     reason=f"environment fault at the reset: {e}",
                                     oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
             await slot.discard()
-            self._free.append(slot)
+            self._give_back(slot)
             await self._write_results()
             raise ServeError(
                 f"the environment failed at the reset ({e}); the episode is recorded as an "
                 "environment error: start the task again"
             ) from None
         except BaseException:
-            self._free.append(slot)
+            self._give_back(slot)
             raise
         specs, reach = offered_tools(self.opts.env, self.opts.tools, task)
         sha = await self._save_screen(obs)
@@ -379,6 +386,24 @@ class EpisodeHost:
         self._running[run_id] = run
         log.info("episode %s: task %s started by %s", run_id, task.id, client.model)
         return self._turn(run, None, note)
+
+    async def _wait_for_free(self, timeout_s: float) -> bool:
+        """Whether an environment is free, waiting up to `timeout_s` for one to be given back."""
+        deadline = time.monotonic() + timeout_s
+        while not self._free:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._freed.wait(), left)
+            if self._closed:
+                raise ServeError("the server is stopping")
+        return True
+
+    def _give_back(self, slot: ThreadSlot) -> None:
+        self._free.append(slot)
+        self._freed.set()
 
     def _turn(self, run: _Running, res: StepResult | None, note: str = "") -> Turn:
         ep = run.ep
@@ -481,7 +506,7 @@ class EpisodeHost:
         ))  # fmt: skip
         self._running.pop(run.id, None)
         await run.slot.discard()
-        self._free.append(run.slot)
+        self._give_back(run.slot)
         await self._write_results()
 
     async def _end(
@@ -499,7 +524,7 @@ class EpisodeHost:
             **tools_fields(run.tools, run.reach),
         ))  # fmt: skip
         self._running.pop(run.id, None)
-        self._free.append(run.slot)
+        self._give_back(run.slot)
         log.info("episode %s: %s (%s)", run.id, outcome, reason)
         await self._write_results()
 
@@ -536,6 +561,7 @@ class EpisodeHost:
         if self._closed:
             return
         self._closed = True
+        self._freed.set()  # a start waiting for an environment hears that the server stops
         try:
             for episode in list(self._running):
                 await self.abandon(episode, "the server stopped before the episode ended")
