@@ -65,7 +65,7 @@ def test_a_start_waits_for_an_episode_ending_a_moment_later(
 
     mine, waited, episode = asyncio.run(main())
     assert mine == [episode]  # the next client's episode runs: no "busy"
-    assert 0.4 < waited < host_module.FREE_WAIT_S
+    assert waited > 0.4  # it started once the other episode had ended
 
 
 @pytest.mark.parametrize(
