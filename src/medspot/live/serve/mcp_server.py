@@ -196,15 +196,26 @@ class McpServe:
             await self.host.abandon_idle(self.idle_timeout_s, keep=frozenset({"stdio"}))
 
     def _asgi(self, app: Any) -> Any:
-        """The HTTP app, seeing a client end its session (HTTP DELETE with its session id)."""
+        """The HTTP app, seeing a client end its session (HTTP DELETE with its session id): its
+        episodes are abandoned before the answer goes out, so a client that has its answer
+        finds them ended (and a server stopped right after records why they ended)."""
 
         async def wrapped(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-            await app(scope, receive, send)
+            key = ""
             if scope.get("type") == "http" and scope.get("method") == "DELETE":
                 headers = dict(scope.get("headers") or [])
                 key = headers.get(b"mcp-session-id", b"").decode("latin-1")
-                if key:
+            if not key:
+                await app(scope, receive, send)
+                return
+
+            async def send_once_gone(message: MutableMapping[str, Any]) -> None:
+                start = message.get("type") == "http.response.start"
+                if start and 200 <= int(message.get("status", 500)) < 300:
                     await self._connection_gone(key, "the client ended its session")
+                await send(message)
+
+            await app(scope, receive, send_once_gone)
 
         return wrapped
 
