@@ -3,7 +3,9 @@ process is writing exits 2 naming that process; the lock of a killed process is 
 
 from __future__ import annotations
 
+import itertools
 import signal
+import threading
 from pathlib import Path
 
 from _reliability import ScriptedAnswers, eval_args, start_eval, wait_for_lines
@@ -26,7 +28,16 @@ def test_second_writer_is_refused_and_a_dead_holder_is_recovered(
     script = ScriptedAnswers(ds, miss_rate=0.3)
     out = tmp_path / "run"
     journal = out / "predictions.jsonl"
-    with OpenAITestServer(answer=script, latency=0.3) as srv:
+    # the first run's second call waits until the checks below are done: however slow a second
+    # process is to start, the first still holds the folder
+    checked, calls = threading.Event(), itertools.count()
+
+    def latency(_req: object) -> float:
+        if next(calls) == 1:
+            checked.wait(120)
+        return 0.3
+
+    with OpenAITestServer(answer=script, latency=latency) as srv:
         args = eval_args(placeholder_root, out, srv.base_url, "--concurrency", "1", apps=APPS)
         first = start_eval(args)
         try:
@@ -40,6 +51,7 @@ def test_second_writer_is_refused_and_a_dead_holder_is_recovered(
             assert score_code == 2, score_err
             assert f"pid {first.pid}" in score_err
         finally:
+            checked.set()
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
         # the lock file of the killed process is still there; it does not block a resume

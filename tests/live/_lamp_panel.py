@@ -8,9 +8,10 @@ Faults happen on purpose, reliably: the button `crash` kills the application (th
 an `EnvironmentFault`, as a crashed browser is), `fail_reset` names tasks whose reset always
 fails, `step_delay_s` makes every action slow (a run to interrupt or to race), `reset_delay_s`
 every reset, `broken_observation` makes `reset` return something that is not an `Observation`
-(an environment with a bug: what the runner does with it is a bug too), and `start_log` with
+(an environment with a bug: what the runner does with it is a bug too), `start_log` with
 `starts_allowed` makes every start after the first N fail (the N+1-th instance of a run: a
-spare that cannot start).
+spare that cannot start), and `hold_while` holds every action while that file exists (a run
+kept going, however slow the rest of the test is, until the test lets it on).
 
 It keeps a spare like the real environments (`SparePlan`, `swap_in`): a run's slot holds a
 second panel, reset for the next task while the current one runs.
@@ -132,8 +133,10 @@ class LampPanel:
         reset_delay_s: float = 0.0,
         start_log: Path | None = None,
         starts_allowed: int = -1,
+        hold_while: Path | None = None,
     ) -> None:
         self.workdir = Path(workdir)
+        self.hold_while = hold_while
         self.step_delay_s = step_delay_s
         self.fail_reset = fail_reset
         self.broken_observation = broken_observation
@@ -192,6 +195,11 @@ class LampPanel:
 
     def act(self, action: LiveAction) -> ActResult:
         self._alive()
+        held_until = time.monotonic() + 120
+        while self.hold_while is not None and self.hold_while.exists():
+            if time.monotonic() > held_until:
+                raise EnvironmentFault(f"{NAME}: held for 120 s by {self.hold_while}")
+            time.sleep(0.05)
         time.sleep(self.step_delay_s)
         lamp = self._button_at(action.x, action.y) if isinstance(action, Click) else None
         if lamp == "crash":
@@ -232,10 +240,11 @@ def create(
     reset_delay_s: float = 0.0,
     start_log: Path | None = None,
     starts_allowed: int = -1,
+    hold_while: Path | None = None,
 ) -> LampPanel:
     return LampPanel(
         workdir, step_delay_s, fail_reset, broken_observation, reset_delay_s, start_log,
-        starts_allowed,
+        starts_allowed, hold_while,
     )  # fmt: skip
 
 

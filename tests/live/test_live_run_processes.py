@@ -72,15 +72,18 @@ def _finished_once(journal: Path) -> Counter[str]:
 
 def test_a_second_writer_is_refused_and_a_killed_holder_is_taken_over(tmp_path: Path) -> None:
     tasks, out, work = _tasks(tmp_path), tmp_path / "run", tmp_path / "w"
-    args = _run_args(tasks, out, "--env-option", SLOW)
+    hold = tmp_path / "hold"  # the first run's actions wait while it exists
+    args = _run_args(tasks, out, "--env-option", SLOW, "--env-option", f"hold_while={hold}")
     first = _start(args, work)
     try:
         _wait_for_steps(first, out / LIVE_JOURNAL)
+        hold.touch()
         code, err = _finish(_start(args, work / "second"))
         assert code == 2, err
         assert f"pid {first.pid}" in err and "Traceback" not in err
         assert first.poll() is None, "the first run ended before the second was refused"
     finally:
+        hold.unlink(missing_ok=True)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
         kill(processes_mentioning(str(work)))  # its panel's application (an orphan now)
@@ -93,17 +96,21 @@ def test_a_second_writer_is_refused_and_a_killed_holder_is_taken_over(tmp_path: 
 
 def test_a_second_export_into_the_same_folder_is_refused(tmp_path: Path) -> None:
     tasks, out, work = _tasks(tmp_path, 3), tmp_path / "export", tmp_path / "w"
+    hold = tmp_path / "hold"  # the first export's actions wait while it exists
     args = lamp_command(
         "live", "export", "--env", NAME, "--tasks-file", str(tasks), "--out", str(out),
-        "--no-progress", "--env-option", SLOW,
+        "--no-progress", "--env-option", SLOW, "--env-option", f"hold_while={hold}",
     )  # fmt: skip
     first = _start(args, work)
     try:
         _wait_for_steps(first, out / ".live-run" / LIVE_JOURNAL)
+        hold.touch()
         code, err = _finish(_start(args, work / "second"))
         assert code == 2, err
         assert f"pid {first.pid}" in err
+        assert first.poll() is None, "the first export ended before the second was refused"
     finally:
+        hold.unlink(missing_ok=True)
         first.send_signal(signal.SIGTERM)
         code, err = _finish(first)
     assert code == 143, err
