@@ -1,8 +1,8 @@
 """The episode host (`medspot live serve`) when every environment is taken, in-process on the
 lamp panel (a real small environment with a child process): a start waits a moment for an
 environment to be given back (a client that has just left: its disconnect reaches the server
-after the client has gone on) and answers "busy" only when none is; a server that stops while
-a start waits says so."""
+after the client has gone on) and answers "busy" only when none is, also while the taker's own
+start is still in its reset; a server that stops while a start waits says so."""
 
 from __future__ import annotations
 
@@ -110,3 +110,30 @@ def test_a_start_waiting_for_an_environment_hears_that_the_server_stops(tmp_path
         return str(e.value)
 
     assert asyncio.run(main()) == "the server is stopping"
+
+
+def test_a_start_while_another_clients_start_is_still_resetting_waits_then_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one environment taken by a start that has not finished its reset (no episode runs
+    yet): another client's start waits, then is told the environment is busy."""
+    monkeypatch.setattr(host_module, "FREE_WAIT_S", 0.6)
+    tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
+    host = EpisodeHost(ServeOptions(env=NAME, out=tmp_path / "run", tasks_file=tasks,
+                                    env_options={"reset_delay_s": 0.5},
+                                    workroot=tmp_path / "w"))  # fmt: skip
+
+    async def main() -> tuple[str, str]:
+        await host.open()
+        try:
+            first = asyncio.create_task(host.start("red", LEAVING))
+            await asyncio.sleep(0.1)  # the first start is in its reset
+            with pytest.raises(ServeError) as e:
+                await host.start("red", NEXT)
+            return (await first).episode, str(e.value)
+        finally:
+            await host.close()
+
+    episode, err = asyncio.run(main())
+    assert err == "the environment is busy with another client's episode"
+    assert host.episodes() == [] and episode.startswith("red#1-")

@@ -343,8 +343,9 @@ class EpisodeHost:
         self._ensure_folder(client)
         note = ""
         if not self._free and self.opts.concurrency == 1:
-            (old,) = self._running.values()
-            if old.client.key == client.key:
+            # no episode yet while the environment's taker is still in its reset
+            old = next(iter(self._running.values()), None)
+            if old is not None and old.client.key == client.key:
                 await self.abandon(old.id, "a new task was started before it ended")
                 note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
         if not await self._wait_for_free(FREE_WAIT_S):
