@@ -127,3 +127,87 @@ def test_view_state() -> None:
     assert not check("ohif.route", two, study="CT-DOE-JOAN")
     assert not check("ohif.route", {"route": "/", "viewer": False}, path="^/viewer")
     assert not check("ohif.layout", {"route": "/", "viewer": False}, rows=1, cols=1)
+
+
+MR_T1 = CATALOGUE.series("MR-DOE-JOHN/T1")
+
+
+def _vp(series: Any, **kw: Any) -> dict[str, Any]:
+    """A viewport showing `series` (a catalogue SeriesInfo), its study's UID read with it."""
+    study = CATALOGUE.study(series.name.partition("/")[0]).uid
+    vp = {"id": "default", "ready": True, "series": series.uid, "study": study, "instance": 1,
+          "index": 0, "n": series.slices, "voi": [-160, 239], "zoom": 1.0}  # fmt: skip
+    vp.update(kw)
+    return vp
+
+
+def test_view_checks_judge_a_viewport_showing_their_series() -> None:
+    """The zoom-in-mr-doe-john reproduction: DOE^JOHN's CT CHEST loaded from the study browser
+    into the MR's viewport and zoomed 5.24x passes a zoom check on whatever is shown, not one
+    about the MR's T1 series; the Lung preset on the Scout does not pass one about the axial
+    series."""
+    ct_zoomed = _state(viewports=[_vp(CT, zoom=5.24)])
+    assert check("ohif.zoom", ct_zoomed, min=1.5)  # no series: whatever the viewport shows
+    assert not check("ohif.zoom", ct_zoomed, min=1.5, series=MR_T1.name)
+    assert check("ohif.zoom", ct_zoomed, min=1.5, series=CT.name)
+    scout_lung = _state(viewports=[_vp(SCOUT, voi=[-1350, 149])])
+    assert check("ohif.voi", scout_lung, preset="Lung")
+    assert not check("ohif.voi", scout_lung, preset="Lung", series=CT.name)
+    assert check("ohif.voi", scout_lung, preset="Lung", series=SCOUT.name)
+    assert not check("ohif.voi", scout_lung, changed=True, series=CT.name)
+    assert not check("ohif.voi", scout_lung, changed=False, series=CT.name)  # not shown at all
+    assert not check("ohif.slice_index", scout_lung, position=1, series=CT.name)
+    assert check("ohif.slice_index", scout_lung, position=1, series=SCOUT.name)
+
+
+def test_view_checks_hold_on_any_viewport_showing_the_series() -> None:
+    """In a layout, the check holds when a viewport showing the series has the state (not the
+    active one only); `viewport` with `series` needs that viewport to show the series."""
+    mr = _vp(MR_T1, id="left", voi=[0, 999])  # the MR's own window, 500/1000
+    ct = _vp(CT, id="right", zoom=2.5, index=3, instance=5, voi=[-1350, 149])
+    two = _state(layout=[1, 2], active="left", viewports=[mr, ct])
+    assert check("ohif.zoom", two, min=2.0, series=CT.name)
+    assert not check("ohif.zoom", two, min=2.0, series=MR_T1.name)
+    assert not check("ohif.zoom", two, min=2.0)  # the active one, the MR
+    assert check("ohif.zoom", two, min=2.0, series=CT.name, viewport=1)
+    assert not check("ohif.zoom", two, min=2.0, series=CT.name, viewport=0)
+    assert check("ohif.slice_index", two, position=4, series=CT.name)
+    assert check("ohif.slice_index", two, instance=5, series=CT.name)
+    assert not check("ohif.slice_index", two, position=4, series=MR_T1.name)
+    assert check("ohif.voi", two, preset="Lung", series=CT.name)
+    assert check("ohif.voi", two, changed=False, series=MR_T1.name)
+    # the same series in two viewports: either one may have the state
+    both = _state(layout=[1, 2], viewports=[_vp(CT), _vp(CT, id="vp2", zoom=3.0)])
+    assert check("ohif.zoom", both, min=2.0, series=CT.name)
+    assert not check("ohif.zoom", both, max=0.5, series=CT.name)
+
+
+def test_the_series_is_judged_in_its_study() -> None:
+    """A viewport whose image carries the series' UID under another study's UID is not that
+    series; the active-series check reads the study too."""
+    other_study = _state(viewports=[_vp(CT, zoom=3.0, study=CATALOGUE.study("CT-DOE-JOAN").uid)])
+    assert not check("ohif.zoom", other_study, min=1.5, series=CT.name)
+    assert not check("ohif.active_series", other_study, series=CT.name)
+    assert check("ohif.active_series", _state(viewports=[_vp(CT)]), series=CT.name)
+    not_ready = _state(viewports=[{**_vp(CT, zoom=3.0), "ready": False}])
+    assert not check("ohif.zoom", not_ready, min=1.5, series=CT.name)
+    assert not check("ohif.zoom", {"route": "/", "viewer": False}, min=1.5, series=CT.name)
+    with pytest.raises(DataError, match="no seeded series"):
+        check("ohif.zoom", _state(), min=1.5, series="CT-DOE-JOHN/CORONAL")
+
+
+def test_what_the_audit_reads_from_the_parameters() -> None:
+    def params(kind: str, **p: Any) -> Any:
+        return OHIF_KINDS.parse(CheckSpec(kind=kind, **p))
+
+    assert params("ohif.zoom", min=1.5).view_without_series() is not None
+    assert params("ohif.zoom", min=1.5, series=CT.name).view_without_series() is None
+    assert params("ohif.voi", preset="Lung").view_without_series() is not None
+    assert params("ohif.slice_index", position=2).view_without_series() is not None
+    assert params("ohif.layout", rows=1, cols=2).view_without_series() is None  # the grid
+    assert params("ohif.measurement_count", min=1).unplaced_count() == 1
+    assert params("ohif.measurement_count", count=2).unplaced_count() == 2
+    assert params("ohif.measurement_count", max=3).unplaced_count() == 0
+    ab = {"from": "A", "to": "B", "series": CT.name, "position": 1}
+    assert params("ohif.measurement", **ab).placed_count() == 1
+    assert params("ohif.measurement", **ab, present=False).placed_count() == 0

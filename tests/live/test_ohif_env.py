@@ -137,6 +137,60 @@ def test_a_drag_between_the_wrong_points_fails(ohif_env: Any, tasks: LiveTaskFil
     )
 
 
+def _until(env: Any, check: CheckSpec, timeout_s: float = 60.0) -> bool:
+    import time
+
+    end = time.monotonic() + timeout_s
+    while not env.check(check):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def _act_on(env: Any, target: Locator, to: Locator | None = None, double: bool = False) -> None:
+    box = env.locate(target)
+    assert box is not None, target
+    if to is None:
+        x, y = box.center
+        env.act(Click(x, y, double=double))
+        return
+    end = env.locate(to)
+    assert end is not None, to
+    env.act(Drag(box.center[0], box.center[1], end.center[0], end.center[1]))
+
+
+def test_a_view_on_another_series_fails(ohif_env: Any, tasks: LiveTaskFile) -> None:
+    """The two reproductions: zoom-in-mr-doe-john with DOE^JOHN's other study, the CT CHEST,
+    loaded from the study browser into the MR's viewport and zoomed (the MR gone from the
+    screen), and preset-lung-ct-doe-john with the Lung preset on the Scout instead of the
+    axial series: the zoom and the preset are there, on another series, and the tasks fail."""
+    zoom = _task(tasks, "zoom-in-mr-doe-john")
+    ohif_env.reset(zoom)
+    _act_on(ohif_env, Locator(text="CT CHEST"))  # the patient's other study, in the browser
+    thumb = Locator(css="[data-cy=study-browser-thumbnail]", contains="Chest Axial 5mm")
+    _act_on(ohif_env, thumb, double=True)  # loaded into the active viewport
+    assert _until(ohif_env, CheckSpec(kind="ohif.active_series", series="CT-DOE-JOHN/AXIAL"))
+    assert not ohif_env.check(CheckSpec(kind="ohif.active_series", series="MR-DOE-JOHN/T1"))
+    _act_on(ohif_env, Locator(data_cy="Zoom-btn"))
+    _act_on(ohif_env, Locator(at=(0.5, 0.3)), Locator(at=(0.5, 0.6)))
+    assert ohif_env.check(CheckSpec(kind="ohif.zoom", min=1.5))  # zoomed, on the CT
+    assert ohif_env.check(CheckSpec(kind="ohif.zoom", min=1.5, series="CT-DOE-JOHN/AXIAL"))
+    assert not any(ohif_env.check(c) for c in zoom.success)
+
+    preset = _task(tasks, "preset-lung-ct-doe-john")
+    ohif_env.reset(preset)
+    thumb = Locator(css="[data-cy=study-browser-thumbnail]", contains="Scout")
+    _act_on(ohif_env, thumb, double=True)
+    assert _until(ohif_env, CheckSpec(kind="ohif.active_series", series="CT-DOE-JOHN/SCOUT"))
+    _act_on(ohif_env, Locator(data_cy="windowLevelMenu-btn"))
+    _act_on(ohif_env, Locator(text="Modality Window Presets"))
+    _act_on(ohif_env, Locator(text="Lung"))
+    assert ohif_env.check(CheckSpec(kind="ohif.voi", preset="Lung"))  # on the Scout
+    assert ohif_env.check(CheckSpec(kind="ohif.voi", preset="Lung", series="CT-DOE-JOHN/SCOUT"))
+    assert not any(ohif_env.check(c) for c in preset.success)
+
+
 def test_two_environments_side_by_side(
     ohif_env: Any, tasks: LiveTaskFile, tmp_path: Path, seed_cache: Path
 ) -> None:

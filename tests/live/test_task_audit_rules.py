@@ -163,6 +163,68 @@ def test_checks_that_do_not_read_the_right_end_state() -> None:
     assert "no 'position' or 'instance'" in anchored[0] and "no 'series'" in anchored[1]
 
 
+def test_view_checks_without_their_series_and_counts_without_a_place() -> None:
+    """A zoom (window, slice) read on whatever the viewer shows, and a measurement count that a
+    ruler drawn anywhere satisfies, decide success: both reported with their place; the same
+    checks in a fail_if, or a count the task's placed measurements cover, are not."""
+    zoom = {"kind": "ohif.zoom", "min": 1.5}
+    ab = {"kind": "ohif.measurement", "from": "A", "to": "B", "series": "CT-DOE-JOHN/AXIAL",
+          "position": 1}  # fmt: skip
+    task = LiveTask.model_validate({
+        "id": "v", "instruction": "Zoom in and measure something",
+        "start": {"route": "/viewer?StudyInstanceUIDs={study:CT-DOE-JOHN}"},
+        "steps": [{"name": "zoom", "instruction": "Zoom", "action": "drag",
+                   "target": {"at": [0.5, 0.3]}, "to": {"at": [0.5, 0.6]}, "done_if": zoom},
+                  {"instruction": "Window", "target": {"data_cy": "WindowLevel-btn"},
+                   "done_if": {"kind": "ohif.voi", "changed": True}}],
+        "requires": ["zoom"],
+        "success": [zoom, {"kind": "ohif.measurement_count", "min": 1},
+                    {"kind": "ohif.slice_index", "position": 1,
+                     "series": "CT-DOE-JOHN/AXIAL"}],
+        "fail_if": [{"kind": "ohif.voi", "preset": "Bone"}],
+    })  # fmt: skip
+
+    def found(t: LiveTask) -> list[tuple[str, str]]:
+        return [(f.kind, f.message.split(" ")[0]) for f in audit_tasks("ohif", [t], SOUND)
+                if f.kind in ("view_without_series", "unplaced_measurement")]  # fmt: skip
+
+    assert found(task) == [("view_without_series", "success.0"),
+                           ("view_without_series", "steps.0.done_if"),
+                           ("unplaced_measurement", "success.1")]  # fmt: skip
+    # the series named, and the measurement placed: nothing
+    fixed = LiveTask.model_validate({**task.model_dump(exclude_defaults=True), "success": [
+        {**zoom, "series": "CT-DOE-JOHN/AXIAL"}, {"kind": "ohif.measurement_count", "min": 1},
+        ab], "steps": [{**task.steps[0].model_dump(exclude_defaults=True), "done_if": {
+        **zoom, "series": "CT-DOE-JOHN/AXIAL"}}, task.steps[1].model_dump(exclude_defaults=True)],
+    })  # fmt: skip
+    assert found(fixed) == []
+    # two measurements by count, one placed (twice: a required step's done_if and a success
+    # check name the same one): the second may lie anywhere
+    twice = LiveTask.model_validate({**fixed.model_dump(exclude_defaults=True), "success": [
+        {"kind": "ohif.measurement_count", "count": 2}, ab], "steps": [
+        {**task.steps[0].model_dump(exclude_defaults=True), "done_if": ab}]})  # fmt: skip
+    messages = [f.message for f in audit_tasks("ohif", [twice], SOUND)
+                if f.kind == "unplaced_measurement"]  # fmt: skip
+    assert len(messages) == 1 and messages[0].startswith("success.0 (ohif.measurement_count)")
+    assert "asks for 2 measurement(s) by their count alone" in messages[0]
+    assert "place 1" in messages[0]
+
+
+def test_the_packaged_tasks_have_no_static_finding() -> None:
+    """Every packaged task of every environment, judged from its parameters alone (the oracle's
+    dynamic rules: `tests/live/test_task_audit.py`): every OHIF view check names its series,
+    every measurement count is covered by placed measurements."""
+    from medspot.live.envs.registry import env_names
+    from medspot.live.envs.taskfiles import env_task_file
+    from medspot.live.loop.task_audit import static_findings
+
+    found = []
+    for env in env_names():
+        tasks, _ = env_task_file(env)
+        found += [f for t in tasks.tasks for f in static_findings(env, t)]
+    assert found == []
+
+
 def test_every_finding_and_check_kind_is_documented() -> None:
     from pathlib import Path
 

@@ -85,6 +85,23 @@ class CheckParams(BaseModel):
         annotation lies on, for the task audit: one drawn on any image would pass it."""
         return None
 
+    def view_without_series(self) -> str | None:
+        """Why this check reads what a viewer displays (a window, a zoom, a slice) without
+        naming the series it is about, for the task audit: the same view of another series,
+        or of another study loaded into the viewport, would pass it."""
+        return None
+
+    def unplaced_count(self) -> int:
+        """How many annotations this check asks for by their number alone (a count of at least
+        n), for the task audit: unless the task's other checks place as many (`placed_count`),
+        an annotation drawn anywhere passes."""
+        return 0
+
+    def placed_count(self) -> int:
+        """How many annotations this check asks for at a place (end points at landmarks), for
+        the task audit's `unplaced_count` rule."""
+        return 0
+
     def needs_change(self, start: StartSpec) -> str | None:
         """Why this check holds at no start state a task with `start` can have (it needs
         something to happen in the episode first): an infeasible task's success checks say that

@@ -26,7 +26,13 @@ Findings, per task (`Finding.kind`):
 - `unapplied_value` (static): a success check, or a required step's `done_if`, reads an input
   field (`CheckParams.unapplied`): typed text shows there before the application applies it;
 - `unanchored_annotation` (static): a success check, or a required step's `done_if`, claims an
-  annotation without naming the image it lies on (`CheckParams.unanchored`).
+  annotation without naming the image it lies on (`CheckParams.unanchored`);
+- `view_without_series` (static): a success check, or a required step's `done_if`, reads what a
+  viewer displays (a window, a zoom, a slice) without naming the series it is about
+  (`CheckParams.view_without_series`): the same view of another series passes;
+- `unplaced_measurement` (static): a success check, or a required step's `done_if`, asks for
+  more measurements by their count alone (`CheckParams.unplaced_count`) than the task's checks
+  that decide success place (`CheckParams.placed_count`): a ruler drawn anywhere passes.
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
 them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
@@ -40,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from medspot.live.core.checks import CheckParams
 from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import env_entry
@@ -60,6 +67,7 @@ FindingKind = Literal[
     "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
     "solved_at_start", "required_at_start", "fail_if_at_start", "vacuous_check",
     "keep_not_at_start", "unapplied_value", "unanchored_annotation",
+    "view_without_series", "unplaced_measurement",
 ]  # fmt: skip
 FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 
@@ -111,6 +119,7 @@ def _decides_success(task: LiveTask, place: str) -> bool:
 def static_findings(env: str, task: LiveTask) -> list[Finding]:
     kinds = env_entry(env).check_kinds
     out: list[Finding] = []
+    deciding: list[tuple[str, CheckParams]] = []
     for place, check in task_checks(task):
         params = kinds.parse(check, env)
         what = f"{place} ({check.kind})"
@@ -119,12 +128,28 @@ def static_findings(env: str, task: LiveTask) -> list[Finding]:
             out.append(Finding(task.id, "vacuous_check", f"{what}: {why}"))
         if not _decides_success(task, place):
             continue
+        deciding.append((what, params))
         why = params.unapplied()
         if why is not None:
             out.append(Finding(task.id, "unapplied_value", f"{what}: {why}"))
         why = params.unanchored()
         if why is not None:
             out.append(Finding(task.id, "unanchored_annotation", f"{what}: {why}"))
+        why = params.view_without_series()
+        if why is not None:
+            out.append(Finding(task.id, "view_without_series", f"{what}: {why}"))
+    # one measurement placed twice (a required step's done_if and a success check) is one
+    distinct = {
+        f"{type(params).__name__}:{params.model_dump_json()}": params for _, params in deciding
+    }
+    placed = sum(params.placed_count() for params in distinct.values())
+    for what, params in deciding:
+        n = params.unplaced_count()
+        if n > placed:
+            out.append(Finding(task.id, "unplaced_measurement", f"{what}: asks for {n} "
+                f"measurement(s) by their count alone and the task's checks place {placed}: "
+                "one drawn anywhere passes (a measurement between landmarks on a named image "
+                "places one)"))  # fmt: skip
     return out
 
 

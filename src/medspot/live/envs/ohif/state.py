@@ -3,19 +3,22 @@
 `STATE_JS` reads, in one call, what the checks need from the viewer's own services
 (`window.services`: viewport grid, cornerstone viewports, measurement service) and from
 cornerstone (`window.cornerstone`: VOI range, zoom, current image, metadata): the route, the
-layout, every viewport's series / slice / VOI / zoom, and every measurement with its end points
-in image coordinates of the image it was drawn on (`utilities.worldToImageCoords`; image
-coordinates put (0, 0) at the top-left CORNER of the first pixel, so a pixel (column, row) has
-its centre at (column + 0.5, row + 0.5)). `LANDMARK_JS` projects an image point of the active
-viewport's current image to page pixels (`imageToWorldCoords`, then `worldToCanvas`, plus the
-canvas's offset), which is where the oracle drags, and the on-screen length of a radius in
-image pixels (the marker's box).
+layout, every viewport's series and study (those of the image it shows) / slice / VOI / zoom,
+and every measurement with its end points in image coordinates of the image it was drawn on
+(`utilities.worldToImageCoords`; image coordinates put (0, 0) at the top-left CORNER of the
+first pixel, so a pixel (column, row) has its centre at (column + 0.5, row + 0.5)).
+`LANDMARK_JS` projects an image point of the active viewport's current image to page pixels
+(`imageToWorldCoords`, then `worldToCanvas`, plus the canvas's offset), which is where the
+oracle drags, and the on-screen length of a radius in image pixels (the marker's box).
 
 The `ohif.*` check kinds (`OHIF_KINDS`) judge such a state (`OhifState`: what STATE_JS
 returned, and the environment's catalogue) with pure functions, testable without a browser.
 Every measurement also carries the image it was drawn on (`instance`: its InstanceNumber;
 `position`: 1-based in the stack of a viewport showing its series), so that "measure on
-slice 3" is not passed by a Length drawn on slice 1.
+slice 3" is not passed by a Length drawn on slice 1; every view check (window, zoom, slice)
+names the series it is about (`series`) and is judged on a viewport showing it, so that a
+zoom of another series, or of another study of the patient loaded from the study browser,
+does not pass "zoom in on the MR".
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ _VIEWPORT = """
     const p = vp.getProperties ? vp.getProperties() : {};
     const ids = vp.getImageIds ? vp.getImageIds() : [];
     return {id: vid, ready: true, series: ser.seriesInstanceUID || null,
-      instance: img.instanceNumber ?? null, index: vp.getCurrentImageIdIndex(), n: ids.length,
+      study: ser.studyInstanceUID || null, instance: img.instanceNumber ?? null,
+      index: vp.getCurrentImageIdIndex(), n: ids.length,
       voi: p.voiRange ? [p.voiRange.lower, p.voiRange.upper] : null,
       zoom: vp.getZoom ? vp.getZoom() : null};
   };
@@ -152,9 +156,48 @@ class OhifState:
             vp = next((v for v in vps if v.get("id") == self.raw.get("active")), None)
         return vp if vp is not None and vp.get("ready") else None
 
+    def shows(self, vp: Mapping[str, Any], series: str) -> bool:
+        """Whether viewport `vp`'s image on screen is of the seeded `series`, in its study
+        (a state read without the study is judged by the series' UID alone)."""
+        study = self.catalogue.study(series.partition("/")[0]).uid
+        return bool(
+            vp.get("ready")
+            and vp.get("series") == self.catalogue.series(series).uid
+            and vp.get("study") in (None, study)
+        )
+
+    def showing(self, series: str) -> list[Mapping[str, Any]]:
+        """The viewports (with `k`: their grid index) that show the seeded `series`."""
+        vps: list[Mapping[str, Any]] = list(self.raw.get("viewports") or [])
+        return [{**vp, "k": k} for k, vp in enumerate(vps) if self.shows(vp, series)]
+
 
 class _OnViewport(CheckParams):
     viewport: int | None = Field(None, ge=0)  # 0-based in grid order; default: the active one
+
+
+class _ViewCheck(_OnViewport):
+    """A check of what a viewport displays (window, zoom, slice), about `series`: it holds when
+    a viewport showing that series (that study's, the series of the image on screen) has the
+    state; with `viewport` too, that viewport must show it. Without `series` the active (or
+    `viewport`) viewport is judged whatever it shows, and the audit reports it: another series,
+    even another study of the patient loaded from the study browser, would pass."""
+
+    series: SeededSeries | None = None
+
+    def view_without_series(self) -> str | None:
+        if self.series is not None:
+            return None
+        return "no 'series': the same view of any other series (or study) loaded there passes"
+
+    def candidates(self, s: OhifState) -> list[Mapping[str, Any]]:
+        """The viewports this check is judged on (it holds when one of them has the state)."""
+        if not s.viewer:
+            return []
+        if self.series is None:
+            vp = s.viewport(self.viewport)
+            return [] if vp is None else [vp]
+        return [vp for vp in s.showing(self.series) if self.viewport in (None, vp["k"])]
 
 
 # -- measurements ------------------------------------------------------------------------------
@@ -209,6 +252,9 @@ class MeasurementParams(CheckParams):
             return "no 'position' or 'instance': a measurement on any image of the series passes"
         return None
 
+    def placed_count(self) -> int:
+        return 1 if self.present else 0
+
     def needs_change(self, start: StartSpec) -> str | None:
         if not self.present or start.prepare or start.params.get("measure"):
             return None
@@ -261,6 +307,9 @@ class CountParams(CheckParams):
             return "the count range holds for any number of measurements"
         return None
 
+    def unplaced_count(self) -> int:
+        return self.count if self.count is not None else (self.min or 0)
+
     def needs_change(self, start: StartSpec) -> str | None:
         if start.prepare or start.params.get("measure"):
             return None
@@ -281,9 +330,10 @@ def _count(p: CountParams, s: OhifState) -> bool:
 # -- the viewport ------------------------------------------------------------------------------
 
 
-class VoiParams(_OnViewport):
+class VoiParams(_ViewCheck):
     """One of: `preset` (the viewer's CT presets), `center` and/or `width`, or `changed`
-    (true: differs from the series' DICOM window; false: equals it); within `tolerance`."""
+    (true: differs from the series' DICOM window; false: equals it); within `tolerance`; on a
+    viewport showing `series`."""
 
     preset: Literal["Soft tissue", "Lung", "Liver", "Bone", "Brain"] | None = None
     center: float | None = None
@@ -309,8 +359,11 @@ class VoiParams(_OnViewport):
 
 
 def _voi(p: VoiParams, s: OhifState) -> bool:
-    vp = s.viewport(p.viewport) if s.viewer else None
-    if vp is None or not vp.get("voi"):
+    return any(_voi_on(p, vp, s) for vp in p.candidates(s))
+
+
+def _voi_on(p: VoiParams, vp: Mapping[str, Any], s: OhifState) -> bool:
+    if not vp.get("voi"):
         return False
     center, width = voi_center_width(*vp["voi"])
     tol = p.tolerance
@@ -333,8 +386,9 @@ def _voi(p: VoiParams, s: OhifState) -> bool:
     return ok
 
 
-class ZoomParams(_OnViewport):
-    """The viewport's zoom (`getZoom()`, 1 = fitted) within `min`..`max`."""
+class ZoomParams(_ViewCheck):
+    """The zoom (`getZoom()`, 1 = fitted) of a viewport showing `series`, within
+    `min`..`max`."""
 
     min: float | None = Field(None, ge=0)
     max: float | None = Field(None, gt=0)
@@ -354,11 +408,11 @@ class ZoomParams(_OnViewport):
 
 
 def _zoom(p: ZoomParams, s: OhifState) -> bool:
-    vp = s.viewport(p.viewport) if s.viewer else None
-    if vp is None:
-        return False
-    zoom = float(vp.get("zoom") or 0.0)
-    return (p.min is None or zoom >= p.min) and (p.max is None or zoom <= p.max)
+    for vp in p.candidates(s):
+        zoom = float(vp.get("zoom") or 0.0)
+        if (p.min is None or zoom >= p.min) and (p.max is None or zoom <= p.max):
+            return True
+    return False
 
 
 class LayoutParams(CheckParams):
@@ -411,12 +465,12 @@ class SeriesParams(_OnViewport):
 
 def _active_series(p: SeriesParams, s: OhifState) -> bool:
     vp = s.viewport(p.viewport) if s.viewer else None
-    return vp is not None and vp.get("series") == s.catalogue.series(p.series).uid
+    return vp is not None and s.shows(vp, p.series)
 
 
-class SliceParams(_OnViewport):
+class SliceParams(_ViewCheck):
     """`position` (1-based in the viewport's stack, the overlay's "(k/n)") or `instance`
-    (the InstanceNumber)."""
+    (the InstanceNumber), shown by a viewport showing `series`."""
 
     position: int | None = Field(None, ge=1)
     instance: int | None = Field(None, ge=1)
@@ -429,12 +483,12 @@ class SliceParams(_OnViewport):
 
 
 def _slice(p: SliceParams, s: OhifState) -> bool:
-    vp = s.viewport(p.viewport) if s.viewer else None
-    if vp is None:
-        return False
-    if p.instance is not None:
-        return bool(vp.get("instance") == p.instance)
-    return int(vp.get("index", -1)) + 1 == p.position
+    for vp in p.candidates(s):
+        if p.instance is not None and vp.get("instance") == p.instance:
+            return True
+        if p.position is not None and int(vp.get("index", -1)) + 1 == p.position:
+            return True
+    return False
 
 
 OHIF_KINDS = CheckKinds(
