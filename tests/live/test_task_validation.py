@@ -193,9 +193,9 @@ def test_cli_validate_and_run_refuse_before_starting(
     assert "bad.json, task 0, field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
     assert "Traceback" not in err
     out = tmp_path / "run"
-    # a chromium that does not exist: had anything started, this would be an environment fault
+    # a chromium that is no browser: had anything started, this would be an environment fault
     code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
-                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 str(f), "--out", str(out), "--env-option", "chromium=/bin/false",
                  "--no-progress"])  # fmt: skip
     assert code == 2
     assert "no seeded patient 'NOBODY'" in capsys.readouterr().err
@@ -222,7 +222,7 @@ def test_task_data_the_run_would_misread_is_refused_before_anything_starts(
     assert f"bad.json, {message}" in capsys.readouterr().err
     out = tmp_path / "run"
     code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
-                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 str(f), "--out", str(out), "--env-option", "chromium=/bin/false",
                  "--no-progress"])  # fmt: skip
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()

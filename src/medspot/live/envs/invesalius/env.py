@@ -32,7 +32,7 @@ import subprocess
 import time
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from medspot.live.core.contract import (
     PixelBox,
     SparePlan,
 )
+from medspot.live.core.optionpaths import CachePath, Folder, Program
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.x11 import KEY_TABLE
@@ -91,6 +92,10 @@ PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
     "python3-pyatspi", "imagemagick", "invesalius",
 )  # fmt: skip
+# what InVesalius imports from the Python it runs on (`python`, checked before a run starts)
+APP_MODULES = ("wx", "vtkmodules", "numpy", "gdcm")
+InvPython = Annotated[str, Program(imports=APP_MODULES)]
+InvDir = Annotated[Path, Folder(holds=("app.py",))]
 NEUTRAL_POINT = (1270, 12)  # the empty end of the menu bar: nothing reacts to the pointer
 ESCAPES = 5  # Escape presses at most, to close GTK's dialogs and menus before a reset
 
@@ -115,9 +120,9 @@ class InvesaliusEnv:
         workdir: Path,
         *,
         viewport: tuple[int, int] = (1280, 800),
-        python: str = "/usr/bin/python3",
-        invesalius_dir: Path = INVESALIUS_DIR,
-        phantom_cache: Path | None = None,
+        python: InvPython = "/usr/bin/python3",
+        invesalius_dir: InvDir = INVESALIUS_DIR,
+        phantom_cache: CachePath | None = None,
         settle_quiet_s: float = 0.4,
         settle_timeout_s: float = 60.0,
         start_timeout_s: float = 300.0,
@@ -693,7 +698,7 @@ def doctor() -> list[str]:
     else:
         try:
             out = processes.run(
-                [SYSTEM_PYTHON, "-c", "import wx, vtkmodules, numpy, gdcm"],
+                [SYSTEM_PYTHON, "-c", "import " + ", ".join(APP_MODULES)],
                 capture_output=True, text=True, timeout=60, check=False,
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
