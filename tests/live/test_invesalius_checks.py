@@ -245,6 +245,17 @@ def test_view_window_layout_project_dialog_judges() -> None:
                             "path": "/h/exports/liver.inv3", "discarded": 1})  # fmt: skip
     assert _judge(INV_KINDS, {"kind": "inv.project", "saved_as": "liver.inv3"}, saved)
     assert _judge(INV_KINDS, {"kind": "inv.project", "discarded": True}, saved)
+    # closed after "Yes, save" on closing: the project closed last was saved as the file
+    closed = _state(project={"open": False, "modified": False, "saved": False, "path": None,
+                             "discarded": 0, "closed_saved": "~/exports/work.inv3"})  # fmt: skip
+    spec = {"kind": "inv.project", "open": False, "saved_as": "work.inv3"}
+    assert _judge(INV_KINDS, spec, closed)
+    assert not _judge(INV_KINDS, {**spec, "saved_as": "liver.inv3"}, closed)
+    discarded = _state(project={"open": False, "path": None, "discarded": 1})
+    assert not _judge(INV_KINDS, spec, discarded)  # closed with its changes unsaved
+    changed = _state(project={"open": True, "modified": True, "saved": False,
+                              "path": "~/exports/work.inv3", "closed_saved": None})  # fmt: skip
+    assert not _judge(INV_KINDS, {"kind": "inv.project", "saved_as": "work.inv3"}, changed)
     assert _judge(INV_KINDS, {"kind": "inv.dialog", "title": "Region growing"},
                   ("Region growing",))  # fmt: skip
     assert _judge(INV_KINDS, {"kind": "inv.dialog", "title": "^Question$", "present": False},

@@ -533,9 +533,10 @@ def _layout(p: LayoutParams, s: InvState) -> bool:
 
 
 class ProjectParams(CheckParams):
-    """The project: `open`, `modified` (unsaved changes), `saved_as` (the project file is this
-    name in the export folder), `discarded` (true: a project was closed with its changes
-    unsaved since the task's start; false: none was)."""
+    """The project: `open`, `modified` (unsaved changes), `saved_as` (the project is saved, no
+    change left unsaved, as this name in the export folder: the open project, or when none is
+    open the one closed last, as "Yes, save" on closing leaves it), `discarded` (true: a
+    project was closed with its changes unsaved since the task's start; false: none was)."""
 
     open: bool | None = None
     modified: bool | None = None
@@ -557,9 +558,12 @@ def _project(p: ProjectParams, s: InvState) -> bool:
     if p.modified is not None and (not s.project_open or s.modified != p.modified):
         return False
     if p.saved_as is not None:
-        path = s.project_path or ""
-        if not (s.project_open and s.saved and path.replace("\\", "/").endswith("/" + p.saved_as)
-                and "/exports/" in path):  # fmt: skip
+        if s.project_open:
+            path = (s.project_path if s.saved else None) or ""
+        else:
+            path = s.closed_saved or ""
+        path = path.replace("\\", "/")
+        if not (path.endswith("/" + p.saved_as) and "/exports/" in path):
             return False
     return True
 
