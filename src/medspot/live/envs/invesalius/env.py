@@ -23,7 +23,6 @@ AT-SPI tree with wx's own elements added (`widgets.py`), and `landmark` (`VIEW:S
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import os
 import re
@@ -73,6 +72,7 @@ from medspot.live.envs.invesalius.instance import (
 )
 from medspot.live.envs.invesalius.phantoms import phantom_files
 from medspot.live.envs.invesalius.probe_client import ProbeBusy
+from medspot.live.envs.invesalius.regions import PhantomGeometry
 from medspot.live.envs.invesalius.start import DEFAULT_VOLUME, InvStart, parse_start
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 from medspot.live.envs.invesalius.widgets import merge_widgets
@@ -81,7 +81,7 @@ from medspot.live.envs.reset_clock import ResetClock
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check"]
+__all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check", "task_geometry"]
 
 log = logging.getLogger(__name__)
 
@@ -634,11 +634,20 @@ def _menu_open(tree: AtspiTree) -> bool:
 _MENU_ITEMS = frozenset({"menu item", "check menu item", "radio menu item"})
 
 
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong for this environment: the start keys,
-    structures and landmarks the task's volume has."""
-    from medspot.live.core.taskcheck import task_checks
+def task_geometry(task: LiveTask) -> PhantomGeometry | None:
+    """The phantom the task's start loads, the geometry its checks' regions are validated
+    against (the registry's `geometry` hook: `CheckParams.geometry_problem`); None for a start
+    that is not valid (`task_check` says why)."""
+    try:
+        return PhantomGeometry(parse_start(task).volume)
+    except ValueError:
+        return None
 
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong for this environment beyond its
+    checks (whose structures, slices and landmarks `task_geometry` validates): the start keys,
+    the structures of the steps' landmarks in the task's volume."""
     out: list[tuple[str, str]] = []
     if task.start.route is not None:
         out.append(("start.route", "invesalius has no routes"))
@@ -665,20 +674,6 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
             why = unknown_structure(lm.structure, vol)
             if why:
                 out.append((f"{place}.{name}.landmark", why))
-    for place, check in task_checks(task):
-        p = check.params
-        names: list[str] = []
-        for key in ("structures", "volume_of", "dice_with"):
-            v = p.get(key)
-            if isinstance(v, list):
-                names += [str(x) for x in v]
-        for lm_text in p.get("points") or []:
-            with contextlib.suppress(ValueError):  # the check's own validation names it
-                names.append(parse_landmark(str(lm_text)).structure)
-        for n in names:
-            why = unknown_structure(n, vol)
-            if why:
-                out.append((place, why))
     return out
 
 
