@@ -23,9 +23,10 @@ from medspot.live.envs.invesalius.checks import (
     dice,
     mask_dice,
     nifti_to_phantom,
+    region_dice,
     true_volume_mm3,
 )
-from medspot.live.envs.invesalius.env import task_check
+from medspot.live.envs.invesalius.env import task_check, task_geometry
 from medspot.live.envs.invesalius.files import ExportedFile, parse_nifti, parse_stl, read_export
 from medspot.live.envs.invesalius.geometry import (
     angle_deg,
@@ -36,9 +37,11 @@ from medspot.live.envs.invesalius.geometry import (
     to_phantom,
 )
 from medspot.live.envs.invesalius.phantoms import VOLUMES, true_mask, volume, volume_values
+from medspot.live.envs.invesalius.regions import PhantomGeometry
 from medspot.live.envs.invesalius.start import parse_start
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 from medspot.live.envs.invesalius.widgets import clip_tree, merge_widgets
+from medspot.live.envs.taskfiles import parse_task_file
 
 CT = "CT-ABDOMEN-3D"
 MR = "MR-HEAD-3D"
@@ -194,6 +197,130 @@ def test_dice_judge_over_the_volume_and_a_region() -> None:
     assert params.vacuous()
 
 
+def test_a_dice_where_the_truth_is_empty_is_never_a_pass() -> None:
+    """An empty mask judged on slices the lesion does not reach (it lies on axial 30..41), or
+    on slices past the volume, compares nothing with nothing: no `min` or `max` holds there,
+    and its quality is 0 (it was 1.0: a no-op "painted the lesion on slice 10")."""
+    empty = np.zeros(volume(CT).shape, bool)
+    reading = MaskReading(_state(), MaskVoxels(CT, {"Lesion": empty}))
+    spec = {"kind": "inv.mask_dice", "mask": "Lesion", "structures": ["lesion"]}
+    for slices in ([10, 10], [70, 80]):
+        region = {**spec, "view": "axial", "slices": slices}
+        assert not _judge(INV_KINDS, {**region, "min": 0.8}, reading), slices
+        assert not _judge(INV_KINDS, {**region, "max": 0.5}, reading), slices
+        assert region_dice(empty, CT, ["lesion"], "axial", (slices[0], slices[1])) is None
+        assert mask_dice(empty, CT, ["lesion"], "axial", (slices[0], slices[1])) == 0.0
+    # where the truth is, the empty mask is judged as it is: Dice 0
+    assert region_dice(empty, CT, ["lesion"], "axial", (36, 36)) == 0.0
+    assert _judge(INV_KINDS, {**spec, "max": 0.5, "view": "axial", "slices": [36, 36]}, reading)
+
+
+def test_phantom_geometry() -> None:
+    g = PhantomGeometry(CT)
+    assert (g.slices("axial"), g.slices("coronal"), g.slices("sagittal")) == (64, 128, 128)
+    assert g.span(["lesion"], "axial") == (30, 41)
+    assert g.slice_problem("axial", 63) is None
+    assert (
+        g.slice_problem("axial", 64)
+        == "axial slice 64 is past the volume (CT-ABDOMEN-3D: axial 0..63)"
+    )
+    assert g.region_problem(["lesion"], "axial", 36, 36) is None
+    assert g.region_problem(["lesion"], "axial", 28, 30) is None  # it reaches slice 30
+    assert "lesion lies on axial slices 30..41" in str(
+        g.region_problem(["lesion"], "axial", 10, 29)
+    )
+    assert g.landmark_problem("axial:lesion.left", 36) is None
+    assert "has no point on axial slice 10" in str(g.landmark_problem("axial:lesion.left", 10))
+    assert g.structures_problem(["lesion", "liver"]) is None
+    assert "no structure 'tumour' in CT-ABDOMEN-3D" in str(g.structures_problem(["tumour"]))
+    assert task_geometry(_task(start={"volume": MR})) == PhantomGeometry(MR)
+    assert task_geometry(_task(start={"volume": "CT-X"})) is None  # task_check says why
+
+
+def _inv_file(**task: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"id": "paint-slice", "instruction": "x",
+                            "steps": [{"instruction": "x", "target": {"text": "OK"}}],
+                            "success": [{"kind": "inv.mask_count", "count": 1}]}  # fmt: skip
+    base.update(task)
+    return {"format_version": 1, "env": "invesalius", "tasks": [base]}
+
+
+LESION_DICE = {"kind": "inv.mask_dice", "mask": "Lesion", "structures": ["lesion"], "min": 0.8}
+GEOMETRY_CASES = [
+    # (a check, its place, the field named, what the message says)
+    ({**LESION_DICE, "view": "axial", "slices": [10, 10]}, "success.0", "slices",
+     "the truth is empty on axial slices 10..10 (lesion lies on axial slices 30..41)"),
+    ({**LESION_DICE, "view": "axial", "slices": [70, 80]}, "success.0", "slices",
+     "axial slice 70 is past the volume (CT-ABDOMEN-3D: axial 0..63)"),
+    ({**LESION_DICE, "view": "coronal", "slices": [120, 130]}, "fail_if.0", "slices",
+     "coronal slice 130 is past the volume"),
+    ({**LESION_DICE, "structures": ["tumour"]}, "success.0", "structures",
+     "no structure 'tumour' in CT-ABDOMEN-3D"),
+    ({"kind": "inv.slice", "view": "axial", "slice": 99}, "success.0", "slice",
+     "axial slice 99 is past the volume"),
+    ({"kind": "inv.slice", "view": "axial", "min": 64}, "steps.0.done_if", "min",
+     "axial slice 64 is past the volume"),
+    ({"kind": "inv.slice", "view": "sagittal", "max": 128}, "success.0", "max",
+     "sagittal slice 128 is past the volume (CT-ABDOMEN-3D: sagittal 0..127)"),
+    ({"kind": "inv.measure", "view": "axial", "slice": 64}, "success.0", "slice",
+     "axial slice 64 is past the volume"),
+    ({"kind": "inv.measure", "slice": 200}, "success.0", "slice", "is past the volume"),
+    ({"kind": "inv.measure", "kind_of": "linear", "view": "axial", "slice": 10,
+      "points": ["axial:lesion.left", "axial:lesion.right"]}, "success.0", "points",
+     "landmark 'axial:lesion.left' has no point on axial slice 10 (lesion lies on axial "
+     "slices 30..41)"),
+    ({"kind": "inv.measure", "kind_of": "angular", "points": ["axial:kidney-right",
+      "axial:vertebra", "axial:tumour"]}, "success.0", "points", "no structure 'tumour'"),
+    ({"kind": "inv.measure", "kind_of": "linear", "min": 500}, "success.0", "min",
+     "no length in CT-ABDOMEN-3D is over 300 mm"),
+    ({"kind": "inv.measure", "kind_of": "angular", "value": 200}, "success.0", "value",
+     "no angle is over 180 degrees"),
+    ({"kind": "inv.surface", "volume_of": ["ventricle-left"]}, "success.0", "volume_of",
+     "no structure 'ventricle-left' in CT-ABDOMEN-3D"),
+    ({"kind": "inv.surface", "min_volume": 1e9}, "success.0", "min_volume",
+     "CT-ABDOMEN-3D holds 4718592 mm³, less than min_volume"),
+    ({"kind": "inv.mask", "name": "Liver", "min_voxels": 2_000_000}, "success.0", "min_voxels",
+     "CT-ABDOMEN-3D has 1048576 voxels, fewer than min_voxels 2000000"),
+    ({"kind": "inv.file", "file": "x.nii", "format": "nifti", "dice_with": ["brain"]},
+     "success.0", "dice_with", "no structure 'brain' in CT-ABDOMEN-3D"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("check", "place", "field", "says"), GEOMETRY_CASES)
+def test_task_validation_refuses_a_region_off_the_phantom(
+    check: dict[str, Any], place: str, field: str, says: str
+) -> None:
+    """Every `inv.*` kind that judges a region, validated against the task's phantom when the
+    task file is read: a located `DataError` naming the task, the check's place and field."""
+    if place.startswith("steps."):
+        task = {"steps": [{"instruction": "x", "target": {"text": "OK"}, "done_if": check}]}
+    elif place.startswith("fail_if."):
+        task = {"fail_if": [check]}
+    else:
+        task = {"success": [check]}
+    with pytest.raises(DataError) as exc:
+        parse_task_file(_inv_file(**task), "f.json")
+    steps = place.startswith("steps.")
+    where = f"step 1, field 'done_if.{field}'" if steps else f"field '{place}.{field}'"
+    message = str(exc.value)
+    assert f"f.json, task 0, {where}" in message, message
+    assert "task 'paint-slice'" in message and says in message, message
+
+
+def test_task_validation_keeps_regions_with_truth_and_other_volumes_own() -> None:
+    ok = [{**LESION_DICE, "view": "axial", "slices": [30, 41]},
+          {"kind": "inv.slice", "view": "coronal", "min": 0, "max": 127},
+          {"kind": "inv.measure", "kind_of": "linear", "view": "axial", "slice": 36,
+           "points": ["axial:lesion.left", "axial:lesion.right"], "max": 287}]  # fmt: skip
+    parse_task_file(_inv_file(success=ok), "f.json")
+    mr = [{"kind": "inv.mask_dice", "mask": "T", "structures": ["tumour"], "min": 0.9,
+           "view": "axial", "slices": [36, 36]}]  # fmt: skip
+    parse_task_file(_inv_file(start={"volume": MR}, success=mr), "f.json")
+    with pytest.raises(DataError, match="lies on axial slices"):  # the MR tumour is higher up
+        parse_task_file(_inv_file(start={"volume": MR}, success=[
+            {**mr[0], "slices": [10, 12]}]), "f.json")  # fmt: skip
+
+
 def test_surface_and_measure_judges() -> None:
     want = true_volume_mm3(CT, ["lesion"])
     st = _state(surfaces=[{"index": 0, "name": "Lesion surface", "volume": want * 1.03,
@@ -245,6 +372,17 @@ def test_view_window_layout_project_dialog_judges() -> None:
                             "path": "/h/exports/liver.inv3", "discarded": 1})  # fmt: skip
     assert _judge(INV_KINDS, {"kind": "inv.project", "saved_as": "liver.inv3"}, saved)
     assert _judge(INV_KINDS, {"kind": "inv.project", "discarded": True}, saved)
+    # closed after "Yes, save" on closing: the project closed last was saved as the file
+    closed = _state(project={"open": False, "modified": False, "saved": False, "path": None,
+                             "discarded": 0, "closed_saved": "~/exports/work.inv3"})  # fmt: skip
+    spec = {"kind": "inv.project", "open": False, "saved_as": "work.inv3"}
+    assert _judge(INV_KINDS, spec, closed)
+    assert not _judge(INV_KINDS, {**spec, "saved_as": "liver.inv3"}, closed)
+    discarded = _state(project={"open": False, "path": None, "discarded": 1})
+    assert not _judge(INV_KINDS, spec, discarded)  # closed with its changes unsaved
+    changed = _state(project={"open": True, "modified": True, "saved": False,
+                              "path": "~/exports/work.inv3", "closed_saved": None})  # fmt: skip
+    assert not _judge(INV_KINDS, {"kind": "inv.project", "saved_as": "work.inv3"}, changed)
     assert _judge(INV_KINDS, {"kind": "inv.dialog", "title": "Region growing"},
                   ("Region growing",))  # fmt: skip
     assert _judge(INV_KINDS, {"kind": "inv.dialog", "title": "^Question$", "present": False},
@@ -363,13 +501,18 @@ def test_start_keys() -> None:
 def test_task_check_names_structures_of_another_volume() -> None:
     assert task_check(_task()) == []
     wrong = _task(start={"volume": MR})  # the lesion is the CT's
-    assert any("no structure 'lesion' in MR-HEAD-3D" in m for _, m in task_check(wrong))
-    dice_mr = _task(start={"volume": MR}, steps=[{"instruction": "x", "target": {"text": "OK"}}],
-                    success=[{"kind": "inv.mask_dice", "mask": "A", "structures": ["kidney-left"],
-                              "min": 0.5}])  # fmt: skip
-    assert task_check(dice_mr) == [("success.0", "no structure 'kidney-left' in MR-HEAD-3D "
-                                    "(known: brain, scalp, skull, tumour, ventricle-left, "
-                                    "ventricle-right)")]  # fmt: skip
+    assert task_check(wrong) == [("steps.0.target.landmark", "no structure 'lesion' in "
+                                  "MR-HEAD-3D (known: brain, scalp, skull, tumour, "
+                                  "ventricle-left, ventricle-right)")]  # fmt: skip
+    # a check's structures: its geometry validation, at the parameter
+    dice_mr = _inv_file(
+        start={"volume": MR},
+        success=[{"kind": "inv.mask_dice", "mask": "A", "structures": ["kidney-left"], "min": 0.5}],
+    )
+    with pytest.raises(DataError) as exc:
+        parse_task_file(dice_mr, "f.json")
+    assert "field 'success.0.structures'" in str(exc.value)
+    assert "no structure 'kidney-left' in MR-HEAD-3D (known: brain," in str(exc.value)
     assert task_check(_task(start={"route": "#x"}))[0][0] == "start.route"
 
 

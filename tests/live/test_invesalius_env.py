@@ -22,7 +22,7 @@ from _invesalius_support import invesalius_tasks
 from medspot.errors import ConfigError, DataError
 from medspot.live.core.actions import Click, Drag, LiveAction, Scroll, action_to_json
 from medspot.live.core.episode import Episode
-from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.envs.envoptions import check_env_options
 from medspot.live.envs.invesalius.checks import true_volume_mm3
 from medspot.live.envs.invesalius.phantoms import true_mask, volume_values
@@ -106,6 +106,26 @@ def test_a_brush_task_succeeds_and_its_dice_is_measured(invesalius_env: Any) -> 
     assert last.quality["dice"] >= 0.85
     assert last.quality == env.task_quality(task)
     assert env.task_quality(invesalius_tasks()["maximize-axial-view"]) == {}  # no mask judged
+
+
+def test_closing_with_yes_and_saving_is_saved_as(invesalius_env: Any) -> None:
+    """ "Close project", Yes, save as work.inv3 (the packaged trap task): the oracle succeeds on
+    its `inv.project` `open: false` + `saved_as` (a closed project's session forgets its path:
+    the probe keeps the file the project closed last was saved to); another name does not
+    hold, and the next start forgets it."""
+    env = invesalius_env
+    task = invesalius_tasks()["close-project-keep-work"]
+    assert task.success[0].params == {"open": False, "saved_as": "work.inv3"}
+
+    def project(**params: Any) -> CheckSpec:
+        return CheckSpec.model_validate({"kind": "inv.project", **params})
+
+    _oracle_actions(env, task)  # asserts the success
+    assert (env.exports / "work.inv3").is_file()
+    assert env.check(project(open=False, saved_as="work.inv3"))
+    assert not env.check(project(saved_as="liver.inv3")) and not env.check(project(discarded=True))
+    env.reset(task)
+    assert not env.check(project(saved_as="work.inv3"))  # open, unsaved, as the start is
 
 
 def test_the_same_click_and_drag_twice_are_executed_and_scored(invesalius_env: Any) -> None:

@@ -123,7 +123,57 @@ def test_negative_retries_are_refused(
     assert f"{option}: '-1' must be 0 or more" in capsys.readouterr().err
 
 
-def test_each_environment_declares_typed_options() -> None:
+@pytest.mark.parametrize(
+    ("env", "option", "says"),
+    [
+        ("invesalius", "python=/nonexistent/python", "python='/nonexistent/python': no such file"),
+        ("invesalius", "python=/bin/true", "it cannot import wx, vtkmodules, numpy, gdcm"),
+        ("invesalius", "invesalius_dir=/tmp", "invesalius_dir='/tmp': no app.py in it"),
+        ("orthanc-explorer", "chromium=/nonexistent", "chromium='/nonexistent': no such file"),
+        ("ohif", "orthanc_binary=no-such-orthanc", "no program 'no-such-orthanc' on PATH"),
+        ("ohif", "ohif_dist=/nonexistent", "ohif_dist='/nonexistent': no such folder"),
+        ("dicomscope", "java={tmp}/plain.txt", "plain.txt': not an executable file"),
+        ("dicomscope", "seed_cache={tmp}/plain.txt/x", "cannot be made: {tmp}/plain.txt is not a"),
+    ],
+)
+def test_a_path_option_that_names_nothing_is_exit_2_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], env: str, option: str, says: str
+) -> None:
+    """A program or folder option is checked with the other option values (it used to start
+    three environments, each failing, and end "run again")."""
+    (tmp_path / "plain.txt").write_text("not a program, not a folder")
+    (tmp_path / "plain.txt").chmod(0o644)
+    out = tmp_path / "run"
+    args = ["live", "run", "--env", env, "--model", "oracle", "--out", str(out),
+            "--no-progress", "--env-option", option.format(tmp=tmp_path)]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert says.format(tmp=tmp_path) in err, err
+    assert f"({env})" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_path_options_that_name_something_pass(tmp_path: Path) -> None:
+    cache = tmp_path / "new" / "cache"  # made when the environment writes it
+    typed = check_env_options(
+        "invesalius",
+        {
+            "python": "/usr/bin/python3",
+            "phantom_cache": str(cache),
+            "invesalius_dir": "/usr/share/invesalius",
+        },
+    )
+    assert typed["phantom_cache"] == cache and typed["python"] == "/usr/bin/python3"
+    assert check_env_options("dicomscope", {"java": "sh"}) == {"java": "sh"}  # a name on PATH
+    listed = env_options_of(env_entry("invesalius"))
+    assert listed is not None
+    assert listed["python"].type_name == (
+        "a program (a path, or a name on PATH) that imports wx, vtkmodules, numpy, gdcm"
+    )
+    assert listed["phantom_cache"].type_name == "a folder (made when missing) or none"
+
+
+def test_each_environment_declares_typed_options(tmp_path: Path) -> None:
     for name in registry.env_names():
         declared = env_options_of(env_entry(name))
         assert declared, f"{name} declares no options"
@@ -136,8 +186,8 @@ def test_each_environment_declares_typed_options() -> None:
         "ohif", {"headless": "false", "extra_args": "--a '--b=c d'", "seed_cache": "none"}
     )
     assert typed == {"headless": False, "extra_args": ("--a", "--b=c d"), "seed_cache": None}
-    seed_cache = check_env_options(ENV, {"seed_cache": Path("/x"), "seed": 3})
-    assert seed_cache == {"seed_cache": Path("/x"), "seed": 3}  # values from Python: checked
+    seed_cache = check_env_options(ENV, {"seed_cache": tmp_path / "x", "seed": 3})
+    assert seed_cache == {"seed_cache": tmp_path / "x", "seed": 3}  # values from Python: checked
     with pytest.raises(ConfigError, match="expected a whole number"):
         check_env_options(ENV, {"seed": "1.5"})
 

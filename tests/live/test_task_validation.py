@@ -146,6 +146,19 @@ CASES = [
      "'Study DOE^JOHN, 04/02/1961 * CT HEAD'"),
     ("dicomscope", {"steps": [{**DESKTOP_STEP, "target": {"contains": "Series CT * Coronal"}}]},
      "no Browser row of the seeded studies is contains 'Series CT * Coronal'"),
+    # a slice the seeded studies do not have (`CheckParams.geometry_problem`)
+    ("ohif", {"success": [{"kind": "ohif.slice_index", "position": 9}]},
+     "field 'success.0.position': task 't': check 'ohif.slice_index': no seeded series has "
+     "more than 8 images"),
+    ("ohif", {"steps": [{**WEB_STEP, "done_if": {"kind": "ohif.slice_index", "instance": 12}}]},
+     "step 1, field 'done_if.instance': task 't': check 'ohif.slice_index': no seeded series"),
+    ("ohif", {"success": [{"kind": "ohif.measurement", "from": "A", "to": "B",
+                           "series": "MR-DOE-JOHN/T2", "position": 7}]},
+     "field 'success.0.position': task 't': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
+     "images 1..6"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "webviewer.slice", "slice": 9}]},
+     "field 'fail_if.0.slice': task 't': check 'webviewer.slice': no seeded series has more "
+     "than 8 images"),
 ]  # fmt: skip
 
 
@@ -172,9 +185,15 @@ def test_good_tasks_pass() -> None:
     ]
     parse_task_file(_file("ohif", success=on_ohif), "f.json")
     parse_task_file(_file("dicomscope", start={"file": "CT-DOE-JOHN/AXIAL/8"}), "f.json")
+    last = [{"kind": "ohif.slice_index", "position": 8},
+            {"kind": "ohif.measurement", "from": "A", "to": "B", "series": "MR-DOE-JOHN/T2",
+             "position": 6}]  # fmt: skip
+    parse_task_file(_file("ohif", success=last), "f.json")
+    parse_task_file(_file("orthanc-explorer", success=[{"kind": "webviewer.slice", "slice": 8}]),
+                    "f.json")  # fmt: skip
 
 
-@pytest.mark.parametrize("env", ["orthanc-explorer", "ohif", "dicomscope"])
+@pytest.mark.parametrize("env", ["orthanc-explorer", "ohif", "dicomscope", "invesalius"])
 def test_packaged_task_files_validate(env: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["live", "tasks", "--env", env]) == 0
     capsys.readouterr()
@@ -193,9 +212,9 @@ def test_cli_validate_and_run_refuse_before_starting(
     assert "bad.json, task 0, field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
     assert "Traceback" not in err
     out = tmp_path / "run"
-    # a chromium that does not exist: had anything started, this would be an environment fault
+    # a chromium that is no browser: had anything started, this would be an environment fault
     code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
-                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 str(f), "--out", str(out), "--env-option", "chromium=/bin/false",
                  "--no-progress"])  # fmt: skip
     assert code == 2
     assert "no seeded patient 'NOBODY'" in capsys.readouterr().err
@@ -222,8 +241,52 @@ def test_task_data_the_run_would_misread_is_refused_before_anything_starts(
     assert f"bad.json, {message}" in capsys.readouterr().err
     out = tmp_path / "run"
     code = main(["live", "run", "--env", "orthanc-explorer", "--model", "oracle", "--tasks-file",
-                 str(f), "--out", str(out), "--env-option", "chromium=/nonexistent",
+                 str(f), "--out", str(out), "--env-option", "chromium=/bin/false",
                  "--no-progress"])  # fmt: skip
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+DICE_SLICE_10: dict[str, Any] = {"kind": "inv.mask_dice", "mask": "Lesion",
+                                  "structures": ["lesion"], "min": 0.8, "view": "axial",
+                                  "slices": [10, 10]}  # fmt: skip
+PAINT_SLICE_10: dict[str, Any] = {
+    "id": "paint-lesion-slice-10",
+    "instruction": "Paint the lesion on axial slice 10 into the Lesion mask",
+    "start": {"masks": [{"name": "Lesion", "threshold": [150, 250], "empty": True}]},
+    "steps": [{"instruction": "Paint", "target": {"landmark": "axial:lesion"}}],
+    "success": [DICE_SLICE_10],
+}
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        (PAINT_SLICE_10,
+         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check 'inv.mask_dice': "
+         "the truth is empty on axial slices 10..10 (lesion lies on axial slices 30..41)"),
+        ({**PAINT_SLICE_10, "success": [{**DICE_SLICE_10, "slices": [70, 80]}]},
+         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check "
+         "'inv.mask_dice': axial slice 70 is past the volume (CT-ABDOMEN-3D: axial 0..63)"),
+        ({**PAINT_SLICE_10, "success": [{"kind": "inv.slice", "view": "axial", "slice": 99}]},
+         "task 0, field 'success.0.slice': task 'paint-lesion-slice-10': check 'inv.slice': "
+         "axial slice 99 is past the volume"),
+    ],
+)  # fmt: skip
+def test_a_region_off_the_phantom_is_refused_by_validate_and_run(
+    task: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's InVesalius tasks: a Dice on slices where the lesion is not (a no-op passed it
+    with 1.0), slices past the 64 of the volume, `inv.slice` 99: exit 2 at `--validate` and
+    before `run` starts InVesalius."""
+    f = tmp_path / "inv.json"
+    f.write_text(json.dumps({"format_version": 1, "env": "invesalius", "tasks": [task]}))
+    assert main(["live", "tasks", "--env", "invesalius", "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"inv.json, {message}" in err and "Traceback" not in err
+    out = tmp_path / "run"
+    code = main(["live", "run", "--env", "invesalius", "--model", "oracle", "--tasks-file",
+                 str(f), "--out", str(out), "--no-progress"])  # fmt: skip
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()
 

@@ -20,6 +20,12 @@ The rule for boolean parameters, the same in every kind: a boolean parameter sta
 `false` states its opposite (`"value": false` is "not visible", `"changed": false` is
 "unchanged", `"present": false` is "absent"); none is ignored. A kind whose parameters could
 hold whatever the state says why (`CheckParams.vacuous`, reported by `medspot live audit`).
+
+A kind that judges a region of the task's images (slices, a structure's voxels, a landmark)
+validates it against the environment's geometry (`CheckParams.geometry_problem`, given what
+`EnvEntry.geometry` knows without starting the application): a slice past the volume, or a
+region where the truth is empty (a Dice there would compare nothing with nothing), is refused
+when the task file is read.
 """
 
 from __future__ import annotations
@@ -107,6 +113,15 @@ class CheckParams(BaseModel):
         something to happen in the episode first): an infeasible task's success checks say that
         nothing changed, so such a check there is a contradiction (`parse_task_file` refuses
         it). None: it may hold at the start, or the kind cannot tell."""
+        return None
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        """Where this check's region lies outside what the environment shows for the task, or
+        where the truth it compares with is empty there: (the parameter, why), for task
+        validation (`check_against_entry` refuses it). `geometry` is what the environment
+        knows of the task's images without starting (`EnvEntry.geometry`: a phantom volume,
+        the seeded studies), of the environment's own type; a kind that judges no region, or
+        that is given a geometry it does not know, says None."""
         return None
 
     def locators(self) -> list[tuple[str, Locator]]:

@@ -225,6 +225,11 @@ class EnvEntry:
     # environment beyond its checks and locator keys (start keys, seeded names in routes,
     # landmarks); `field` is a dotted path in the task ("start.route", "steps.2.target")
     task_check: Callable[[LiveTask], list[tuple[str, str]]] | None = None
+    # `geometry(task) -> object | None`: what the environment knows of the images the task's
+    # checks judge without starting the application (the phantom volume the task loads, the
+    # seeded studies), given to each check's `CheckParams.geometry_problem` when a task is
+    # checked; None for a task whose start cannot be told (`task_check` says why)
+    geometry: Callable[[LiveTask], object | None] | None = None
     # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
     # `toolset(name)` makes one: `medspot.live.core.tools`)
     toolsets: tuple[str, ...] = ()

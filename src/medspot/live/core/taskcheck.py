@@ -33,8 +33,9 @@ def _where(file: str, i: int, place: str) -> Location:
 
 def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> None:
     """The tasks of `parsed` against the environment `entry` declares: check kinds, their
-    parameters (seeded names, locators inside them), an infeasible task's success checks that
-    need a change (`CheckParams.needs_change`), locator keys of every step (the path and
+    parameters (seeded names, locators inside them), their regions against the environment's
+    geometry (`CheckParams.geometry_problem`), an infeasible task's success checks that need a
+    change (`CheckParams.needs_change`), locator keys of every step (the path and
     `start.prepare`) and the environment's own task rules: the first problem is a located
     `DataError`."""
     keys = set(entry.locator_keys)
@@ -47,6 +48,7 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
         return f"locator key(s) {bad} not understood by {parsed.env}"
 
     for i, task in enumerate(parsed.tasks):
+        geometry = entry.geometry(task) if entry.geometry is not None else None
         for place, check in task_checks(task):
             try:
                 params = entry.check_kinds.parse(check, parsed.env)
@@ -58,6 +60,13 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
                     raise DataError(
                         f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
                     )
+            off = params.geometry_problem(geometry) if geometry is not None else None
+            if off is not None:
+                name, why = off
+                raise DataError(
+                    f"task {task.id!r}: check {check.kind!r}: {why}",
+                    _where(file, i, f"{place}.{name}"),
+                )
             change = params.needs_change(task.start) if task.infeasible else None
             if change is not None and place.startswith("success."):
                 raise DataError(

@@ -6,9 +6,11 @@ names declares that class's constructor parameters instead. `workdir` is the run
 option. Each value is converted to its parameter's type: text from the command line is read
 (`true`/`false`, numbers, `none` where None is allowed, `1280x800` or `1280,800` for a pair of
 numbers, shell words for a tuple of strings); a value of another type (from Python) is
-validated; a duration (a name ending in `_s`, seconds) must be 0 or more. Unknown names and
-values that do not fit are `ConfigError`s naming the environment, the option and what it
-expects (exit status 2), never an environment fault.
+validated; a duration (a name ending in `_s`, seconds) must be 0 or more; a path-like option
+(a program, a folder: `typing.Annotated` with a `medspot.live.core.optionpaths` check) must be
+what it names (the program exists and runs, the folder exists). Unknown names and values that
+do not fit are `ConfigError`s naming the environment, the option and what it expects (exit
+status 2), never an environment fault.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from medspot.errors import ConfigError
 from medspot.live.core.contract import EnvEntry
+from medspot.live.core.optionpaths import OptionCheck
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.registry import env_entry
 from medspot.spelling import suggestion
@@ -42,15 +45,29 @@ _FALSE = frozenset({"false", "no", "off", "0"})
 
 @dataclass(frozen=True)
 class EnvOption:
-    """One option: its name, its type (`Any` where the parameter has no hint) and default."""
+    """One option: its name, its type (`Any` where the parameter has no hint), its default,
+    and what its value must be beyond its type (`checks`: a program that runs, a folder)."""
 
     name: str
     annotation: Any
     default: Any
+    checks: tuple[OptionCheck, ...] = ()
 
     @property
     def type_name(self) -> str:
+        if self.checks:
+            none = " or none" if type(None) in typing.get_args(self.annotation) else ""
+            return " and ".join(c.describe() for c in self.checks) + none
         return _type_name(self.annotation)
+
+
+def _checks_of(hint: Any) -> tuple[OptionCheck, ...]:
+    """The `OptionCheck`s an annotation carries (`Annotated[T, check]`, also inside `| None`)."""
+    if typing.get_origin(hint) is typing.Annotated:
+        return tuple(m for m in hint.__metadata__ if isinstance(m, OptionCheck))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(c for a in typing.get_args(hint) for c in _checks_of(a))
+    return ()
 
 
 def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
@@ -59,8 +76,9 @@ def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
     target = fn.__init__ if isinstance(fn, type) else fn  # type: ignore[misc]
     try:
         hints = typing.get_type_hints(target)
+        extras = typing.get_type_hints(target, include_extras=True)
     except Exception:  # an annotation that cannot be resolved: treat the parameters as untyped
-        hints = {}
+        hints, extras = {}, {}
     out: dict[str, EnvOption] = {}
     var_kw = False
     for p in inspect.signature(fn).parameters.values():
@@ -68,7 +86,8 @@ def _params(fn: Callable[..., Any]) -> tuple[dict[str, EnvOption], bool, Any]:
             var_kw = True
         elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in RUNNER_PARAMS:
             default = None if p.default is p.empty else p.default
-            out[p.name] = EnvOption(p.name, hints.get(p.name, Any), default)
+            checks = _checks_of(extras.get(p.name))
+            out[p.name] = EnvOption(p.name, hints.get(p.name, Any), default, checks)
     return out, var_kw, hints.get("return")
 
 
@@ -179,6 +198,10 @@ def _convert(opt: EnvOption, value: Any) -> Any:
         raise ValueError(f"expected {opt.type_name}") from None
     if opt.name.endswith("_s") and isinstance(out, int | float) and not out >= 0:
         raise ValueError("a duration in seconds must be 0 or more")
+    for check in opt.checks if out is not None else ():
+        why = check.problem(out)
+        if why is not None:
+            raise ValueError(f"{why}; expected {check.describe()}")
     return out
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "SeriesInfo",
     "StudyInfo",
     "build_catalogue",
+    "catalogue_geometry",
     "seed_files",
 ]
 
@@ -123,6 +124,16 @@ class Catalogue:
     def all_series(self) -> list[SeriesInfo]:
         return [se for s in self.studies() for se in s.series]
 
+    def slice_problem(self, number: int, series: str | None = None) -> str | None:
+        """Why no image of `series` (of any seeded series when None) is number `number`
+        (1-based: a stack position, an InstanceNumber, a slice); None when one is. A task's
+        check validated against the seeded studies (`CheckParams.geometry_problem`)."""
+        if series is not None:
+            n = self.series(series).slices
+            return None if 1 <= number <= n else f"{series} has images 1..{n}"
+        most = max(se.slices for se in self.all_series())
+        return None if 1 <= number <= most else f"no seeded series has more than {most} images"
+
     def to_json(self) -> dict[str, object]:
         """A plain description (names -> UIDs, geometry, landmarks) for notes and other tools."""
         out: dict[str, object] = {"seed": self.seed, "version": SEED_VERSION, "patients": []}
@@ -185,6 +196,13 @@ _MR = {"spacing": 0.9, "thickness": 4.0, "window": (500, 1000)}
 def _origin(spacing: float, thickness: float, k: int) -> tuple[float, float, float]:
     half = SIZE * spacing / 2
     return (-half, -half, k * thickness)
+
+
+def catalogue_geometry(task: object) -> Catalogue:
+    """The geometry a task's checks are validated against in an environment that shows the
+    seeded studies (`EnvEntry.geometry`): their catalogue (its names and image counts do not
+    depend on the task or the seed)."""
+    return CATALOGUE
 
 
 def build_catalogue(seed: int = 0) -> Catalogue:

@@ -49,6 +49,7 @@ from medspot.live.core.contract import (
     PixelBox,
     SparePlan,
 )
+from medspot.live.core.optionpaths import CachePath, ProgramPath
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
@@ -117,8 +118,8 @@ class DicomscopeEnv:
         workdir: Path,
         *,
         viewport: tuple[int, int] = (1280, 800),
-        java: str = "java",
-        seed_cache: Path | None = None,
+        java: ProgramPath = "java",
+        seed_cache: CachePath | None = None,
         settle_quiet_s: float = 0.5,
         settle_timeout_s: float = 15.0,
         start_timeout_s: float = 90.0,

@@ -15,6 +15,7 @@ from medspot.live.envs.invesalius.env import (
     create,
     doctor,
     task_check,
+    task_geometry,
 )
 
 __all__ = ["ENTRY"]
@@ -31,4 +32,5 @@ ENTRY = EnvEntry(
     python_modules=("PIL", "numpy", "pydicom"),
     doctor=doctor,
     task_check=task_check,
+    geometry=task_geometry,
 )

@@ -19,7 +19,10 @@ agent wrote; each judged by a pure function.
     {"kind": "inv.file", "file": "lesion.stl", "volume_of": ["lesion"], "tolerance": 0.1}
 
 The Dice coefficient of a mask with the truth is `mask_dice` (also the runner's segmentation
-quality metric, `medspot.live.envs.invesalius.quality`).
+quality metric, `InvesaliusEnv.task_quality`). A region where the truth is empty is never a
+pass: the judge says no there, and task validation refuses such a region, or slices past the
+volume, when the task file is read (each kind's `geometry_problem` on the task's phantom,
+`medspot.live.envs.invesalius.regions`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from medspot.live.envs.invesalius.geometry import (
     distance_mm,
     landmark_world,
     parse_landmark,
-    to_invesalius,
 )
 from medspot.live.envs.invesalius.names import (
     ExportName,
@@ -48,6 +50,7 @@ from medspot.live.envs.invesalius.names import (
     PhantomStructure,
 )
 from medspot.live.envs.invesalius.phantoms import true_mask, volume
+from medspot.live.envs.invesalius.regions import VIEWS, PhantomGeometry, view_region
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 
 __all__ = [
@@ -78,29 +81,32 @@ PresetName = Literal[
 
 
 def dice(a: np.ndarray, b: np.ndarray) -> float:
-    """The Dice coefficient of two boolean volumes (1.0 when both are empty)."""
+    """The Dice coefficient of two boolean volumes (1.0 when both are empty: callers judging a
+    segmentation use `region_dice`, which has no value there)."""
     sa, sb = int(a.sum()), int(b.sum())
     if sa + sb == 0:
         return 1.0
     return 2.0 * int(np.logical_and(a, b).sum()) / (sa + sb)
 
 
-def _region(shape: tuple[int, ...], view: str | None, slices: tuple[int, int] | None) -> np.ndarray:
-    """The voxels (phantom order) of the slices [first, last] of a view; everything without."""
-    keep = np.zeros(shape, bool)
-    if view is None or slices is None:
-        keep[:] = True
-        return keep
-    lo, hi = slices
-    inv = np.zeros(shape, bool)
-    if view == "axial":
-        inv[lo : hi + 1, :, :] = True
-    elif view == "coronal":
-        inv[:, lo : hi + 1, :] = True
-    else:
-        inv[:, :, lo : hi + 1] = True
-    out: np.ndarray = to_invesalius(inv)  # the flip is its own inverse
-    return out
+def region_dice(
+    mask: np.ndarray,
+    vol: str,
+    structures: tuple[str, ...] | list[str],
+    view: str | None = None,
+    slices: tuple[int, int] | None = None,
+) -> float | None:
+    """Dice of a mask (phantom order) with the union of the structures' true masks, over the
+    whole volume or the slices [first, last] of one view; None where the truth is empty (past
+    the volume, or slices the structures do not reach): nothing to judge a mask against."""
+    truth = true_mask(vol, *structures)
+    keep = view_region(truth.shape, view, slices)
+    truth &= keep
+    if not truth.any():
+        return None
+    if mask.shape != truth.shape:
+        return 0.0
+    return dice(mask & keep, truth)
 
 
 def mask_dice(
@@ -110,13 +116,10 @@ def mask_dice(
     view: str | None = None,
     slices: tuple[int, int] | None = None,
 ) -> float:
-    """Dice of a mask (phantom order) with the union of the structures' true masks, over the
-    whole volume or the slices [first, last] of one view."""
-    truth = true_mask(vol, *structures)
-    if mask.shape != truth.shape:
-        return 0.0
-    keep = _region(truth.shape, view, slices)
-    return dice(mask & keep, truth & keep)
+    """`region_dice` as a segmentation's quality: 0.0 where the truth is empty (an empty mask
+    there is no segmentation of anything)."""
+    d = region_dice(mask, vol, structures, view, slices)
+    return 0.0 if d is None else d
 
 
 # -- masks -------------------------------------------------------------------------------------
@@ -185,7 +188,19 @@ class MaskParams(_Named):
                  self.max_voxels)  # fmt: skip
         if not self.present and any(p is not None for p in props):
             raise ValueError("'present: false' takes no other property")
+        if (self.min_voxels is not None and self.max_voxels is not None
+                and self.min_voxels > self.max_voxels):  # fmt: skip
+            raise ValueError(f"min_voxels {self.min_voxels} > max_voxels {self.max_voxels}")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry) or self.min_voxels is None:
+            return None
+        total = int(np.prod(geometry.info.shape))
+        if self.min_voxels > total:
+            return ("min_voxels", f"{geometry.volume} has {total} voxels, fewer than "
+                                  f"min_voxels {self.min_voxels}")  # fmt: skip
+        return None
 
 
 def _mask(p: MaskParams, s: InvState) -> bool:
@@ -251,6 +266,18 @@ class DiceParams(CheckParams):
             return "the range holds for any Dice coefficient"
         return None
 
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry):
+            return None
+        why = geometry.structures_problem(self.structures)
+        if why is not None:
+            return ("structures", why)
+        if self.view is not None and self.slices is not None:
+            why = geometry.region_problem(self.structures, self.view, *self.slices)
+            if why is not None:
+                return ("slices", why)
+        return None
+
 
 @dataclass(frozen=True)
 class MaskReading:
@@ -271,7 +298,9 @@ def _dice(p: DiceParams, r: MaskReading) -> bool:
     if any(s not in {x.name for x in volume(vol).structures} for s in p.structures):
         return False
     slices = (p.slices[0], p.slices[1]) if p.slices is not None else None
-    d = mask_dice(r.voxels.masks[name], vol, p.structures, p.view, slices)
+    d = region_dice(r.voxels.masks[name], vol, p.structures, p.view, slices)
+    if d is None:  # no truth there: nothing holds (task validation refuses such a region)
+        return False
     return (p.min is None or d >= p.min) and (p.max is None or d <= p.max)
 
 
@@ -298,7 +327,24 @@ class SurfaceParams(_Named):
                  self.colour, self.visible)  # fmt: skip
         if not self.present and any(p is not None for p in props):
             raise ValueError("'present: false' takes no other property")
+        if (self.min_volume is not None and self.max_volume is not None
+                and self.min_volume > self.max_volume):  # fmt: skip
+            raise ValueError(f"min_volume {self.min_volume} > max_volume {self.max_volume}")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry):
+            return None
+        if self.volume_of is not None:
+            why = geometry.structures_problem(self.volume_of)
+            if why is not None:
+                return ("volume_of", why)
+        v = geometry.info
+        whole = v.slices * v.rows * v.cols * v.voxel_mm3
+        if self.min_volume is not None and self.min_volume > whole:
+            return ("min_volume", f"{geometry.volume} holds {whole:.0f} mm³, less than "
+                                  f"min_volume {self.min_volume}")  # fmt: skip
+        return None
 
 
 def true_volume_mm3(vol: str, structures: list[str] | tuple[str, ...]) -> float:
@@ -376,7 +422,39 @@ class MeasureParams(CheckParams):
             need = {"linear": 2, "angular": 3}.get(self.kind_of or "")
             if need is None or len(self.points) != need:
                 raise ValueError("'points' needs 'kind_of' (linear: 2 landmarks, angular: 3)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry):
+            return None
+        if self.slice is not None:
+            views = [self.view] if self.view is not None else list(VIEWS)
+            whys = [geometry.slice_problem(v, self.slice) for v in views]
+            if all(w is not None for w in whys):  # no view (of those it may lie on) has it
+                return ("slice", str(whys[0]))
+        if self.points is not None:
+            why = geometry.structures_problem([parse_landmark(x).structure for x in self.points])
+            if why is None and self.slice is not None:
+                why = next((w for x in self.points
+                            if (w := geometry.landmark_problem(x, self.slice))), None)  # fmt: skip
+            if why is not None:
+                return ("points", why)
+        # a value no measurement in the volume can have: longer than its diagonal, an angle
+        # over 180 degrees
+        diagonal = geometry.diagonal_mm
+        limit, what = {
+            "linear": (diagonal, f"no length in {geometry.volume} is over {diagonal:.0f} mm"),
+            "angular": (180.0, "no angle is over 180 degrees"),
+        }.get(self.kind_of or "", (max(diagonal, 180.0), "no measurement can be that large"))
+        for name, low in (("value", None if self.value is None else self.value - self.tol),
+                          ("min", self.min)):  # fmt: skip
+            if low is not None and low > limit:
+                return (name, what)
+        if self.max is not None and self.max < 0:
+            return ("max", "no measurement is below 0")
+        return None
 
 
 def _points_match(p: MeasureParams, vol: str, pts: tuple[tuple[float, float, float], ...],
@@ -460,7 +538,19 @@ class SliceParams(CheckParams):
     def _one(self) -> SliceParams:
         if (self.slice is None) == (self.min is None and self.max is None):
             raise ValueError("needs 'slice', or 'min' and/or 'max'")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry):
+            return None
+        for name in ("slice", "min", "max"):
+            k = getattr(self, name)
+            why = geometry.slice_problem(self.view, k) if k is not None else None
+            if why is not None:
+                return (name, why)
+        return None
 
 
 def _slice(p: SliceParams, s: InvState) -> bool:
@@ -533,9 +623,10 @@ def _layout(p: LayoutParams, s: InvState) -> bool:
 
 
 class ProjectParams(CheckParams):
-    """The project: `open`, `modified` (unsaved changes), `saved_as` (the project file is this
-    name in the export folder), `discarded` (true: a project was closed with its changes
-    unsaved since the task's start; false: none was)."""
+    """The project: `open`, `modified` (unsaved changes), `saved_as` (the project is saved, no
+    change left unsaved, as this name in the export folder: the open project, or when none is
+    open the one closed last, as "Yes, save" on closing leaves it), `discarded` (true: a
+    project was closed with its changes unsaved since the task's start; false: none was)."""
 
     open: bool | None = None
     modified: bool | None = None
@@ -557,9 +648,12 @@ def _project(p: ProjectParams, s: InvState) -> bool:
     if p.modified is not None and (not s.project_open or s.modified != p.modified):
         return False
     if p.saved_as is not None:
-        path = s.project_path or ""
-        if not (s.project_open and s.saved and path.replace("\\", "/").endswith("/" + p.saved_as)
-                and "/exports/" in path):  # fmt: skip
+        if s.project_open:
+            path = (s.project_path if s.saved else None) or ""
+        else:
+            path = s.closed_saved or ""
+        path = path.replace("\\", "/")
+        if not (path.endswith("/" + p.saved_as) and "/exports/" in path):
             return False
     return True
 
@@ -641,6 +735,16 @@ class FileParams(CheckParams):
         if self.unchanged is not None and self.file is None:
             raise ValueError("'unchanged' needs 'file'")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, PhantomGeometry):
+            return None
+        for name in ("volume_of", "dice_with"):
+            names = getattr(self, name)
+            why = geometry.structures_problem(names) if names is not None else None
+            if why is not None:
+                return (name, why)
+        return None
 
     def wanted(self, names: tuple[str, ...]) -> list[str]:
         if self.file is not None:

@@ -23,7 +23,6 @@ AT-SPI tree with wx's own elements added (`widgets.py`), and `landmark` (`VIEW:S
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import os
 import re
@@ -32,7 +31,7 @@ import subprocess
 import time
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from medspot.live.core.contract import (
     PixelBox,
     SparePlan,
 )
+from medspot.live.core.optionpaths import CachePath, Folder, Program
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.x11 import KEY_TABLE
@@ -72,6 +72,7 @@ from medspot.live.envs.invesalius.instance import (
 )
 from medspot.live.envs.invesalius.phantoms import phantom_files
 from medspot.live.envs.invesalius.probe_client import ProbeBusy
+from medspot.live.envs.invesalius.regions import PhantomGeometry
 from medspot.live.envs.invesalius.start import DEFAULT_VOLUME, InvStart, parse_start
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 from medspot.live.envs.invesalius.widgets import merge_widgets
@@ -80,7 +81,7 @@ from medspot.live.envs.reset_clock import ResetClock
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check"]
+__all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check", "task_geometry"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,10 @@ PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
     "python3-pyatspi", "imagemagick", "invesalius",
 )  # fmt: skip
+# what InVesalius imports from the Python it runs on (`python`, checked before a run starts)
+APP_MODULES = ("wx", "vtkmodules", "numpy", "gdcm")
+InvPython = Annotated[str, Program(imports=APP_MODULES)]
+InvDir = Annotated[Path, Folder(holds=("app.py",))]
 NEUTRAL_POINT = (1270, 12)  # the empty end of the menu bar: nothing reacts to the pointer
 ESCAPES = 5  # Escape presses at most, to close GTK's dialogs and menus before a reset
 
@@ -115,9 +120,9 @@ class InvesaliusEnv:
         workdir: Path,
         *,
         viewport: tuple[int, int] = (1280, 800),
-        python: str = "/usr/bin/python3",
-        invesalius_dir: Path = INVESALIUS_DIR,
-        phantom_cache: Path | None = None,
+        python: InvPython = "/usr/bin/python3",
+        invesalius_dir: InvDir = INVESALIUS_DIR,
+        phantom_cache: CachePath | None = None,
         settle_quiet_s: float = 0.4,
         settle_timeout_s: float = 60.0,
         start_timeout_s: float = 300.0,
@@ -629,11 +634,20 @@ def _menu_open(tree: AtspiTree) -> bool:
 _MENU_ITEMS = frozenset({"menu item", "check menu item", "radio menu item"})
 
 
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong for this environment: the start keys,
-    structures and landmarks the task's volume has."""
-    from medspot.live.core.taskcheck import task_checks
+def task_geometry(task: LiveTask) -> PhantomGeometry | None:
+    """The phantom the task's start loads, the geometry its checks' regions are validated
+    against (the registry's `geometry` hook: `CheckParams.geometry_problem`); None for a start
+    that is not valid (`task_check` says why)."""
+    try:
+        return PhantomGeometry(parse_start(task).volume)
+    except ValueError:
+        return None
 
+
+def task_check(task: LiveTask) -> list[tuple[str, str]]:
+    """What `medspot live tasks --validate` finds wrong for this environment beyond its
+    checks (whose structures, slices and landmarks `task_geometry` validates): the start keys,
+    the structures of the steps' landmarks in the task's volume."""
     out: list[tuple[str, str]] = []
     if task.start.route is not None:
         out.append(("start.route", "invesalius has no routes"))
@@ -660,20 +674,6 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
             why = unknown_structure(lm.structure, vol)
             if why:
                 out.append((f"{place}.{name}.landmark", why))
-    for place, check in task_checks(task):
-        p = check.params
-        names: list[str] = []
-        for key in ("structures", "volume_of", "dice_with"):
-            v = p.get(key)
-            if isinstance(v, list):
-                names += [str(x) for x in v]
-        for lm_text in p.get("points") or []:
-            with contextlib.suppress(ValueError):  # the check's own validation names it
-                names.append(parse_landmark(str(lm_text)).structure)
-        for n in names:
-            why = unknown_structure(n, vol)
-            if why:
-                out.append((place, why))
     return out
 
 
@@ -693,7 +693,7 @@ def doctor() -> list[str]:
     else:
         try:
             out = processes.run(
-                [SYSTEM_PYTHON, "-c", "import wx, vtkmodules, numpy, gdcm"],
+                [SYSTEM_PYTHON, "-c", "import " + ", ".join(APP_MODULES)],
                 capture_output=True, text=True, timeout=60, check=False,
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:

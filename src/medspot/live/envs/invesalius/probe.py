@@ -129,11 +129,16 @@ def _full_mask(mask: Any) -> Any:
     return out > 127
 
 
-DISCARDS = {"count": 0, "ours": False}
+# projects closed by the user (not by a reset) since the task's start: how many with unsaved
+# changes (`count`), and the file the last one closed was saved to with no change left unsaved
+# (`saved_path`; None: it had unsaved changes, or none was closed). A closed project's session
+# forgets its path (`Session.CloseProject`), so it is taken as the project closes: "Yes, save"
+# on closing saves (the session's path is the file's), then closes.
+DISCARDS: dict[str, Any] = {"count": 0, "ours": False, "saved_path": None}
 
 
 def _watch_closing() -> None:
-    """Count the projects closed with unsaved changes (by the user, not by a reset)."""
+    """Watch the projects the user closes (`DISCARDS`)."""
     ctl = _controller()
     if ctl is None or getattr(ctl, "_medspot_watched", False):
         return
@@ -141,9 +146,13 @@ def _watch_closing() -> None:
     const = mod("invesalius.constants")
 
     def watched(*a: Any, **k: Any) -> Any:
-        st = mod("invesalius.session").Session().project_status
-        if not DISCARDS["ours"] and st in (const.PROJ_NEW, const.PROJ_CHANGE):
-            DISCARDS["count"] += 1
+        ses = mod("invesalius.session").Session()
+        st = ses.project_status
+        if not DISCARDS["ours"] and st != const.PROJ_CLOSE:
+            if st in (const.PROJ_NEW, const.PROJ_CHANGE):
+                DISCARDS["count"] += 1
+            saved = st == const.PROJ_OPEN and not ses.temp_item and ses.project_path
+            DISCARDS["saved_path"] = os.path.join(*ses.project_path) if saved else None
         return close(*a, **k)
 
     ctl.CloseProject = watched
@@ -155,18 +164,24 @@ def _project_status() -> dict[str, Any]:
     const = mod("invesalius.constants")
     st = ses.project_status
     path = os.path.join(*ses.project_path) if ses.project_path else None
-    home = os.path.expanduser("~")
-    if path is not None and path.startswith(home + os.sep):
-        path = "~" + path[len(home) :]  # the instance's own HOME: the same in every InVesalius
     return {
         "discarded": DISCARDS["count"],
+        "closed_saved": _shown_path(DISCARDS["saved_path"]),
         "status": int(st),
         "open": st != const.PROJ_CLOSE,
         "modified": st in (const.PROJ_NEW, const.PROJ_CHANGE),
         "saved": st == const.PROJ_OPEN,
-        "path": path,
+        "path": _shown_path(path),
         "temp": bool(ses.temp_item),
     }
+
+
+def _shown_path(path: str | None) -> str | None:
+    """A path under the instance's own HOME from `~` (the same in every InVesalius)."""
+    home = os.path.expanduser("~")
+    if path is not None and path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
 
 
 def read_state(args: dict[str, Any]) -> dict[str, Any]:
@@ -971,7 +986,7 @@ def reset_ui(args: dict[str, Any]) -> dict[str, Any]:
     closed = _dismiss()
     remember_fresh({})
     _watch_closing()
-    DISCARDS["count"] = 0
+    DISCARDS.update(count=0, saved_path=None)
     const = mod("invesalius.constants")
     ses = mod("invesalius.session").Session()
     if ses.project_status != const.PROJ_CLOSE:

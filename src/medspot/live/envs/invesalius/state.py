@@ -93,6 +93,9 @@ class InvState:
     panes: dict[str, bool] = field(default_factory=dict)
     dialogs: tuple[str, ...] = ()  # titles of the application's own open dialogs (wx)
     style: str = ""
+    # the file the project the user closed last was saved to, with no change left unsaved
+    # (None: none was closed since the start, or it was closed with unsaved changes)
+    closed_saved: str | None = None
 
     def mask(self, name: str) -> MaskInfo | None:
         return next((m for m in self.masks if m.name == name), None)
@@ -178,6 +181,7 @@ class InvState:
             panes={str(k): bool(v) for k, v in (layout.get("panes") or {}).items()},
             dialogs=tuple(str(x.get("title", "")) for x in d.get("dialogs") or ()),
             style=str(d.get("style", "")),
+            closed_saved=proj.get("closed_saved"),
         )
 
 

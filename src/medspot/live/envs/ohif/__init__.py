@@ -16,6 +16,7 @@ from medspot.live.envs.ohif.env import (
     task_check,
 )
 from medspot.live.envs.orthanc.tools import TOOLSET
+from medspot.live.services.seed import catalogue_geometry
 
 __all__ = ["ENTRY"]
 
@@ -31,4 +32,5 @@ ENTRY = EnvEntry(
     doctor=doctor,
     setup=setup,
     task_check=task_check,
+    geometry=catalogue_geometry,
 )

@@ -41,6 +41,7 @@ from medspot.live.core.contract import (
     PixelBox,
     SparePlan,
 )
+from medspot.live.core.optionpaths import CachePath, FolderPath, ProgramPath
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
 from medspot.live.drivers.web_checks import PAGE_KINDS
@@ -200,15 +201,15 @@ class OhifEnv(OrthancWebEnv):
         self,
         workdir: Path,
         headless: bool = True,
-        chromium: str = "/usr/bin/chromium",
+        chromium: ProgramPath = "/usr/bin/chromium",
         seed: int = 0,
-        seed_cache: Path | None = None,
-        ohif_dist: Path | None = None,
+        seed_cache: CachePath | None = None,
+        ohif_dist: FolderPath | None = None,
         extra_args: tuple[str, ...] = (),
         quiet_s: float = 0.3,
         settle_timeout_s: float = 30.0,
         load_timeout_s: float = 90.0,
-        orthanc_binary: str | None = None,
+        orthanc_binary: ProgramPath | None = None,
         reuse_document: bool = True,
         reset_quiet_s: float = 0.15,
     ) -> None:

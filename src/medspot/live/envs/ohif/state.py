@@ -260,6 +260,16 @@ class MeasurementParams(CheckParams):
             return None
         return "a start without `measure` or `start.prepare` has no measurement"
 
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, Catalogue):
+            return None
+        for name in ("position", "instance"):
+            k = getattr(self, name)
+            why = geometry.slice_problem(k, self.series) if k is not None else None
+            if why is not None:
+                return (name, why)
+        return None
+
 
 def _measurement(p: MeasurementParams, s: OhifState) -> bool:
     if not s.viewer:
@@ -480,6 +490,13 @@ class SliceParams(_ViewCheck):
         if (self.position is None) == (self.instance is None):
             raise ValueError("needs exactly one of 'position', 'instance'")
         return self
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, Catalogue):
+            return None
+        name, k = ("position", self.position) if self.position else ("instance", self.instance)
+        why = geometry.slice_problem(k) if k is not None else None
+        return (name, why) if why is not None else None
 
 
 def _slice(p: SliceParams, s: OhifState) -> bool:

@@ -14,6 +14,7 @@ from medspot.live.envs.orthanc_explorer.env import (
     doctor,
     task_check,
 )
+from medspot.live.services.seed import catalogue_geometry
 
 __all__ = ["ENTRY"]
 
@@ -28,4 +29,5 @@ ENTRY = EnvEntry(
     tasks=resources.files(__name__) / "tasks",
     doctor=doctor,
     task_check=task_check,
+    geometry=catalogue_geometry,
 )

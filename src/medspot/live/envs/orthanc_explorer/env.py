@@ -18,6 +18,7 @@ from typing import Any
 
 from medspot.errors import DataError
 from medspot.live.core.contract import Observation, SparePlan
+from medspot.live.core.optionpaths import CachePath, ProgramPath
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
 from medspot.live.drivers.web_checks import PAGE_KINDS
@@ -97,13 +98,13 @@ class OrthancExplorerEnv(OrthancWebEnv):
         self,
         workdir: Path,
         headless: bool = True,
-        chromium: str = "/usr/bin/chromium",
+        chromium: ProgramPath = "/usr/bin/chromium",
         seed: int = 0,
-        seed_cache: Path | None = None,
+        seed_cache: CachePath | None = None,
         extra_args: tuple[str, ...] = (),
         quiet_s: float = 0.25,
         settle_timeout_s: float = 15.0,
-        orthanc_binary: str | None = None,
+        orthanc_binary: ProgramPath | None = None,
         fresh_context: bool = False,
         reset_quiet_s: float = 0.1,
     ) -> None:

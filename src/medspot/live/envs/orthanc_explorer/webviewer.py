@@ -13,6 +13,7 @@ from pydantic import Field
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.drivers.web import WebSession
+from medspot.live.services.seed import Catalogue
 
 __all__ = ["WEBVIEWER_KINDS", "ViewerState", "read_viewer"]
 
@@ -40,6 +41,12 @@ def read_viewer(web: WebSession) -> ViewerState:
 
 class SliceParams(CheckParams):
     slice: int = Field(ge=1)  # 1-based
+
+    def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
+        if not isinstance(geometry, Catalogue):
+            return None
+        why = geometry.slice_problem(self.slice)
+        return ("slice", why) if why is not None else None
 
 
 def _slice(p: SliceParams, s: ViewerState) -> bool:
