@@ -152,6 +152,10 @@ CASES = [
      "more than 8 images"),
     ("ohif", {"steps": [{**WEB_STEP, "done_if": {"kind": "ohif.slice_index", "instance": 12}}]},
      "step 1, field 'done_if.instance': task 't': check 'ohif.slice_index': no seeded series"),
+    ("ohif", {"success": [{"kind": "ohif.slice_index", "series": "MR-DOE-JOHN/T1",
+                           "position": 7}]},
+     "field 'success.0.position': task 't': check 'ohif.slice_index': MR-DOE-JOHN/T1 has "
+     "images 1..6"),
     ("ohif", {"success": [{"kind": "ohif.measurement", "from": "A", "to": "B",
                            "series": "MR-DOE-JOHN/T2", "position": 7}]},
      "field 'success.0.position': task 't': check 'ohif.measurement': MR-DOE-JOHN/T2 has "

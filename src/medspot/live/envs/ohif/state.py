@@ -495,7 +495,7 @@ class SliceParams(_ViewCheck):
         if not isinstance(geometry, Catalogue):
             return None
         name, k = ("position", self.position) if self.position else ("instance", self.instance)
-        why = geometry.slice_problem(k) if k is not None else None
+        why = geometry.slice_problem(k, self.series) if k is not None else None
         return (name, why) if why is not None else None
 
 
