@@ -35,8 +35,8 @@ def _screen(req: SeenRequest) -> CheckScreen | None:
 
 def grounder_answer(model: str, x: float, y: float, sent: tuple[int, int]) -> str | None:
     """The answer of a grounding model added after the paper (Holo2, UI-Venus-1.5, MAI-UI,
-    GTA1, GUI-Owl-1.5) clicking the normalised point (x, y), in its own syntax and frame
-    (`sent`: the size of the image it was sent); None for other models."""
+    GTA1 of July and of October, GUI-Owl-1.5) clicking the normalised point (x, y), in its own
+    syntax and frame (`sent`: the size of the image it was sent); None for other models."""
     name = model.lower()
     gx, gy = round(x * 1000), round(y * 1000)
     if "holo2" in name:  # JSON on 0..1000 (H Company's localization prompt)
@@ -48,8 +48,12 @@ def grounder_answer(model: str, x: float, y: float, sent: tuple[int, int]) -> st
             "<grounding_think>The instruction names one control; it is the highlighted one."
             f'</grounding_think>\n<answer>\n{{"coordinate": [{gx},{gy}]}}\n</answer>'
         )
-    if "gta1" in name:  # (x,y) in pixels of the smart-resized image it was sent
-        return f"({round(x * sent[0])},{round(y * sent[1])})"
+    if "gta1" in name:  # pixels of the smart-resized image it was sent
+        px, py = round(x * sent[0]), round(y * sent[1])
+        if "2507" in name or "hellokkme" in name:  # the July release: (x,y)
+            return f"({px},{py})"
+        # the October release on OpenCUA: OpenCUA's pyautogui call in a python block
+        return f"```python\npyautogui.click(x={px}, y={py})\n```"
     if "gui-owl" in name:  # a computer_use left_click on the 1000x1000 screen
         call = {
             "name": "computer_use",

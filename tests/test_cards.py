@@ -6,8 +6,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import PromptSpec, PromptStyle
@@ -371,44 +373,83 @@ def test_registry_lists_cards_without_heavy_imports() -> None:
 # --- the grounding models on the ScreenSpot-Pro leaderboard since the paper --------------------
 
 GROUNDERS = {
-    # card: (default checkpoint, native convention, hf loader, base architecture)
-    "holo2": ("Hcompany/Holo2-8B", Convention.REL1000, "qwen_vl_auto"),
-    "ui-venus-1.5": ("inclusionAI/UI-Venus-1.5-8B", Convention.REL1000, "qwen_vl_auto"),
-    "mai-ui": ("Tongyi-MAI/MAI-UI-8B", Convention.REL1000, "qwen3_vl"),
-    "gta1": ("Salesforce/GTA1-7B", Convention.ABS_RESIZED, "qwen2_5_vl"),
-    "gui-owl-1.5": ("mPLUG/GUI-Owl-1.5-8B-Instruct", Convention.REL1000, "qwen3_vl"),
+    # card: (default checkpoint, native convention, hf loader, backends)
+    "holo2": ("Hcompany/Holo2-8B", Convention.REL1000, "qwen_vl_auto", ("openai", "hf")),
+    "ui-venus-1.5": (
+        "inclusionAI/UI-Venus-1.5-8B",
+        Convention.REL1000,
+        "qwen_vl_auto",
+        ("openai", "hf"),
+    ),
+    "mai-ui": ("Tongyi-MAI/MAI-UI-8B", Convention.REL1000, "qwen3_vl", ("openai", "hf")),
+    "gta1": ("Salesforce/GTA1-7B-2507", Convention.ABS_RESIZED, "qwen2_5_vl", ("openai", "hf")),
+    "gta1-opencua": ("Salesforce/GTA1-7B", Convention.ABS_RESIZED, "auto", ("openai",)),
+    "gui-owl-1.5": (
+        "mPLUG/GUI-Owl-1.5-8B-Instruct",
+        Convention.REL1000,
+        "qwen3_vl",
+        ("openai", "hf"),
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(GROUNDERS))
 def test_grounder_cards(name: str) -> None:
-    ckpt, convention, loader = GROUNDERS[name]
+    ckpt, convention, loader, backends = GROUNDERS[name]
     card = get_card(name)
     assert card.checkpoint == ckpt and card.native.convention is convention
-    assert card.hf_loader == loader and card.backends == ("openai", "hf")
+    assert card.hf_loader == loader and card.backends == backends
     assert card.upstream is card.native  # no authors' script for these models
     assert card.aliases  # the other sizes are checkpoints of the same card
 
 
+# hcompai/hai-cookbook holo2/holo_2_localization_huggingface.ipynb, the cell defining the prompt,
+# verbatim (its f-string's continuation lines carry the function body's indentation).
+class ClickCoordinates(BaseModel):
+    x: int = Field(ge=0, le=1000, description="The x coordinate, normalized between 0 and 1000.")
+    y: int = Field(ge=0, le=1000, description="The y coordinate, normalized between 0 and 1000.")
+
+
+def get_chat_messages(task: str, image: object) -> list[dict[str, Any]]:
+    """Create the prompt structure for navigation task"""
+    prompt = f"""Localize an element on the GUI image according to the provided target and output a click position.
+     * You must output a valid JSON following the format: {ClickCoordinates.model_json_schema()}
+     Your target is:"""  # noqa: E501
+
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": image},
+                {"type": "text", "text": f"{prompt}\n{task}"},
+            ],
+        },
+    ]
+
+
 def test_holo2_prompt_is_h_companys_localization_prompt() -> None:
-    from pydantic import BaseModel, Field
-
-    class ClickCoordinates(BaseModel):  # the Holo1.5 model card's, field by field
-        x: int = Field(
-            ge=0, le=1000, description="The x coordinate, normalized between 0 and 1000."
-        )
-        y: int = Field(
-            ge=0, le=1000, description="The y coordinate, normalized between 0 and 1000."
-        )
-
+    (message,) = get_chat_messages(INSTR, None)
+    image, text = message["content"]
     spec = native_spec("holo2")
-    assert spec.user_text == (
-        "Localize an element on the GUI image according to the provided target and output a "
-        "click position.\n * You must output a valid JSON following the format: "
-        f"{ClickCoordinates.model_json_schema()}\n Your target is:\n{INSTR}"
-    )
-    assert spec.image_first and spec.system is None and spec.resize is None
-    assert dict(spec.chat_template_kwargs) == {"enable_thinking": False}
+    assert spec.user_text == text["text"]  # whitespace included
+    assert "\n     * You must output a valid JSON" in spec.user_text
+    assert spec.image_first and image["type"] == "image"
+    assert spec.system is None and spec.resize is None
+
+
+def test_holo2_switches_thinking_off_by_its_own_template_switch() -> None:
+    """Holo2 thinks by default; its chat template reads `thinking` (the cookbook's
+    `apply_chat_template(..., thinking=False)`, deploy_with_vllm.md's
+    `{"chat_template_kwargs": {"thinking": false}}`), not Qwen3's `enable_thinking`."""
+    assert dict(native_spec("holo2").chat_template_kwargs) == {"thinking": False}
+
+
+def test_holo2_names_only_the_checkpoints_h_company_lists() -> None:
+    card = get_card("holo2")
+    ids = {card.checkpoint, *card.aliases}
+    # the cookbook's notebooks and vLLM guide, the Holo2 collection: 4B, 8B, 30B-A3B
+    assert ids == {"Hcompany/Holo2-4B", "Hcompany/Holo2-8B", "Hcompany/Holo2-30B-A3B"}
+    assert "235B" not in card.title
 
 
 def test_ui_venus_prompt_is_the_grounding_scripts() -> None:
@@ -462,6 +503,89 @@ def test_gta1_system_message_names_the_size_sent() -> None:
         "center point.\n\nOutput the coordinate pair exactly:\n(x,y)"
     )
     assert with_sent_size(native_spec("holo2"), (1, 2)) == native_spec("holo2")  # not asked
+
+
+def test_gta1_names_the_july_checkpoints() -> None:
+    """Yan98/GTA1 README.md: its inference code (the `(x,y)` prompt, Qwen2.5-VL) loads
+    `HelloKKMe/GTA1-7B-2507`, its header links `Salesforce/GTA1-7B-2507`; the July README linked
+    the 32B and 72B as `HelloKKMe/GTA1-32B` and `-72B`. The October `Salesforce/GTA1-7B` and
+    `-32B` are the OpenCUA-based card's."""
+    july, october = get_card("gta1"), get_card("gta1-opencua")
+    assert (july.checkpoint, *july.aliases) == (
+        "Salesforce/GTA1-7B-2507",
+        "HelloKKMe/GTA1-7B-2507",
+        "HelloKKMe/GTA1-32B",
+        "HelloKKMe/GTA1-72B",
+    )
+    assert (october.checkpoint, *october.aliases) == ("Salesforce/GTA1-7B", "Salesforce/GTA1-32B")
+    assert "2507" in july.title and "OpenCUA" in october.title
+
+
+# xlang-ai/OpenCUA model/README.md `create_grounding_messages` (and
+# model/inference/huggingface_inference.py), verbatim but for the image's data URL.
+def create_grounding_messages(image_path: str, instruction: str) -> list[Any]:
+    """Create chat messages for GUI grounding task."""
+    system_prompt = (
+        "You are a GUI agent. You are given a task and a screenshot of the screen. "
+        "You need to perform a series of pyautogui actions to complete the task."
+    )
+
+    messages = [
+        {"role": "system", "content": system_prompt},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "image": image_path},
+                {"type": "text", "text": instruction},
+            ],
+        },
+    ]
+    return messages
+
+
+def test_gta1_opencua_prompt_is_opencuas_grounding_prompt() -> None:
+    system, user = create_grounding_messages("a.png", INSTR)
+    spec = native_spec("gta1-opencua")
+    assert spec.system == system["content"]
+    assert spec.user_text == user["content"][1]["text"] and spec.image_first
+    # absolute pixels of the image smart-resized with factor 28, 3136..12845056 (the README's
+    # qwen25_smart_resize_to_absolute); the harness sends that image
+    assert spec.resize is not None and spec.resize.factor == 28
+    assert (spec.resize.min_pixels, spec.resize.max_pixels) == (3136, 12845056)
+    assert smart_resize(1920, 1080, spec.resize) == (1932, 1092)
+
+
+@pytest.mark.parametrize(
+    ("model", "given", "right"),
+    [
+        ("gta1", "Salesforce/GTA1-7B", "gta1-opencua"),
+        ("gta1", "salesforce/gta1-32b", "gta1-opencua"),
+        ("gta1-opencua", "Salesforce/GTA1-7B-2507", "gta1"),
+        ("gta1-opencua", "HelloKKMe/GTA1-72B", "gta1"),
+    ],
+)
+def test_a_gta1_card_refuses_the_other_releases_checkpoints(
+    model: str, given: str, right: str
+) -> None:
+    from medspot.adapters.base import AdapterContext
+    from medspot.adapters.factory import build_adapter
+
+    for option in ("api_model", "checkpoint"):
+        ctx = AdapterContext.with_options({option: given, "backend": "openai"})
+        with pytest.raises(ConfigError, match=f"run it with --model {right}$"):
+            build_adapter(get_card(model), ctx)
+    for other, card in get_card(model).lookalikes:  # each names a card that runs it
+        assert other in (get_card(card).checkpoint, *get_card(card).aliases)
+
+
+def test_gta1_opencua_refuses_the_hf_backend_saying_why() -> None:
+    from medspot.adapters.base import AdapterContext
+    from medspot.adapters.factory import build_adapter
+
+    ctx = AdapterContext.with_options({"backend": "hf"})
+    with pytest.raises(ConfigError, match="own remote code") as e:
+        build_adapter(get_card("gta1-opencua"), ctx)
+    assert "vllm serve Salesforce/GTA1-7B --trust-remote-code" in str(e.value)
 
 
 def test_gui_owl_prompt_is_the_grounding_evaluations() -> None:

@@ -17,13 +17,14 @@ from medspot.dataset.loading import load_dataset
 from medspot.runfolder.journal import read_journal
 from medspot.testing.openai_server import OpenAITestServer, SeenRequest
 
-GROUNDERS = ["holo2", "ui-venus-1.5", "mai-ui", "gta1", "gui-owl-1.5"]
+GROUNDERS = ["holo2", "ui-venus-1.5", "mai-ui", "gta1", "gta1-opencua", "gui-owl-1.5"]
 # A fragment of each model's own answer syntax, as journaled.
 SYNTAX = {
     "holo2": '{"x": ',
     "ui-venus-1.5": "[",
     "mai-ui": '<answer>\n{"coordinate": [',
     "gta1": "(",
+    "gta1-opencua": "pyautogui.click(x=",
     "gui-owl-1.5": '"action": "left_click", "coordinate": [',
 }
 
@@ -107,3 +108,53 @@ def test_check_model_refuses_a_server_in_another_frame(
         code = main(["check-model", "gta1", "--base-url", srv.base_url, "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["consistent"] is False
+
+
+def test_holo2_requests_switch_thinking_off(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request of a served Holo2 run carries Holo2's own chat-template switch (vLLM's
+    `chat_template_kwargs`), `thinking: false`, and not Qwen3's `enable_thinking`."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    seen: list[SeenRequest] = []
+
+    def record(req: SeenRequest) -> str:
+        seen.append(req)
+        return answer(req)
+
+    with OpenAITestServer(answer=record) as srv:
+        argv = ["eval", "--data", str(suite), "--model", "holo2", "--base-url", srv.base_url]
+        code = main([*argv, "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code == 0 and seen
+    for req in seen:
+        assert req.body["chat_template_kwargs"] == {"thinking": False}
+        assert "enable_thinking" not in json.dumps(req.body)
+
+
+@pytest.mark.parametrize(
+    ("model", "given", "right"),
+    [
+        ("gta1", "Salesforce/GTA1-7B", "gta1-opencua"),
+        ("gta1-opencua", "HelloKKMe/GTA1-7B-2507", "gta1"),
+    ],
+)
+def test_a_gta1_card_refuses_the_other_release_before_anything_is_written(
+    suite: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    model: str,
+    given: str,
+    right: str,
+) -> None:
+    """A server of the October GTA1 asked with the July card's prompt (or the reverse) would be
+    scored in the wrong frame: the run is refused, naming the card that runs that checkpoint."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "run"
+    with OpenAITestServer(answer=answer) as srv:
+        argv = ["eval", "--data", str(suite), "--model", model, "--base-url", srv.base_url]
+        code = main([*argv, "--api-model", given, "--out", str(out), "--no-progress"])
+        assert srv.requests == []
+    assert code == 2
+    assert f"run it with --model {right}" in capsys.readouterr().err
+    assert not out.exists()

@@ -30,11 +30,13 @@ pytestmark = pytest.mark.hf
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-# Qwen3's generation prompt with thinking switched off, as Qwen3 chat templates write it.
+# A chat template with Holo2's switch: it thinks unless `thinking` is false (H Company's cookbook
+# renders `apply_chat_template(..., thinking=False)`; vLLM's Holo2 reasoning parser reads
+# `thinking`, default True). Qwen3's `enable_thinking` is not read.
 THINKING_TEMPLATE = QWEN_TEMPLATE.replace(
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and "
-    "not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}",
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% if thinking is defined and "
+    "not thinking %}<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}{% endif %}",
 )
 assert THINKING_TEMPLATE != QWEN_TEMPLATE
 
@@ -131,6 +133,8 @@ def test_rel1000_grounders_run_on_their_architecture(
 
 
 def test_holo2_asks_without_thinking(tiny: dict[str, Path], tmp_path: Path) -> None:
+    """The generation prompt the checkpoint's template writes with `thinking=False`: an empty
+    think block, so the answer is the click, not reasoning cut off at max_new_tokens."""
     *_, text, _ = _run("holo2", tiny["qwen3_vl"], tmp_path, template=THINKING_TEMPLATE)
     assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 

@@ -1,6 +1,6 @@
-"""The parsers of the grounding cards added after the paper (Holo2, UI-Venus-1.5, MAI-UI, GTA1,
-GUI-Owl-1.5): realistic answers in each model's own syntax (the forms their repositories' own
-readers accept), awkward ones, and the expected points worked out by hand."""
+"""The parsers of the grounding cards added after the paper (Holo2, UI-Venus-1.5, MAI-UI, GTA1
+and GTA1 on OpenCUA, GUI-Owl-1.5): realistic answers in each model's own syntax (the forms their
+repositories' own readers accept), awkward ones, and the expected points worked out by hand."""
 
 from __future__ import annotations
 
@@ -8,13 +8,18 @@ import pytest
 
 from medspot.adapters.card import ParsedAnswer
 from medspot.adapters.cards import get_card
-from medspot.adapters.cards.gta1 import GTA1_RESIZE
+from medspot.adapters.cards.gta1 import GTA1_RESIZE, OPENCUA_RESIZE
 from medspot.adapters.cards.ui_venus import REFUSED
 from medspot.adapters.conventions import smart_resize
 from medspot.adapters.parsing import OUT_OF_IMAGE, UNCLOSED_THINK
 
 ORIG = (1920, 1080)
 GTA1_SENT = smart_resize(1920, 1080, GTA1_RESIZE)
+CUA_SENT = smart_resize(1920, 1080, OPENCUA_RESIZE)  # (1932, 1092)
+
+
+def cua(x: float, y: float) -> tuple[float, float]:
+    return (x / CUA_SENT[0], y / CUA_SENT[1])
 
 
 def parse(name: str, text: str, sent: tuple[int, int] = ORIG) -> ParsedAnswer:
@@ -62,6 +67,21 @@ CASES: list[tuple[str, str, tuple[int, int], tuple[float, float] | None]] = [
     ("gta1", "(640, 360)", GTA1_SENT, (640 / GTA1_SENT[0], 360 / GTA1_SENT[1])),
     ("gta1", "The element is at (12,7).", GTA1_SENT, (12 / GTA1_SENT[0], 7 / GTA1_SENT[1])),
     ("gta1", "(x,y)", GTA1_SENT, None),
+    # GTA1 on OpenCUA: OpenCUA's pyautogui call in pixels of the image sent (smart-resized, 28,
+    # 3136..12845056); the first form is OpenCUA model/README.md's "Expected result"
+    ("gta1-opencua", "```python\npyautogui.click(x=1443, y=343)\n```", CUA_SENT, cua(1443, 343)),
+    ("gta1-opencua", "pyautogui.click(x=960, y=324)", CUA_SENT, cua(960, 324)),
+    ("gta1-opencua", "pyautogui.click(960, 324)", CUA_SENT, cua(960, 324)),
+    ("gta1-opencua", "pyautogui.doubleClick(x=12, y=7)", CUA_SENT, cua(12, 7)),
+    (
+        "gta1-opencua",
+        "The Save button [900, 40] is in the toolbar.\n```python\npyautogui.click(x=37, y=92)\n```",
+        CUA_SENT,
+        cua(37, 92),
+    ),
+    ("gta1-opencua", "pyautogui.write(message='hello')", CUA_SENT, None),
+    ("gta1-opencua", "pyautogui.click(x=1443)", CUA_SENT, None),
+    ("gta1-opencua", "", CUA_SENT, None),
     # GUI-Owl-1.5: the last <tool_call>'s coordinate on 0..1000
     ("gui-owl-1.5", OWL_CALL.format(a="left_click", c="[503, 211]"), ORIG, (0.503, 0.211)),
     (
@@ -127,3 +147,15 @@ def test_frames_are_the_declared_ones() -> None:
     assert holo.point is not None and gta.point is not None
     assert (holo.point.x, holo.point.y) == (0.5, 0.5)
     assert gta.point.x == pytest.approx(500 / GTA1_SENT[0])  # pixels of the sent image
+
+
+def test_gta1_releases_read_their_own_frames() -> None:
+    """The July GTA1 answers `(x,y)`; the October one (OpenCUA) a pyautogui call: each card
+    reads its own release's form in pixels of the image it sent."""
+    july = parse("gta1", "(640,360)", GTA1_SENT)
+    october = parse("gta1-opencua", "pyautogui.click(x=640, y=360)", CUA_SENT)
+    assert july.point is not None and october.point is not None
+    assert july.point.x == pytest.approx(640 / GTA1_SENT[0])
+    assert october.point.x == pytest.approx(640 / CUA_SENT[0])
+    second = parse("gta1-opencua", "pyautogui.click(x=10, y=20)\npyautogui.click(x=50, y=60)")
+    assert second.point is not None and len(second.extra_points) == 1  # the first call wins

@@ -77,7 +77,7 @@ class PromptSpec:
     # The screenshot in a user message of its own after the text's (MAI-UI's agent harness),
     # as it is when `earlier` answers stand between them.
     image_turn_alone: bool = False
-    # Keyword arguments of the checkpoint's chat template (Holo2: enable_thinking=False). hf
+    # Keyword arguments of the checkpoint's chat template (Holo2: thinking=False). hf
     # backend: passed to apply_chat_template; openai backend: `chat_template_kwargs` (vLLM,
     # with server extras), else dropped.
     chat_template_kwargs: tuple[tuple[str, str | int | float | bool], ...] = ()
@@ -132,9 +132,28 @@ class ModelCard:
     trust_remote_code: bool = False
     processor_checkpoint: str | None = None  # tokenizer/processor from another repo (SeeClick)
     aliases: tuple[str, ...] = ()  # other checkpoint ids for the same model
+    # Checkpoints of a like-named model this card must not ask (another prompt, answer or
+    # frame), each with the card that runs it: naming one (--checkpoint, --api-model) is a
+    # ConfigError that names that card (GTA1's July and October releases).
+    lookalikes: tuple[tuple[str, str], ...] = ()
+    # Why the card has no hf backend, said when `--backend hf` is asked (empty: nothing to add).
+    hf_refusal: str = ""
     install_hint: str = ""  # shown when the model's own package is missing
     agent: StyleSpec | None = None  # live agent mode's prompt and action format, if any
     planner: StyleSpec | None = None  # the harness planner prompt (set by the cards package)
+
+    def check_model_id(self, model_id: str | None) -> None:
+        """Refuse a checkpoint or served model name of a look-alike model (`lookalikes`)."""
+        if not model_id:
+            return
+        wanted = model_id.strip().rstrip("/").lower()
+        for other, card in self.lookalikes:
+            if wanted == other.lower():
+                raise ConfigError(
+                    f"{model_id} is not a checkpoint of model {self.name!r} ({self.title}): it "
+                    f"is another model, with its own prompt, answer and coordinates; run it "
+                    f"with --model {card}"
+                )
 
     def style(self, style: PromptStyle) -> StyleSpec:
         if style is PromptStyle.AGENT:

@@ -36,9 +36,10 @@ def choose_backend(card: ModelCard, options: AdapterOptions) -> str:
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     if backend not in card.backends:
+        why = f": {card.hf_refusal}" if backend == "hf" and card.hf_refusal else ""
         raise ConfigError(
             f"model {card.name!r} cannot run on the {backend} backend "
-            f"(it supports: {', '.join(card.backends)})"
+            f"(it supports: {', '.join(card.backends)}){why}"
         )
     return str(backend)
 
@@ -58,6 +59,8 @@ def build_adapter(card: ModelCard, ctx: AdapterContext) -> Adapter:
     options = ctx.options
     backend = choose_backend(card, options)
     style = choose_style(options)
+    card.check_model_id(options.api_model)
+    card.check_model_id(options.checkpoint)
     if backend == "openai":
         from medspot.adapters.backends.openai import OpenAIAdapter
 

@@ -71,6 +71,7 @@ def _all_cards() -> list[ModelCard]:
         ui_venus.ui_venus_15(),
         mai_ui.mai_ui(),
         gta1.gta1(),
+        gta1.gta1_opencua(),
         gui_owl.gui_owl_15(),
     ]
 
@@ -106,6 +107,7 @@ def _register() -> None:
                 extra="hf" if "hf" in card.backends else "api",
                 info={
                     "checkpoint": card.checkpoint,
+                    "other_checkpoints": ",".join(card.aliases),
                     "backends": ",".join(card.backends),
                     "upstream_preset": card.upstream_preset,
                     "upstream_convention": card.upstream.convention.value,

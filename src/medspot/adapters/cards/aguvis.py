@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import style
+from medspot.adapters.cards.common import pyautogui_anchor, style
 from medspot.adapters.cards.harness_agent import AGENT_MAX_TOKENS, agent_style
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 from medspot.adapters.parsing import anchored_answer
@@ -34,8 +33,6 @@ GENERATION_PROMPT = "<|im_start|>assistant<|recipient|>os\n"
 # monologue, then `os` for the pyautogui code).
 SELF_PLAN_PROMPT = "<|im_start|>assistant<|recipient|>"
 AGUVIS_720P_RESIZE = ResizeSpec(factor=28, min_pixels=256 * 28 * 28, max_pixels=46 * 26 * 28 * 28)
-
-_CALL = re.compile(r"pyautogui\.\w+\s*\(")
 
 
 def native_user_text(req: StepRequest) -> str:
@@ -80,17 +77,11 @@ def _agent() -> StyleSpec:
     return agent_style(build, Convention.REL1, "aguvis")
 
 
-def _anchor(text: str) -> tuple[int, int] | None:
-    m = _CALL.search(text)
-    if m is None:
-        return None
-    end = text.find(")", m.end())
-    return (m.start(), len(text) if end < 0 else end + 1)
-
-
 def parse_native(text: str, sent: tuple[int, int], original: tuple[int, int]) -> ParsedAnswer:
     """The first pyautogui call's x, y (named or positional) as fractions; > 1 is flagged."""
-    return anchored_answer(text, Convention.REL1, sent, original, anchor=_anchor, rel1_drift=True)
+    return anchored_answer(
+        text, Convention.REL1, sent, original, anchor=pyautogui_anchor, rel1_drift=True
+    )
 
 
 def aguvis_7b_720p() -> ModelCard:

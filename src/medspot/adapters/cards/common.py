@@ -3,6 +3,7 @@ blocks, and small builders for StyleSpec."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ __all__ = [
     "harness_style",
     "harness_text",
     "history_lines",
+    "pyautogui_anchor",
     "simple_parser",
     "style",
     "with_history",
@@ -29,6 +31,8 @@ HARNESS_SUFFIX = (
 
 Parser = Callable[[str, tuple[int, int], tuple[int, int]], ParsedAnswer]
 TextFn = Callable[[StepRequest], str]
+
+_PYAUTOGUI_CALL = re.compile(r"pyautogui\.\w+\s*\(")
 
 
 def history_lines(req: StepRequest) -> list[str]:
@@ -85,3 +89,13 @@ def harness_parser(text: str, sent: tuple[int, int], original: tuple[int, int]) 
 def harness_style(base: PromptSpec) -> StyleSpec:
     """The 1.4 prompt and reader (GPT, Gemma 3, Llama 3.2, Mistral, generic rel1000)."""
     return style(harness_text, base, harness_parser, Convention.REL1000)
+
+
+def pyautogui_anchor(text: str) -> tuple[int, int] | None:
+    """The span of the first `pyautogui.<name>(...)` call (Aguvis, OpenCUA and the GTA1 models
+    built on it answer with one), None when the text has none."""
+    m = _PYAUTOGUI_CALL.search(text)
+    if m is None:
+        return None
+    end = text.find(")", m.end())
+    return (m.start(), len(text) if end < 0 else end + 1)
