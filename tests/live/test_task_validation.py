@@ -40,7 +40,8 @@ def _error(data: dict[str, Any]) -> str:
 CASES = [
     # (env, task fields, what the message says)
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "CT-DOE-JOHN"}]},
-     "f.json, task 0, field 'success.0': check 'orthanc.study_present': stduy: unknown parameter"),
+     "f.json, task 't', field 'success.0': check 'orthanc.study_present': stduy: unknown "
+     "parameter"),
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present"}]},
      "field 'success.0': check 'orthanc.study_present': study: Field required"),
     ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.instance_count", "max": "64"}]},
@@ -59,7 +60,7 @@ CASES = [
     ("orthanc-explorer", {"success": [{"kind": "web.element_visible", "target": "Cancel"}]},
      "target: Input should be a valid dictionary or instance of Locator"),
     ("orthanc-explorer", {"steps": [{**WEB_STEP, "done_if": {"kind": "webviewer.slice"}}]},
-     "f.json, task 0, step 1, field 'done_if': check 'webviewer.slice': slice: Field required"),
+     "f.json, task 't', step 1, field 'done_if': check 'webviewer.slice': slice: Field required"),
     ("orthanc-explorer", {"start": {"route": "#study?uuid={study:NOPE}"}},
      "field 'start.route': no seeded study 'NOPE'"),
     ("orthanc-explorer", {"start": {"route": "#x", "measure": [["A", "B"]]}},
@@ -96,7 +97,7 @@ CASES = [
      "check kind 'web.url_matches' is not understood by dicomscope"),
     # what people read is text, not whitespace; numbers are numbers (`true` is no 1)
     ("orthanc-explorer", {"instruction": " \t\n"},
-     "f.json, task 0, field 'instruction': Value error, must not be blank"),
+     "f.json, task 't', field 'instruction': Value error, must not be blank"),
     ("orthanc-explorer", {"steps": [{**WEB_STEP, "instruction": "   "}]},
      "step 1, field 'instruction': Value error, must not be blank"),
     ("orthanc-explorer", {"max_steps": True},
@@ -213,7 +214,7 @@ def test_cli_validate_and_run_refuse_before_starting(
     f.write_text(json.dumps(bad))
     assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "bad.json, task 0, field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
+    assert "bad.json, task 't', field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
     assert "Traceback" not in err
     out = tmp_path / "run"
     # a chromium that is no browser: had anything started, this would be an environment fault
@@ -228,10 +229,10 @@ def test_cli_validate_and_run_refuse_before_starting(
 @pytest.mark.parametrize(
     ("task", "message"),
     [
-        ({"instruction": "   "}, "task 0, field 'instruction': Value error, must not be blank"),
-        ({"max_steps": True}, "task 0, field 'max_steps': Input should be a valid integer"),
+        ({"instruction": "   "}, "task 't', field 'instruction': Value error, must not be blank"),
+        ({"max_steps": True}, "task 't', field 'max_steps': Input should be a valid integer"),
         ({**INFEASIBLE, "success": [{"kind": "orthanc.patient_absent", "patient": "DOE^JOHN"}]},
-         "task 0, field 'success.0': check 'orthanc.patient_absent' needs a change"),
+         "task 't', field 'success.0': check 'orthanc.patient_absent' needs a change"),
     ],
 )  # fmt: skip
 def test_task_data_the_run_would_misread_is_refused_before_anything_starts(
@@ -299,3 +300,62 @@ def test_format_version_is_a_number_not_a_boolean() -> None:
     data = _file("orthanc-explorer")
     data["format_version"] = True
     assert "field 'format_version': Input should be a valid integer" in _error(data)
+
+
+def _second_task_file(env: str, **bad: Any) -> dict[str, Any]:
+    """A file of three good tasks but the second (id `second-task`), which has `bad`."""
+    tasks = [_file(env, id=f"task-{k}")["tasks"][0] for k in range(3)]
+    tasks[1] = {**tasks[1], "id": "second-task", **bad}
+    return {"format_version": 1, "env": env, "tasks": tasks}
+
+
+@pytest.mark.parametrize(
+    ("env", "bad", "where"),
+    [
+        # the schema (pydantic), a check's parameters, a locator's keys, the environment's own
+        # rule (its task_check hook) and an infeasible task's success
+        ("orthanc-explorer", {"instruction": " "}, "field 'instruction'"),
+        ("orthanc-explorer", {"steps": [{**WEB_STEP, "action": "drag"}]}, "step 1"),
+        ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "X"}]},
+         "field 'success.0'"),
+        ("orthanc-explorer", {"steps": [{**WEB_STEP, "target": {"data_cy": "x"}}]},
+         "step 1, field 'target'"),
+        ("ohif", {"steps": [{**WEB_STEP, "action": "drag", "target": {"landmark": "D"},
+                             "to": {"landmark": "A"}}]}, "step 1, field 'target'"),
+        ("orthanc-explorer", {**INFEASIBLE, "success": [{"kind": "orthanc.patient_absent",
+                                                          "patient": "DOE^JOHN"}]},
+         "field 'success.0'"),
+        ("dicomscope", {"start": {"file": "CT-DOE-JOHN/AXIAL/9"}}, "field 'start.file'"),
+    ],
+)  # fmt: skip
+def test_validate_names_the_task_by_its_id(
+    env: str, bad: dict[str, Any], where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live tasks --validate` names the task by its id (not its position in the file), with
+    the file and the field."""
+    f = tmp_path / "tasks.json"
+    f.write_text(json.dumps(_second_task_file(env, **bad)))
+    assert main(["live", "tasks", "--env", env, "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"tasks.json, task 'second-task', {where}" in err, err
+    assert "task 1," not in err
+
+
+def test_a_task_without_a_readable_id_is_named_by_its_position() -> None:
+    data = _second_task_file("orthanc-explorer")
+    del data["tasks"][1]["id"]
+    assert "f.json, task 1, field 'id': Field required" in _error(data)
+    data["tasks"][1]["id"] = 7
+    assert "f.json, task 1, field 'id': Input should be a valid string" in _error(data)
+    data["tasks"][1]["id"] = "Not An Id " * 20  # named as written, cut short
+    message = _error(data)
+    assert "f.json, task 'Not An Id Not An Id" in message and "...', field 'id'" in message
+
+
+def test_a_duplicate_id_names_both_places() -> None:
+    data = _second_task_file("orthanc-explorer")
+    data["tasks"][2]["id"] = "task-0"
+    assert (
+        "f.json, task 'task-0', field 'id': duplicate task id 'task-0' (tasks 0 and 2 of the "
+        "file, 0-based)" in _error(data)
+    )

@@ -2,7 +2,7 @@
 
 live run     run a model (any card, as `eval` takes it) through an environment's tasks
 live tasks   list an environment's tasks, or validate a task file
-live export  the oracle through every task, written as a MedSPOT-format dataset
+live export  the oracle through every feasible task, written as a MedSPOT dataset
 live audit   are the tasks sound? the oracle and a do-nothing agent through every task
 live setup   install the environments' system packages (apt-get as root; else print)
 live doctor  say what an environment is missing (exit 1 when something is)
@@ -275,7 +275,12 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from medspot.live.loop.dataset_export import RUN_SUBDIR, export_env
+    from medspot.live.loop.dataset_export import (
+        EXPORT_INFO,
+        INFEASIBLE_LEFT_OUT,
+        RUN_SUBDIR,
+        export_env,
+    )
 
     out = Path(args.out)
     ids, env_options = _task_ids(args), parse_env_options(args.env_option)
@@ -303,8 +308,11 @@ def _export(args: argparse.Namespace) -> int:
         return stopped
     print(
         f"{res.root}: {res.tasks} tasks, {res.steps} steps of {res.app} "
-        f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/)"
+        f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/, {EXPORT_INFO})"
     )
+    if res.left_out:
+        print(f"left out, {len(res.left_out)} task(s) ({INFEASIBLE_LEFT_OUT}): "
+              f"{', '.join(res.left_out)}")  # fmt: skip
     if res.skipped:
         print(f"not exported (the oracle did not complete them): {', '.join(res.skipped)}")
         return 1

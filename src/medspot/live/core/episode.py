@@ -462,6 +462,24 @@ class Episode:
         """Every success check holds (`each`) and every required step happened."""
         return all(each) and all(name in self.happened for name in self._required)
 
+    def _unmet(self, each: list[bool]) -> str:
+        """What of the success (`each`, as `_success` read it) does not hold, in words: the
+        checks by kind and place (`ohif.route (success.1)`), the required steps not done."""
+        checks = [
+            f"{c.kind} (success.{j})"
+            for j, (c, ok) in enumerate(zip(self.task.success, each, strict=True))
+            if not ok
+        ]
+        steps = [repr(name) for name in self._required if name not in self.happened]
+        out = []
+        if checks:
+            out.append(f"success check{'s' if len(checks) > 1 else ''} {', '.join(checks)} "
+                       f"{'do' if len(checks) > 1 else 'does'} not hold")  # fmt: skip
+        if steps:
+            out.append(f"required step{'s' if len(steps) > 1 else ''} {', '.join(steps)} "
+                       f"did not happen")  # fmt: skip
+        return "; ".join(out)
+
     def _usable(self, what: str) -> None:
         """`EpisodeError` when `what` cannot be done now: before `reset()`, after a fault."""
         if self._fault is not None:
@@ -643,15 +661,11 @@ class Episode:
                 self.outcome, self.reason = "failure", "reported infeasible (the task is not)"
             elif not right:
                 self.outcome, self.reason = "failure", "done on an infeasible task"
+            elif self.task.infeasible:  # the right ending, but not where the task started
+                self.outcome = "failure"
+                self.reason = f"reported infeasible, but {self._unmet(each)}"
             else:
-                self.outcome, self.reason = (
-                    "failure",
-                    (
-                        "reported infeasible, but the state changed"
-                        if self.task.infeasible
-                        else "done without success"
-                    ),
-                )
+                self.outcome, self.reason = "failure", "done without success"
         elif self.n >= self.budget:
             self.outcome, self.reason = "failure", f"budget of {self.budget} actions spent"
         return StepResult(

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from medspot.errors import DataError, Location
 from medspot.live.core.contract import REGISTERED, EnvEntry
 from medspot.live.core.tasks import CheckSpec, LiveTask, LiveTaskFile, Locator, location_of
@@ -26,9 +28,10 @@ def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
     return out
 
 
-def _where(file: str, i: int, place: str) -> Location:
+def _where(file: str, i: int, task: LiveTask, place: str) -> Location:
+    """Task `i` of `file` (named by its id) at its dotted `place`."""
     parts: list[int | str] = [int(p) if p.isdigit() else p for p in place.split(".")]
-    return location_of(file, ("tasks", i, *parts))
+    return replace(location_of(file, ("tasks", i, *parts)), task_id=task.id)
 
 
 def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> None:
@@ -53,12 +56,12 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
             try:
                 params = entry.check_kinds.parse(check, parsed.env)
             except DataError as exc:
-                raise DataError(exc.message, _where(file, i, place)) from None
+                raise DataError(exc.message, _where(file, i, task, place)) from None
             for name, loc in params.locators():
                 why = bad_keys(loc)
                 if why is not None:
                     raise DataError(
-                        f"check {check.kind!r}: {why}", _where(file, i, f"{place}.{name}")
+                        f"check {check.kind!r}: {why}", _where(file, i, task, f"{place}.{name}")
                     )
             off = params.geometry_problem(geometry) if geometry is not None else None
             if off is not None:
@@ -72,14 +75,14 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
                 raise DataError(
                     f"check {check.kind!r} needs a change ({change}), but an infeasible "
                     "task's success checks say that nothing changed: no agent can succeed",
-                    _where(file, i, place),
+                    _where(file, i, task, place),
                 )
         for place, name, loc in task.step_locators():
             why = bad_keys(loc)
             if why is not None:
-                raise DataError(why, _where(file, i, f"{place}.{name}"))
+                raise DataError(why, _where(file, i, task, f"{place}.{name}"))
         for place, message in lint(task) if lint is not None else ():
-            raise DataError(message, _where(file, i, place))
+            raise DataError(message, _where(file, i, task, place))
 
 
 def check_task_for_env(task: LiveTask, env: str) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "StartSpec",
     "StepSpec",
     "location_of",
+    "task_id_at",
 ]
 
 FORMAT_VERSION = 1
@@ -231,15 +232,33 @@ class LiveTaskFile(BaseModel):
         return v
 
 
-def location_of(file: str, loc: tuple[int | str, ...]) -> Location:
+def location_of(file: str, loc: tuple[int | str, ...], data: Any = None) -> Location:
+    """A pydantic error location (`("tasks", 3, "steps", 0, "target")`) in task file `file`
+    as a `Location`: the task named by its id (read from the file's parsed JSON `data`, where
+    it is a string; else by its 0-based position), the step 1-based, the rest as the field."""
     task = step = None
+    task_id: str | None = None
     fields: list[str] = []
     parts = list(loc)
     if len(parts) >= 2 and parts[0] == "tasks" and isinstance(parts[1], int):
         task = parts[1]
+        task_id = task_id_at(data, task)
         parts = parts[2:]
         if len(parts) >= 2 and parts[0] == "steps" and isinstance(parts[1], int):
             step = parts[1] + 1
             parts = parts[2:]
     fields = [str(p) for p in parts]
-    return Location(file, task=task, step=step, field=".".join(fields) or None)
+    return Location(file, task=task, step=step, field=".".join(fields) or None, task_id=task_id)
+
+
+def task_id_at(data: Any, index: int) -> str | None:
+    """The `id` of task `index` in a task file's parsed JSON, when it is a non-blank string
+    (cut to 80 characters and an ellipsis: an invalid id may be any length)."""
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, list) or not 0 <= index < len(tasks):
+        return None
+    task = tasks[index]
+    tid = task.get("id") if isinstance(task, dict) else None
+    if not isinstance(tid, str) or not tid.strip():
+        return None
+    return tid if len(tid) <= 80 else tid[:80] + "..."

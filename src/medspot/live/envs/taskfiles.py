@@ -40,12 +40,16 @@ def parse_task_file(data: Any, file: str) -> LiveTaskFile:
         parsed = LiveTaskFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise DataError(err["msg"], location_of(file, tuple(err["loc"]))) from None
-    seen: set[str] = set()
+        raise DataError(err["msg"], location_of(file, tuple(err["loc"]), data)) from None
+    seen: dict[str, int] = {}
     for i, task in enumerate(parsed.tasks):
         if task.id in seen:
-            raise DataError(f"duplicate task id {task.id!r}", Location(file, task=i, field="id"))
-        seen.add(task.id)
+            raise DataError(
+                f"duplicate task id {task.id!r} (tasks {seen[task.id]} and {i} of the file, "
+                "0-based)",
+                Location(file, task=i, field="id", task_id=task.id),
+            )
+        seen[task.id] = i
     check_against_entry(parsed, file, env_entry(parsed.env))  # ConfigError: an unknown env
     return parsed
 
@@ -103,7 +107,7 @@ def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:
             if task.id in seen:
                 raise DataError(
                     f"duplicate task id {task.id!r} (also in {seen[task.id]})",
-                    Location(name, task=i, field="id"),
+                    Location(name, task=i, field="id", task_id=task.id),
                 )
             seen[task.id] = name
             tasks.append(task)
