@@ -149,20 +149,20 @@ CASES = [
      "no Browser row of the seeded studies is contains 'Series CT * Coronal'"),
     # a slice the seeded studies do not have (`CheckParams.geometry_problem`)
     ("ohif", {"success": [{"kind": "ohif.slice_index", "position": 9}]},
-     "field 'success.0.position': task 't': check 'ohif.slice_index': no seeded series has "
+     "field 'success.0.position': check 'ohif.slice_index': no seeded series has "
      "more than 8 images"),
     ("ohif", {"steps": [{**WEB_STEP, "done_if": {"kind": "ohif.slice_index", "instance": 12}}]},
-     "step 1, field 'done_if.instance': task 't': check 'ohif.slice_index': no seeded series"),
+     "step 1, field 'done_if.instance': check 'ohif.slice_index': no seeded series"),
     ("ohif", {"success": [{"kind": "ohif.slice_index", "series": "MR-DOE-JOHN/T1",
                            "position": 7}]},
-     "field 'success.0.position': task 't': check 'ohif.slice_index': MR-DOE-JOHN/T1 has "
+     "field 'success.0.position': check 'ohif.slice_index': MR-DOE-JOHN/T1 has "
      "images 1..6"),
     ("ohif", {"success": [{"kind": "ohif.measurement", "from": "A", "to": "B",
                            "series": "MR-DOE-JOHN/T2", "position": 7}]},
-     "field 'success.0.position': task 't': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
+     "field 'success.0.position': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
      "images 1..6"),
     ("orthanc-explorer", {"fail_if": [{"kind": "webviewer.slice", "slice": 9}]},
-     "field 'fail_if.0.slice': task 't': check 'webviewer.slice': no seeded series has more "
+     "field 'fail_if.0.slice': check 'webviewer.slice': no seeded series has more "
      "than 8 images"),
 ]  # fmt: skip
 
@@ -268,13 +268,13 @@ PAINT_SLICE_10: dict[str, Any] = {
     ("task", "message"),
     [
         (PAINT_SLICE_10,
-         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check 'inv.mask_dice': "
+         "task 'paint-lesion-slice-10', field 'success.0.slices': check 'inv.mask_dice': "
          "the truth is empty on axial slices 10..10 (lesion lies on axial slices 30..41)"),
         ({**PAINT_SLICE_10, "success": [{**DICE_SLICE_10, "slices": [70, 80]}]},
-         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check "
+         "task 'paint-lesion-slice-10', field 'success.0.slices': check "
          "'inv.mask_dice': axial slice 70 is past the volume (CT-ABDOMEN-3D: axial 0..63)"),
         ({**PAINT_SLICE_10, "success": [{"kind": "inv.slice", "view": "axial", "slice": 99}]},
-         "task 0, field 'success.0.slice': task 'paint-lesion-slice-10': check 'inv.slice': "
+         "task 'paint-lesion-slice-10', field 'success.0.slice': check 'inv.slice': "
          "axial slice 99 is past the volume"),
     ],
 )  # fmt: skip

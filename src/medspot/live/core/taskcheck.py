@@ -67,8 +67,7 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
             if off is not None:
                 name, why = off
                 raise DataError(
-                    f"task {task.id!r}: check {check.kind!r}: {why}",
-                    _where(file, i, f"{place}.{name}"),
+                    f"check {check.kind!r}: {why}", _where(file, i, task, f"{place}.{name}")
                 )
             change = params.needs_change(task.start) if task.infeasible else None
             if change is not None and place.startswith("success."):
