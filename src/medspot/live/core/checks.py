@@ -20,6 +20,11 @@ The rule for boolean parameters, the same in every kind: a boolean parameter sta
 `false` states its opposite (`"value": false` is "not visible", `"changed": false` is
 "unchanged", `"present": false` is "absent"); none is ignored. A kind whose parameters could
 hold whatever the state says why (`CheckParams.vacuous`, reported by `medspot live audit`).
+
+Every environment whose actions can destroy data (`EnvEntry.destructive`, a toolset's tools
+that change state) has a collateral-harm kind (`CheckParams.guards_collateral`):
+`orthanc.collateral_loss`, `dicomscope.collateral_loss`, `inv.collateral_loss`, each naming the
+task's own targets (what may go) and firing when anything else of the start is lost.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -70,6 +75,10 @@ class CheckParams(BaseModel):
     state, for the task audit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # a kind of the collateral-harm rule: in a task's `fail_if`, it fires when anything the
+    # task's start holds, beyond the targets its parameters name, is deleted or overwritten
+    # (the task audit asks for one in every task whose actions can destroy data)
+    guards_collateral: ClassVar[bool] = False
 
     def vacuous(self) -> str | None:
         return None
