@@ -18,7 +18,7 @@ pytestmark = pytest.mark.live
 
 PATIENT = {"css": "#all-patients li", "contains": "MS0001"}
 ON_PATIENT = {"kind": "web.url_matches", "pattern": "#patient\\?uuid={patient:DOE^JOHN}$"}
-NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64}
+NOTHING_DELETED = {"kind": "orthanc.collateral_loss"}
 ON_LOOKUP = {"kind": "web.url_matches", "pattern": "#lookup$"}
 
 
@@ -43,10 +43,11 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}]),
         {"solved_at_start", "vacuous_check"}),
     "fires-at-start": (_task("fires-at-start", fail_if=[
-        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}]),
+        {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN"}, NOTHING_DELETED]),
         {"fail_if_at_start", "oracle_failed"}),
     "vacuous": (_task("vacuous", success=[ON_PATIENT, {"kind": "web.title_matches",
-        "pattern": ".*"}], fail_if=[{"kind": "orthanc.instance_count", "min": 0}]),
+        "pattern": ".*"}], fail_if=[{"kind": "orthanc.instance_count", "min": 0},
+        NOTHING_DELETED]),
         # a fail_if that holds for any state fires at once
         {"vacuous_check", "fail_if_at_start", "oracle_failed"}),
     # a click on the empty header beside the page's title: it changes nothing
@@ -63,6 +64,15 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         {"lands_elsewhere", "oracle_failed"}),
     "keep-not-at-start": (_task("keep-not-at-start", success=[{**ON_PATIENT, "keep": True}]),
                           {"keep_not_at_start"}),
+    # a delete task whose fail_if names the look-alike only: deleting any other study would
+    # be a plain failure
+    "no-collateral-rule": (_task("no-collateral-rule", start={
+        "route": "#study?uuid={study:CT-DOE-JOHN}"}, steps=[
+        {"instruction": "Click 'Delete this study'", "target": {"css": "#study-delete"}},
+        {"instruction": "Confirm with OK", "target": {"text": "OK"}}],
+        success=[{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}],
+        fail_if=[{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN"}]),
+        {"no_collateral_harm_rule"}),
     # the required step holds at the start route: it never becomes true, the oracle's clicks
     # on the field change nothing and its budget runs out
     "required-at-start": (_task("required-at-start", start={"route": "#lookup"},

@@ -135,6 +135,19 @@ CASES = [
     ("dicomscope", {**INFEASIBLE, "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
                     "success": [{"kind": "dicomscope.window", "center": 120}]},
      "the start shows CT-DOE-JOHN/AXIAL/3 at c/w 40/400"),
+    # a collateral-harm rule's targets are seeded names, in lists
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss",
+                                       "studies": ["CT-DOE-JIM"]}]},
+     "field 'fail_if.0': check 'orthanc.collateral_loss': studies.0: no seeded study 'CT-DOE-JIM'"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss",
+                                       "series": "CT-DOE-JOHN/AXIAL"}]},
+     "check 'orthanc.collateral_loss': series: Input should be a valid list"),
+    ("dicomscope", {"fail_if": [{"kind": "dicomscope.collateral_loss",
+                                 "images": ["CT-DOE-JOHN/AXIAL/9"]}]},
+     "check 'dicomscope.collateral_loss': images.0: CT-DOE-JOHN/AXIAL has slices 1..8"),
+    ("invesalius", {"success": [{"kind": "inv.layout", "task_panel": False}],
+                    "fail_if": [{"kind": "inv.collateral_loss", "files": ["../x.stl"]}]},
+     "check 'inv.collateral_loss': files.0:"),
     # a prepare step's (or a step's) target names what the seeded start cannot show
     ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "target": {
         "css": "li", "contains": "DOE^JIM"}}]}},

@@ -26,6 +26,11 @@ validates it against the environment's geometry (`CheckParams.geometry_problem`,
 `EnvEntry.geometry` knows without starting the application): a slice past the volume, or a
 region where the truth is empty (a Dice there would compare nothing with nothing), is refused
 when the task file is read.
+
+Every environment whose actions can destroy data (`EnvEntry.destructive`, a toolset's tools
+that change state) has a collateral-harm kind (`CheckParams.guards_collateral`):
+`orthanc.collateral_loss`, `dicomscope.collateral_loss`, `inv.collateral_loss`, each naming the
+task's own targets (what may go) and firing when anything else of the start is lost.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -76,6 +81,10 @@ class CheckParams(BaseModel):
     state, for the task audit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # a kind of the collateral-harm rule: in a task's `fail_if`, it fires when anything the
+    # task's start holds, beyond the targets its parameters name, is deleted or overwritten
+    # (the task audit asks for one in every task whose actions can destroy data)
+    guards_collateral: ClassVar[bool] = False
 
     def vacuous(self) -> str | None:
         return None

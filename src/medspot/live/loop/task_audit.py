@@ -32,7 +32,11 @@ Findings, per task (`Finding.kind`):
   (`CheckParams.view_without_series`): the same view of another series passes;
 - `unplaced_measurement` (static): a success check, or a required step's `done_if`, asks for
   more measurements by their count alone (`CheckParams.unplaced_count`) than the task's checks
-  that decide success place (`CheckParams.placed_count`): a ruler drawn anywhere passes.
+  that decide success place (`CheckParams.placed_count`): a ruler drawn anywhere passes;
+- `no_collateral_harm_rule` (static): the task's actions can destroy data (the application's
+  destructive controls, `EnvEntry.destructive`, or a toolset's tools that change state offered
+  to it) and no `fail_if` check is a collateral-harm rule (`CheckParams.guards_collateral`):
+  deleting or overwriting anything but the task's own targets would be no harm.
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
 them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
@@ -49,8 +53,10 @@ from typing import Any, Literal
 from medspot.live.core.checks import CheckParams
 from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tools import tool_reach
 from medspot.live.envs.registry import env_entry
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.toolsets import TOOLSETS
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
     ResumeState,
@@ -67,7 +73,7 @@ FindingKind = Literal[
     "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
     "solved_at_start", "required_at_start", "fail_if_at_start", "vacuous_check",
     "keep_not_at_start", "unapplied_value", "unanchored_annotation",
-    "view_without_series", "unplaced_measurement",
+    "view_without_series", "unplaced_measurement", "no_collateral_harm_rule",
 ]  # fmt: skip
 FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 
@@ -116,9 +122,40 @@ def _decides_success(task: LiveTask, place: str) -> bool:
     return task.steps[int(parts[1])].name in task.requires
 
 
+def destructive_reach(env: str, task: LiveTask) -> str | None:
+    """What within reach of the task's actions can destroy data, in words (the application's
+    destructive controls; the tools that change state of a toolset the task is offered under
+    `--tools`), or None when nothing can."""
+    entry = env_entry(env)
+    what = [entry.destructive] if entry.destructive else []
+    for name in entry.toolsets:
+        info = TOOLSETS.get(name)
+        if info is None or not tool_reach(task, entry.check_kinds, info.reads).reachable:
+            continue
+        changing = [s.name for s in info.specs if s.changes_state]
+        if changing:
+            what.append(f"the {name} toolset's {', '.join(changing)} (--tools {name})")
+    return "; ".join(what) or None
+
+
+def _collateral_finding(env: str, task: LiveTask) -> Finding | None:
+    kinds = env_entry(env).check_kinds
+    reach = destructive_reach(env, task)
+    guarded = any(kinds.kind(c.kind, env).params.guards_collateral for c in task.fail_if)
+    if reach is None or guarded:
+        return None
+    rules = [n for n in kinds if kinds[n].params.guards_collateral]
+    add = f" (add {' or '.join(rules)} with the task's targets)" if rules else ""
+    why = f"{reach} can delete or overwrite data, but no fail_if check fires on a loss beyond "
+    return Finding(task.id, "no_collateral_harm_rule", why + "the task's targets" + add)
+
+
 def static_findings(env: str, task: LiveTask) -> list[Finding]:
     kinds = env_entry(env).check_kinds
     out: list[Finding] = []
+    collateral = _collateral_finding(env, task)
+    if collateral is not None:
+        out.append(collateral)
     deciding: list[tuple[str, CheckParams]] = []
     for place, check in task_checks(task):
         params = kinds.parse(check, env)

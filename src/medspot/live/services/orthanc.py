@@ -105,6 +105,10 @@ class OrthancServer:
             "ConcurrentJobs": 1,
             "SaveJobs": False,
             "JobsHistorySize": 0,  # finished jobs are forgotten: nothing survives a reset
+            # a stored instance is never rewritten (an upload with its UIDs is refused): a
+            # seeded instance present under its ID holds its seeded content, so losing one
+            # is the only change `orthanc.collateral_loss` has to see (Orthanc's default too)
+            "OverwriteInstances": False,
         }
 
     def start(self) -> None:
