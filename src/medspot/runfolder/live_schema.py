@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -59,6 +60,7 @@ __all__ = [
     "LiveStepRow",
     "LiveTaskRow",
     "LiveTiming",
+    "dataset_root",
     "live_view",
     "repeat_task_id",
 ]
@@ -290,3 +292,13 @@ def live_view(run: Run) -> LiveRun | None:
 def _first(e: ValidationError) -> str:
     err = e.errors()[0]
     return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
+def dataset_root(info: RunInfo, run_dir: Path) -> str:
+    """Where the screenshots of the run in `run_dir` are: a live run's own folder, wherever it
+    is now (run.json's `dataset.root` is where it was written; a copied or moved folder reads
+    its own `screens/`, never the original's), else the dataset root run.json records ("" when
+    it names none)."""
+    if LiveRunInfo.of(info) is not None:
+        return str(run_dir)
+    return info.dataset.root
