@@ -31,7 +31,7 @@ from medspot.report.comparable import (
 )
 from medspot.report.repeats import PASS_LABELS, pass_keys
 from medspot.runfolder.reader import Run
-from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
+from medspot.scoring.metrics import ACP, LOWER_IS_BETTER, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",
@@ -101,7 +101,8 @@ class Leaderboard:
                 if self.mixed_data
                 else []
             ),
-            f"sorted by {SHORT_NAMES[self.sort_key]}",
+            f"sorted by {SHORT_NAMES[self.sort_key]}"
+            + (" (lower is better)" if self.sort_key in LOWER_IS_BETTER else ""),
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
@@ -201,7 +202,10 @@ def build_leaderboard(
         )
         for r in runs
     ]
-    rows.sort(key=lambda row: (row.values[sort] is None, -(row.values[sort] or 0.0), row.label))
+    sign = 1.0 if sort in LOWER_IS_BETTER else -1.0  # the best first
+    rows.sort(
+        key=lambda row: (row.values[sort] is None, sign * (row.values[sort] or 0.0), row.label)
+    )
     return Leaderboard(
         rows=tuple(rows),
         keys=keys,

@@ -38,9 +38,11 @@ __all__ = [
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
     "LIVE_KIND",
+    "LIVE_LOWER_IS_BETTER",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
     "LIVE_TIMING_KEYS",
+    "LIVE_UNRANKED",
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
@@ -110,6 +112,12 @@ LIVE_OPTIONAL_KEYS = (
     SEGMENTATION_DICE,
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
+# The live metrics of which a smaller value is better (harm, steps against the oracle's, a
+# feasible task called infeasible), and the one no value of is better (how many runs called a
+# tool): diagnostics read beside the others, never ranked on their own where a format cannot say
+# which way is better (the hub's leaderboards)
+LIVE_LOWER_IS_BETTER = frozenset({HARMFUL, STEPS_RATIO, FALSE_INFEASIBLE})
+LIVE_UNRANKED = frozenset({TOOL_RATE})
 
 # The run's timings (seconds), per task run, beside the metrics: what the user waited for
 # between two tasks of an environment (from the end of its previous task, or fault, to this
