@@ -12,7 +12,7 @@ import pytest
 from _builders import eval_argv, step, write_app
 from medspot.cli import main
 from medspot.runfolder.journal import read_journal
-from medspot.testing.openai_server import Fault, OpenAITestServer
+from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
 
 BOX = (10.0, 10.0, 8.0, 8.0)
 
@@ -68,3 +68,25 @@ def test_a_call_that_fails_for_good_counts_every_try_and_the_resume(
     assert second == 1
     info = _info(out)
     assert info["calls"] == first + second and info["status"] == "complete"
+
+
+def test_a_re_ask_on_an_answer_with_no_point_is_a_request(data: Path, tmp_path: Path) -> None:
+    """UI-TARS's upstream prompt asks again (up to twice) when an answer holds no point."""
+    out = tmp_path / "run"
+    answers = iter(["I cannot see it", "(140, 140)"])
+
+    def answer(req: SeenRequest) -> str:
+        return next(answers, "(140, 140)")
+
+    argv = ["--prompt", "upstream", "--protocol", "upstream-e"]
+    with OpenAITestServer(answer=answer) as srv:
+        code = main(eval_argv(data, out, "--model", "ui-tars-1.5-7b", "--base-url",
+                              srv.base_url, *argv, bootstrap=20))  # fmt: skip
+        received = srv.request_count
+    # the first step of each task is asked (its answer misses: the tasks end there), one of
+    # them twice
+    assert code == 0 and received == 3
+    info = _info(out)
+    assert info["calls"] == received and info["retries"] == 0
+    records = list(read_journal(out / "predictions.jsonl"))
+    assert sorted(r.requests or 0 for r in records) == [1, 2]
