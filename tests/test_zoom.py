@@ -147,7 +147,19 @@ def test_zoom_needs_a_model_that_reads_the_screen(
     code = main(eval_argv(data, tmp_path / "r", "--model", "random", "--zoom", "2"))
     assert code == 2
     assert "does not read the screenshot" in capsys.readouterr().err
-    assert not (tmp_path / "r" / "zoom_passes.jsonl").exists()
+    assert not (tmp_path / "r").exists()  # refused before the folder (and its lock) is made
+    # a refused library request alike, and an existing run folder is left as it was
+    from medspot.dataset.loading import load_dataset
+    from medspot.pipeline import EvalRequest, evaluate
+
+    req = EvalRequest(load_dataset(data), "random", tmp_path / "lib", zoom=ZoomSpec(2))
+    with pytest.raises(ConfigError, match="does not read the screenshot"):
+        evaluate(req)
+    assert not (tmp_path / "lib").exists()
+    assert main(eval_argv(data, tmp_path / "done", "--model", "random")) == 0
+    before = sorted(p.name for p in (tmp_path / "done").iterdir())
+    assert main(eval_argv(data, tmp_path / "done", "--model", "random", "--zoom", "2")) == 2
+    assert sorted(p.name for p in (tmp_path / "done").iterdir()) == before
 
 
 def test_dry_run_counts_every_pass(

@@ -98,7 +98,8 @@ def evaluate(
 ) -> EvalOutcome:
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results.
     What can be refused is refused before the run folder is made: the request's options, a
-    folder that is not ours, then the model (its key, its options, its files)."""
+    folder that is not ours, then the model (its key, its options, its files) and whether it
+    can be zoomed (`--zoom` on a model that does not read the screenshot)."""
     _check_request(req)
     out = req.out
     refuse_foreign_folder(out)
@@ -108,6 +109,8 @@ def evaluate(
     )
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
+    if req.zoom is not None and req.zoom.multi_pass:
+        adapter = ZoomAdapter(adapter, req.zoom, RunFolder(out).zoom_passes)
     with run_folder(out) as folder:
         return _evaluate_locked(req, folder, adapter, images, on_progress)
 
@@ -133,9 +136,8 @@ def _evaluate_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> EvalOutcome:
     zoom: ZoomInfo | None = None
-    if req.zoom is not None and req.zoom.multi_pass:
-        adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)
-        zoom = ZoomInfo(passes=req.zoom.passes, crop=req.zoom.crop)
+    if isinstance(adapter, ZoomAdapter):  # made before the folder, on its passes journal
+        zoom = ZoomInfo(passes=adapter.spec.passes, crop=adapter.spec.crop)
 
     info = RunInfo(
         model=req.model,
@@ -206,7 +208,7 @@ def _run_and_score(
             seed=req.seed,
         )
         write_results(folder.path, score, dataset=req.dataset)
-    info.calls = sum(1 for _ in records)
+    info.calls = sum(r.request_count for r in records)  # what the model's server received
     info.errors = sum(1 for r in records if r.error is not None)
     info.retries = sum(r.retries for r in records)
     costs = [r.cost_usd for r in records if r.cost_usd is not None]

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.adapters.base import Adapter, Prediction, StepRequest, requests_counted
 from medspot.adapters.retry import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
@@ -103,7 +103,8 @@ class RunOptions:
 
 @dataclass
 class RunStats:
-    calls: int = 0
+    calls: int = 0  # the steps asked (journal records written)
+    requests: int = 0  # the model requests they cost (`JournalRecord.requests`)
     errors: int = 0
     retries: int = 0
     cost_usd: float = 0.0
@@ -214,18 +215,26 @@ class _Scheduler:
         def counted(_n: int, _delay: float, _e: TransientModelError) -> None:
             self.stats.retries += 1
 
-        try:
-            pred: Prediction
-            pred, retries, latency = await call_with_retries(
-                functools.partial(self.adapter.predict, req),
-                self.opts.retry,
-                label=req.step_uid,
-                passthrough=(DataError,),  # bad data is not a failed call: retrying cannot help
-                on_retry=counted,
-            )
-        except CallFailed as e:  # an adapter bug must not kill the run or become a miss
-            return self._error(req, t0, e.retries, str(e))
-        return call_record(req, pred, latency_s=latency, retries=retries)
+        with requests_counted() as sent:
+            try:
+                pred: Prediction
+                pred, retries, latency = await call_with_retries(
+                    functools.partial(self.adapter.predict, req),
+                    self.opts.retry,
+                    label=req.step_uid,
+                    passthrough=(DataError,),  # bad data is not a failed call: no retry helps
+                    on_retry=counted,
+                )
+            except CallFailed as e:  # an adapter bug must not kill the run or become a miss
+                rec = self._error(req, t0, e.retries, str(e))
+            else:
+                rec = call_record(req, pred, latency_s=latency, retries=retries)
+        # the requests its model received: every try, retry and re-ask a backend sent; an
+        # adapter that sends none (a baseline, OCR) is asked once a try
+        counts = getattr(self.adapter, "counts_requests", False)
+        requests = sent() if counts else 1 + rec.retries
+        self.stats.requests += requests
+        return rec.model_copy(update={"requests": requests})
 
     async def _ask(self, step: Step) -> JournalRecord:
         t0 = time.perf_counter()
@@ -235,8 +244,8 @@ class _Scheduler:
             raise _step_data_error(step, e, "image_path") from None
         except MedspotError as e:
             req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
-            rec = self._error(req, t0, 0, str(e))
-            return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
+            rec = self._error(req, t0, 0, str(e))  # no request was sent
+            return rec.model_copy(update={"image_size": None, "prompt_hash": "", "requests": 0})
         try:
             return await self._call(req)
         except DataError as e:  # bad data the adapter found (an undecodable image, a replay

@@ -180,6 +180,8 @@ class ZoomAdapter:
         self.name = inner.name
         self.convention: Convention = inner.convention
         self.max_concurrency = inner.max_concurrency
+        # each pass is the inner adapter's request, noted by its backend
+        self.counts_requests: bool = getattr(inner, "counts_requests", False)
         self.calls = 0  # model calls made by this process (passes reused from the journal: 0)
         # opened at the first pass: building the adapter touches nothing on disk
         self._journal_path = passes_journal

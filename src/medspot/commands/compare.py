@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--mixed",
         action="store_true",
-        help="allow runs under different protocols or over different data (only tasks whose "
-        "annotations are the same are paired)",
+        help="allow runs under different protocols, over different data (only tasks whose "
+        "annotations are the same are paired), of other kinds, modes, repeats, tools or passes",
     )
     p.set_defaults(func=_run)

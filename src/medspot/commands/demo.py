@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         m = outcome.score.overall.values
         rows.append((model, m, outcome.info.calls, time.perf_counter() - t0))
         runs.append(out / model)
-        kept = outcome.info.calls - outcome.stats.calls
+        kept = outcome.info.calls - outcome.stats.requests
         if earlier and kept > 0:
             reused.append(f"{model} ({kept} of {outcome.info.calls} answers)")
     report_line = ""

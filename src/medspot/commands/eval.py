@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     print(metrics_table(score))
     print(
         f"\n{info.model} on {len(ds.app_names)} apps under {protocol.name} "
-        f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
+        f"({style} prompt): {outcome.stats.requests} new calls, {info.calls} in all, "
         f"{dt:.1f}s. Results in {req.out}/"
     )
     if info.model == "oracle":
@@ -111,7 +111,10 @@ def _run(args: argparse.Namespace) -> int:
             "and a pipeline check, not a model's score."
         )
     if info.zoom is not None and info.zoom.model_calls is not None:
-        steps = info.calls - info.errors
+        from medspot.runfolder.journal import read_journal
+        from medspot.runfolder.layout import RunFolder
+
+        steps = sum(1 for r in read_journal(RunFolder(req.out).journal) if r.error is None)
         per = info.zoom.model_calls / steps if steps else 0.0
         print(
             f"zoom-in: {info.zoom.passes} passes, crop {info.zoom.crop:g}: "

@@ -1,7 +1,8 @@
 """`medspot leaderboard RUN_DIR ...`: one row per run, every metric with its 95% interval,
 sorted, as Markdown, CSV or LaTeX. Runs scored under different protocols or over different
-data (annotations, apps, --limit, task counts) are refused unless --mixed is given; incomplete
-runs are left out unless --include-incomplete."""
+data (annotations, apps, --limit, task counts), live runs beside static ones, of other modes,
+repeats or tools (a toolset beside GUI-only), single-pass beside zoom-in runs are refused unless
+--mixed is given; incomplete runs are left out unless --include-incomplete."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--mixed",
         action="store_true",
-        help="allow runs under different protocols or over different data (labelled per row)",
+        help="allow runs under different protocols, over different data, of other kinds, "
+        "modes, repeats, tools or passes (labelled per row)",
     )
     p.add_argument(
         "--include-incomplete",

@@ -21,7 +21,9 @@ from medspot.report.comparable import (
     passes_mismatch,
     protocol_mismatch,
     repeats_mismatch,
+    run_tools,
     same_task,
+    tools_mismatch,
 )
 from medspot.report.repeats import PASS_LABELS, PassDiff, pass_diffs
 from medspot.runfolder.reader import Run
@@ -72,6 +74,8 @@ class Comparison:
     seed: int
     changed: tuple[str, ...] = ()  # same id, other annotations (mixed data): not paired
     passes: tuple[PassDiff, ...] = ()  # pass@k, pass^k with repeats (live runs, one K)
+    tools_a: str | None = None  # a live run's toolset ("none": GUI only); None: static
+    tools_b: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,8 @@ class Comparison:
             "run_b": self.label_b,
             "protocol_a": self.protocol_a,
             "protocol_b": self.protocol_b,
+            "tools_a": self.tools_a,
+            "tools_b": self.tools_b,
             "common_tasks": len(self.common),
             "only_in_a": list(self.only_a),
             "only_in_b": list(self.only_b),
@@ -173,6 +179,9 @@ def compare_runs(
     mode_problem = mode_mismatch([a, b])
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; compare runs of one mode, or pass --mixed")
+    tools_problem = tools_mismatch([a, b])
+    if tools_problem is not None and not mixed:
+        raise ConfigError(f"{tools_problem}; compare runs offered the same tools, or pass --mixed")
     passes_problem = passes_mismatch([a, b])
     if passes_problem is not None and not mixed:
         raise ConfigError(
@@ -234,6 +243,8 @@ def compare_runs(
         seed=seed,
         changed=changed,
         passes=pass_diffs(a, b, n_boot=n_boot, seed=seed),
+        tools_a=run_tools(a),
+        tools_b=run_tools(b),
     )
 
 
@@ -261,7 +272,14 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
 
     md = fmt == "md"
     lines: list[str] = []
-    head = f"A = {c.label_a} ({c.protocol_a}), B = {c.label_b} ({c.protocol_b})"
+    if c.tools_a != c.tools_b:  # live runs offered different tools (--mixed): say which
+        head = (
+            f"A = {c.label_a} ({c.protocol_a}, tools {c.tools_a or 'static'}), "
+            f"B = {c.label_b} ({c.protocol_b}, tools {c.tools_b or 'static'}); "
+            "MIXED tools: not comparable"
+        )
+    else:
+        head = f"A = {c.label_a} ({c.protocol_a}), B = {c.label_b} ({c.protocol_b})"
     lines.append(f"**{head}**" if md else head)
     lines.append(
         f"{len(c.common)} tasks scored in both"

@@ -2,7 +2,8 @@
 CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols,
 and single-pass runs beside multi-pass (zoom-in) ones, are refused unless `mixed` (a zoom-in
 row is marked `[zoom xK, crop F]`; live runs of different modes, guided and agent, ranked together
-with `mixed` show a mode column). Live runs with repeats (`--repeats K`, all of one K) add the
+with `mixed` show a mode column, and live runs offered different tools, or tools beside none, a
+tools column). Live runs with repeats (`--repeats K`, all of one K) add the
 pass@k and pass^k columns (`medspot.report.repeats`)."""
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from medspot.report.comparable import (
     repeats_mismatch,
     run_mode,
     run_repeats,
+    run_tools,
+    tools_mismatch,
 )
 from medspot.report.repeats import PASS_LABELS, pass_keys
 from medspot.runfolder.reader import Run
-from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
+from medspot.scoring.metrics import ACP, LOWER_IS_BETTER, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",
@@ -69,6 +72,7 @@ class Row:
     data: str = ""  # the run's data, named in the rows of a table over mixed data
     passes: str = ""  # a multi-pass (zoom-in) run's passes ("zoom x2, crop 0.5"), else ""
     mode: str = ""  # a live run's mode (guided, agent); "" for a static run
+    tools: str = ""  # a live run's toolset ("none": GUI only); "" for a static run
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class Leaderboard:
     repeats: tuple[int, ...] = ()  # the live runs' K (one value unless mixed)
     mixed_passes: bool = False  # single-pass and multi-pass runs in one table (--mixed)
     mixed_modes: bool = False  # guided and agent-mode live runs in one table (--mixed)
+    mixed_tools: bool = False  # live runs offered different tools, or none (--mixed)
 
     @property
     def caption(self) -> str:
@@ -96,7 +101,8 @@ class Leaderboard:
                 if self.mixed_data
                 else []
             ),
-            f"sorted by {SHORT_NAMES[self.sort_key]}",
+            f"sorted by {SHORT_NAMES[self.sort_key]}"
+            + (" (lower is better)" if self.sort_key in LOWER_IS_BETTER else ""),
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
@@ -110,6 +116,11 @@ class Leaderboard:
             notes.append(
                 "MIXED live modes (see the mode column; guided: told each step, agent: the "
                 "goal only): rows are not comparable"
+            )
+        if self.mixed_tools:
+            notes.append(
+                "MIXED tools (see the tools column; none: the GUI actions only, a toolset: "
+                "the application's API beside them): rows are not comparable"
             )
         if self.mixed_passes:
             notes.append(
@@ -159,6 +170,9 @@ def build_leaderboard(
     mode_problem = mode_mismatch(runs)
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
+    tools_problem = tools_mismatch(runs)
+    if tools_problem is not None and not mixed:
+        raise ConfigError(f"{tools_problem}; rank runs offered the same tools, or pass --mixed")
     passes_problem = passes_mismatch(runs)
     if passes_problem is not None and not mixed:
         raise ConfigError(
@@ -184,10 +198,14 @@ def build_leaderboard(
             data=data_key(r).label,
             passes=passes_label(r),
             mode=run_mode(r) or "",
+            tools=run_tools(r) or "",
         )
         for r in runs
     ]
-    rows.sort(key=lambda row: (row.values[sort] is None, -(row.values[sort] or 0.0), row.label))
+    sign = 1.0 if sort in LOWER_IS_BETTER else -1.0  # the best first
+    rows.sort(
+        key=lambda row: (row.values[sort] is None, sign * (row.values[sort] or 0.0), row.label)
+    )
     return Leaderboard(
         rows=tuple(rows),
         keys=keys,
@@ -198,6 +216,7 @@ def build_leaderboard(
         repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
         mixed_passes=passes_problem is not None,
         mixed_modes=mode_problem is not None,
+        mixed_tools=tools_problem is not None,
     )
 
 
@@ -230,8 +249,9 @@ def _row_label(row: Row) -> str:
 def _md(lb: Leaderboard, mixed: bool) -> str:
     data = ["data"] if lb.mixed_data else []
     mode = ["mode"] if lb.mixed_modes else []
-    texts = 2 + mixed + len(data) + len(mode)  # the columns of text, then the numbers
-    head = ["#", "run", *(["protocol"] if mixed else []), *data, *mode, "tasks"]
+    tools = ["tools"] if lb.mixed_tools else []
+    texts = 2 + mixed + len(data) + len(mode) + len(tools)  # the text columns, then numbers
+    head = ["#", "run", *(["protocol"] if mixed else []), *data, *mode, *tools, "tasks"]
     head += [_label(k) for k in lb.keys]
     out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
     out.append("|" + "|".join(["---"] * texts + ["---:"] * (len(head) - texts)) + "|")
@@ -240,6 +260,7 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
         cells = [str(i), label, *([r.protocol] if mixed else [])]
         cells += [r.data.replace("|", "\\|")] if data else []
         cells += [r.mode or "static"] if mode else []
+        cells += [r.tools or "static"] if tools else []
         cells.append(str(r.num_tasks or "-"))
         cells += [_cell(k, r) for k in lb.keys]
         out.append("| " + " | ".join(cells) + " |")
@@ -249,13 +270,14 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
 def _csv(lb: Leaderboard) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes", "mode"]
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes", "mode",
+            "tools"]  # fmt: skip
     for k in lb.keys:
         head += [k, f"{k}_lo", f"{k}_hi"]
     w.writerow(head)
     for i, r in enumerate(lb.rows, 1):
         line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data,
-                              r.passes, r.mode]  # fmt: skip
+                              r.passes, r.mode, r.tools]  # fmt: skip
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)
             line += [
@@ -286,10 +308,11 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(lb: Leaderboard, mixed: bool) -> str:
-    texts = "l" * (mixed + lb.mixed_data + lb.mixed_modes)
+    texts = "l" * (mixed + lb.mixed_data + lb.mixed_modes + lb.mixed_tools)
     cols = "rl" + texts + "r" + "c" * len(lb.keys)
     head = ["\\#", "Run", *(["Protocol"] if mixed else []), *(["Data"] if lb.mixed_data else [])]
     head += ["Mode"] if lb.mixed_modes else []
+    head += ["Tools"] if lb.mixed_tools else []
     head.append("Tasks")
     head += [latex_escape(_label(k)) for k in lb.keys]
     out = [
@@ -311,6 +334,8 @@ def _latex(lb: Leaderboard, mixed: bool) -> str:
             cells.append(latex_escape(r.data))
         if lb.mixed_modes:
             cells.append(latex_escape(r.mode or "static"))
+        if lb.mixed_tools:
+            cells.append(latex_escape(r.tools or "static"))
         cells.append(str(r.num_tasks or "-"))
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)

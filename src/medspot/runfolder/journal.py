@@ -48,6 +48,15 @@ class JournalRecord(ModelCall):
     prompt_hash: str = ""
     extra_points: list[tuple[float, float]] = Field(default_factory=list)
     time: str = ""
+    # the model requests this record cost: every try (the first and each retry) and every
+    # re-ask or zoom pass the backend sent, what the model's server received; None in records
+    # written before the field (read as one request a try: `request_count`)
+    requests: int | None = None
+
+    @property
+    def request_count(self) -> int:
+        """The model requests the record cost (`requests`, else 1 + `retries`)."""
+        return self.requests if self.requests is not None else 1 + self.retries
 
     @model_validator(mode="after")
     def _finite_extra_points(self) -> JournalRecord:

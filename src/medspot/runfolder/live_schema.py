@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -37,9 +38,11 @@ __all__ = [
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
     "LIVE_KIND",
+    "LIVE_LOWER_IS_BETTER",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
     "LIVE_TIMING_KEYS",
+    "LIVE_UNRANKED",
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
@@ -59,6 +62,7 @@ __all__ = [
     "LiveStepRow",
     "LiveTaskRow",
     "LiveTiming",
+    "dataset_root",
     "live_view",
     "repeat_task_id",
 ]
@@ -108,6 +112,12 @@ LIVE_OPTIONAL_KEYS = (
     SEGMENTATION_DICE,
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
+# The live metrics of which a smaller value is better (harm, steps against the oracle's, a
+# feasible task called infeasible), and the one no value of is better (how many runs called a
+# tool): diagnostics read beside the others, never ranked on their own where a format cannot say
+# which way is better (the hub's leaderboards)
+LIVE_LOWER_IS_BETTER = frozenset({HARMFUL, STEPS_RATIO, FALSE_INFEASIBLE})
+LIVE_UNRANKED = frozenset({TOOL_RATE})
 
 # The run's timings (seconds), per task run, beside the metrics: what the user waited for
 # between two tasks of an environment (from the end of its previous task, or fault, to this
@@ -290,3 +300,13 @@ def live_view(run: Run) -> LiveRun | None:
 def _first(e: ValidationError) -> str:
     err = e.errors()[0]
     return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+
+
+def dataset_root(info: RunInfo, run_dir: Path) -> str:
+    """Where the screenshots of the run in `run_dir` are: a live run's own folder, wherever it
+    is now (run.json's `dataset.root` is where it was written; a copied or moved folder reads
+    its own `screens/`, never the original's), else the dataset root run.json records ("" when
+    it names none)."""
+    if LiveRunInfo.of(info) is not None:
+        return str(run_dir)
+    return info.dataset.root

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from medspot.adapters.base import Convention, Prediction, StepRequest, Usage
+from medspot.adapters.base import Convention, Prediction, StepRequest, Usage, note_request
 from medspot.adapters.card import (
     ModelCard,
     PromptSpec,
@@ -53,6 +53,7 @@ class CardAdapter(ABC):
 
     backend: ClassVar[str]
     max_concurrency: int
+    counts_requests: ClassVar[bool] = True  # notes each request it sends (`note_request`)
 
     def __init__(self, card: ModelCard, style: PromptStyle, checkpoint: str) -> None:
         self.card = card
@@ -93,6 +94,7 @@ class CardAdapter(ABC):
         for attempt in range(tries):
             temperature = spec.temperature if attempt == 0 else spec.retry_temperature
             t0 = time.perf_counter()
+            note_request()  # each try and re-ask is a request the model's server receives
             answer = await self._generate(spec, image, temperature, request.seed)
             latency += time.perf_counter() - t0
             if answer.usage is not None:
