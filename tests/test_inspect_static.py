@@ -22,8 +22,8 @@ from _inspect_support import inspect_env, inspect_site, run_inspect
 from medspot.cli import main
 from medspot.dataset.loading import load_dataset
 from medspot.scoring.metrics import METRIC_KEYS
-from medspot.testing.openai_server import OpenAITestServer
-from test_eval_openai import Script, expected
+from medspot.testing.openai_server import Fault, OpenAITestServer
+from test_eval_openai import Script, _failing_task, expected
 
 pytest.importorskip("inspect_ai")
 pytest.importorskip("openai")
@@ -159,3 +159,42 @@ def test_all_steps_apps_and_limit_give_medspot_eval_metrics(
         ours / "overall_dataset_metrics.json"
     )
     assert _json(imported / "run.json")["dataset"]["limit"] == 3
+
+
+def test_a_failed_call_is_an_error_in_both_harnesses_and_in_the_imported_run(
+    inspect_site: Path, placeholder_root: Path, script: Script, tmp_path: Path
+) -> None:
+    """A call the server refuses (HTTP 400: not retried) ends its Inspect sample with an error
+    (`--no-fail-on-error`: the others run on); the import journals it as an error record of
+    that step, as `medspot eval` does: the task is left out, the run incomplete, and the
+    metrics of the rest are eval's."""
+    apps = ("Orthanc", "Weasis")
+    bad_task = _failing_task(script, "Orthanc")
+    bad_step = next(s for s in bad_task.steps if s.actions)
+    bad_key = script.key_of[bad_step.uid]
+
+    def faults() -> list[Fault]:
+        return [Fault("400", when=lambda req: script.key_of_request(req) == bad_key)]
+
+    logs, ours = tmp_path / "logs", tmp_path / "eval"
+    with OpenAITestServer(answer=script.answer, faults=faults()) as srv:
+        log = _inspect_eval(inspect_site, placeholder_root, srv, logs, tmp_path,
+                            "-T", "apps=" + ",".join(apps), "--no-fail-on-error")  # fmt: skip
+    with OpenAITestServer(answer=script.answer, faults=faults()) as srv:
+        model = ("--model", "openai:scripted", "--convention", "rel1000", "--base-url",
+                 srv.base_url, "--apps", ",".join(apps))  # fmt: skip
+        assert run_eval(placeholder_root, ours, *model, bootstrap=int(BOOT)) == 1  # incomplete
+    imported = tmp_path / "imported"
+    assert main(["import-inspect", str(log), "--out", str(imported), "--bootstrap", BOOT]) == 0
+    info = _json(imported / "run.json")
+    assert info["status"] == "incomplete" and info["errors"] == 1
+    errors = [
+        json.loads(line) for line in (imported / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert [r["step"] for r in errors if r["error"]] == [bad_step.uid]
+    mine = _json(imported / "overall_dataset_metrics.json")
+    theirs = _json(ours / "overall_dataset_metrics.json")
+    assert mine["num_errored_tasks"] == theirs["num_errored_tasks"] == 1
+    assert {k: mine[k] for k in METRIC_KEYS if k in theirs} == {
+        k: theirs[k] for k in METRIC_KEYS if k in theirs
+    }

@@ -5,9 +5,29 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from inspect_ai import Task, task
 
+from medspot.errors import MedspotError
+
 __all__ = ["medspot", "medspot_live"]
+
+
+@contextlib.contextmanager
+def _said_plainly() -> Iterator[None]:
+    """A task argument medspot refuses (an unknown card, protocol, task id, a dataset with
+    bad data) as Inspect's prerequisite error: its message alone, no traceback. (Inspect's
+    `PrerequisiteError` is not in its public API; without it the error is raised as it is.)"""
+    try:
+        yield
+    except MedspotError as e:
+        try:
+            from inspect_ai._util.error import PrerequisiteError
+        except ImportError:
+            raise e from None
+        raise PrerequisiteError(f"medspot: {e}") from None
 
 
 @task
@@ -30,11 +50,12 @@ def medspot(
     `card`'s prompt, image handling and answer parser; medspot's scores and metrics."""
     from medspot.integrations.inspect.static_task import static_task
 
-    return static_task(
-        data=data, card=card, protocol=protocol, prompt=prompt, all_steps=all_steps,
-        history=history, seed=seed, tolerance=tolerance, limit=limit, apps=apps,
-        convention=convention, prompt_template=prompt_template, server_extras=server_extras,
-    )  # fmt: skip
+    with _said_plainly():
+        return static_task(
+            data=data, card=card, protocol=protocol, prompt=prompt, all_steps=all_steps,
+            history=history, seed=seed, tolerance=tolerance, limit=limit, apps=apps,
+            convention=convention, prompt_template=prompt_template, server_extras=server_extras,
+        )  # fmt: skip
 
 
 @task
@@ -51,7 +72,8 @@ def medspot_live(
     application through `medspot live serve --mcp` (stdio); medspot's success and harm."""
     from medspot.integrations.inspect.live_task import live_task
 
-    return live_task(
-        env=env, tasks=tasks, out=out, mode=mode, tools=tools, max_turns=max_turns,
-        env_options=env_options,
-    )  # fmt: skip
+    with _said_plainly():
+        return live_task(
+            env=env, tasks=tasks, out=out, mode=mode, tools=tools, max_turns=max_turns,
+            env_options=env_options,
+        )  # fmt: skip
