@@ -7,6 +7,7 @@ name, with no file path."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ def inspect_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("setuptools")
     base = tmp_path_factory.mktemp("inspect-install")
     tree, prefix = base / "tree", base / "prefix"
+    kept = _installed_metadata()
     tree.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, tree / name)
@@ -39,15 +41,28 @@ def inspect_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         REPO / "src", tree / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__")
     )
     proc = subprocess.run(
+        # --ignore-installed: pip would otherwise uninstall the medspot of the running
+        # environment before installing into the prefix
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--prefix", str(prefix), "-e", str(tree)],
+         "--ignore-installed", "--prefix", str(prefix), "-e", str(tree)],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     (site,) = prefix.glob("lib/python*/site-packages")
     entry_points = next(site.glob("medspot-*.dist-info")) / "entry_points.txt"
     assert "[inspect_ai]" in entry_points.read_text(), entry_points.read_text()
+    assert kept is None or kept.exists(), f"pip removed the environment's medspot ({kept})"
     return site
+
+
+def _installed_metadata() -> Path | None:
+    """The METADATA file of the medspot installed in the running environment (None: none)."""
+    try:
+        dist = importlib.metadata.distribution("medspot")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    meta = next((f for f in dist.files or () if f.name == "METADATA"), None)
+    return Path(str(meta.locate())) if meta is not None else None
 
 
 def inspect_env(site: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

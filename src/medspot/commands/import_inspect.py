@@ -1,7 +1,8 @@
 """`medspot import-inspect LOG --out RUN_DIR`: a log of `inspect eval medspot/medspot` (an
-`.eval` or `.json` file) as a medspot run folder that `report`, `leaderboard`, `compare` and
-`score` accept: the journal the log's samples hold, scored by medspot against the dataset the
-log names (or --data). Needs `pip install 'medspot[inspect]'`."""
+`.eval` or `.json` file, or a log folder: its newest log of the task) as a medspot run folder
+that `report`, `leaderboard`, `compare` and `score` accept: the journal the log's samples hold,
+scored by medspot against the dataset the log names (or --data). Needs `pip install
+'medspot[inspect]'`."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def _run(args: argparse.Namespace) -> int:
     res = import_inspect(log, Path(args.out), ds, model=args.model, n_boot=args.bootstrap)
     print(metrics_table(res.score))
     print(
-        f"\nImported {len(log.samples)} samples of {log.model} ({res.info.protocol}) as "
-        f"'{res.info.model}' into {args.out}/"
+        f"\nImported {log.path} ({len(log.samples)} samples of {log.model}, "
+        f"{res.info.protocol}) as '{res.info.model}' into {args.out}/"
     )
     for note in res.notes:
         print(f"medspot: note: {note}", file=sys.stderr)
@@ -44,7 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="read a log of `inspect eval medspot/medspot` into a run folder",
         description=__doc__,
     )
-    p.add_argument("log", metavar="LOG", help="the Inspect log (.eval or .json)")
+    p.add_argument(
+        "log", metavar="LOG", help="the Inspect log (.eval or .json), or its --log-dir folder"
+    )
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="the run folder to write")
     p.add_argument(
         "--data", default=None, metavar="DATA", help="the dataset (default: the one the log names)"

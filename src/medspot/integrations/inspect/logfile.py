@@ -15,9 +15,17 @@ from medspot.integrations.inspect import require_inspect
 from medspot.integrations.inspect.rows import RECORDS_KEY, SETTINGS_KEY, records_of
 from medspot.runfolder.journal import JournalRecord
 
-__all__ = ["STATIC_TASK", "InspectSample", "InspectStaticLog", "read_static_log"]
+__all__ = [
+    "LOG_SUFFIXES",
+    "STATIC_TASK",
+    "InspectSample",
+    "InspectStaticLog",
+    "newest_static_log",
+    "read_static_log",
+]
 
 STATIC_TASK = "medspot/medspot"  # the registry name of the static task
+LOG_SUFFIXES = (".eval", ".json")  # Inspect's log formats
 
 
 @dataclass(frozen=True)
@@ -56,12 +64,37 @@ def _score(sample: Any) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | N
     return None, None
 
 
-def read_static_log(path: Path) -> InspectStaticLog:
-    """The log at `path` of a `medspot/medspot` eval; a `ConfigError` names the file when it
-    is no Inspect log, or the log of another task."""
+def _task_name(log: Any) -> str:
+    return str(log.eval.task_registry_name or log.eval.task)
+
+
+def newest_static_log(folder: Path) -> Path:
+    """The newest log of `medspot/medspot` in an Inspect log folder (`--log-dir`)."""
     require_inspect("reading an Inspect log")
     from inspect_ai.log import read_eval_log
 
+    try:
+        files = [p for p in folder.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file()]
+    except OSError as e:
+        raise ConfigError(f"cannot read the log folder {folder}: {e.strerror or e}") from None
+    for path in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            header = read_eval_log(str(path), header_only=True)
+        except Exception:  # not a log: another file of the folder
+            continue
+        if _task_name(header) == STATIC_TASK:
+            return path
+    raise ConfigError(f"{folder} holds no Inspect log of {STATIC_TASK}")
+
+
+def read_static_log(path: Path) -> InspectStaticLog:
+    """The log at `path` of a `medspot/medspot` eval (a folder: its newest one); a
+    `ConfigError` names the file when it is no Inspect log, or the log of another task."""
+    require_inspect("reading an Inspect log")
+    from inspect_ai.log import read_eval_log
+
+    if path.is_dir():
+        path = newest_static_log(path)
     try:
         log = read_eval_log(str(path))
     except FileNotFoundError:
@@ -69,7 +102,7 @@ def read_static_log(path: Path) -> InspectStaticLog:
     except Exception as e:  # Inspect raises its own errors for files it cannot read
         raise ConfigError(f"{path}: not an Inspect log ({type(e).__name__}: {e})") from None
     spec = log.eval
-    name = spec.task_registry_name or spec.task
+    name = _task_name(log)
     settings = (spec.metadata or {}).get(SETTINGS_KEY)
     if name != STATIC_TASK or not isinstance(settings, dict):
         raise ConfigError(
