@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,11 @@ def test_inspect_eval_gives_medspot_eval_metrics_and_imports_as_a_run(
 
 @pytest.mark.slow
 def test_all_steps_apps_and_limit_give_medspot_eval_metrics(
-    inspect_site: Path, placeholder_root: Path, script: Script, tmp_path: Path
+    inspect_site: Path,
+    placeholder_root: Path,
+    script: Script,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """All-steps mode (ISA and the propagation gap too) on two applications, three tasks each."""
     logs, ours = tmp_path / "logs", tmp_path / "eval"
@@ -159,6 +164,22 @@ def test_all_steps_apps_and_limit_give_medspot_eval_metrics(
         ours / "overall_dataset_metrics.json"
     )
     assert _json(imported / "run.json")["dataset"]["limit"] == 3
+    # a full --out, and annotations other than those the log was made on, are refused
+    capsys.readouterr()
+    assert main(["import-inspect", str(log), "--out", str(imported)]) == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    other = tmp_path / "other"
+    (other / "Annotations").mkdir(parents=True)
+    for app in ("Orthanc", "Weasis"):
+        shutil.copytree(placeholder_root / "Images" / app, other / "Images" / app)
+    for app in ("Orthanc", "Weasis"):
+        name = f"{app}_Annotation.json"
+        text = (placeholder_root / "Annotations" / name).read_text(encoding="utf-8")
+        (other / "Annotations" / name).write_text(text + "\n", encoding="utf-8")
+    again = tmp_path / "again"
+    assert main(["import-inspect", str(log), "--out", str(again), "--data", str(other)]) == 2
+    assert "differ from those the log's run was made on" in capsys.readouterr().err
+    assert not again.exists()
 
 
 def test_a_failed_call_is_an_error_in_both_harnesses_and_in_the_imported_run(
