@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adapters",),
     ("runner", "pipeline", "dryrun", "synth", "testing"),
     ("live",),
+    # MedSPOT from other harnesses (Inspect): the static pipeline and live serve, from outside
+    ("integrations",),
     ("report",),
     ("commands", "cli", "__main__", ""),  # "": the package's public face (medspot/__init__)
 )

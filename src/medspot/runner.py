@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ __all__ = [
     "RunStats",
     "call_record",
     "run_model",
+    "step_request",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,44 @@ def call_record(
         extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
         error=error,
         time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+    )
+
+
+def step_request(
+    task: Task,
+    step: Step,
+    image_path: Path,
+    image_size: tuple[int, int],
+    preds: Mapping[str, JournalRecord],
+    *,
+    history: HistoryMode = "none",
+    seed: int = 0,
+) -> StepRequest:
+    """What a model is asked for `step` of `task` (its screenshot checked already: `image_path`
+    and `image_size`); in a history mode, with the task's overview and its earlier steps (and,
+    in "actions", where the answers in `preds` clicked)."""
+    overview: str | None = None
+    lines: list[str] = []
+    if history != "none":
+        overview = task.overview
+        for s in task.steps:
+            if s.position >= step.position:
+                break
+            line = f"Step {s.position}: {s.instruction}"
+            rec = preds.get(s.uid)
+            if history == "actions" and rec is not None and rec.point is not None:
+                line += f" -> clicked at ({rec.point[0]:.3f}, {rec.point[1]:.3f})"
+            lines.append(line)
+    return StepRequest(
+        step_uid=step.uid,
+        task_uid=step.task_uid,
+        image_rel=step.image_path,
+        image_path=image_path,
+        image_size=image_size,
+        instruction=step.instruction,
+        task_overview=overview,
+        history=tuple(lines),
+        seed=seed,
     )
 
 
@@ -183,30 +222,8 @@ class _Scheduler:
         else:
             path, size = await asyncio.to_thread(self.images.check, rel)
         task = self.dataset.task(step.task_uid)
-        overview: str | None = None
-        history: tuple[str, ...] = ()
-        if self.opts.history != "none":
-            overview = task.overview
-            lines = []
-            for s in task.steps:
-                if s.position >= step.position:
-                    break
-                line = f"Step {s.position}: {s.instruction}"
-                rec = self.preds.get(s.uid)
-                if self.opts.history == "actions" and rec is not None and rec.point is not None:
-                    line += f" -> clicked at ({rec.point[0]:.3f}, {rec.point[1]:.3f})"
-                lines.append(line)
-            history = tuple(lines)
-        return StepRequest(
-            step_uid=step.uid,
-            task_uid=step.task_uid,
-            image_rel=rel,
-            image_path=path,
-            image_size=size,
-            instruction=step.instruction,
-            task_overview=overview,
-            history=history,
-            seed=self.opts.seed,
+        return step_request(
+            task, step, path, size, self.preds, history=self.opts.history, seed=self.opts.seed
         )
 
     async def _call(self, req: StepRequest) -> JournalRecord:

@@ -72,13 +72,15 @@ __all__ = [
     "by_task",
     "live_metrics",
     "live_timings",
+    "rates_from_sums",
     "success_fraction",
+    "task_columns",
     "task_matrix",
     "task_results",
 ]
 
 # Bootstrap columns; each metric is sum(numerator column) / sum(denominator column). A row is
-# one task, its repeats' columns summed (the pass columns are the task's own: `_task_columns`).
+# one task, its repeats' columns summed (the pass columns are the task's own: `task_columns`).
 BOOTSTRAP_COLUMNS = (
     "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
     "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
@@ -293,7 +295,7 @@ def by_task(results: Sequence[TaskResult]) -> dict[tuple[str, str], list[TaskRes
     return groups
 
 
-def _task_columns(runs: Sequence[TaskResult]) -> list[float]:
+def task_columns(runs: Sequence[TaskResult]) -> list[float]:
     """One task's bootstrap row: its runs' columns summed, and whether all its repeats were
     scored, some succeeded, all succeeded."""
     cols = np.sum([r.columns() for r in runs], axis=0).tolist()
@@ -308,8 +310,8 @@ def _task_columns(runs: Sequence[TaskResult]) -> list[float]:
 
 
 def task_matrix(results: Sequence[TaskResult]) -> Array:
-    """The bootstrap matrix: one row per task with a scored run (`_task_columns`)."""
-    rows = [_task_columns(g) for g in by_task(results).values() if any(r.scored for r in g)]
+    """The bootstrap matrix: one row per task with a scored run (`task_columns`)."""
+    rows = [task_columns(g) for g in by_task(results).values() if any(r.scored for r in g)]
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(BOOTSTRAP_COLUMNS))
 
 
@@ -351,16 +353,23 @@ def _tools_track(results: Sequence[TaskResult]) -> bool:
     return any(r.record is not None and r.record.tools_offered is not None for r in results)
 
 
+def rates_from_sums(s: Sequence[float], repeats: int = 1) -> dict[str, float | None]:
+    """The ratio metrics from the column sums of a task matrix (`BOOTSTRAP_COLUMNS`, summed
+    over tasks): the pass keys only with repeats (K > 1), the segmentation Dice only where some
+    run measured one; None where a denominator is 0."""
+    return {
+        key: _ratio(float(s[_COL[a]]), float(s[_COL[b]]))
+        for key, (a, b) in _RATIOS.items()
+        if (repeats > 1 or key not in _PASS_KEYS)
+        and (key != SEGMENTATION_DICE or s[_COL["dice_runs"]] > 0)
+    }
+
+
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
     s = task_matrix(results).sum(axis=0)
     k = _repeats(results)
-    vals: dict[str, Any] = {
-        key: _ratio(float(s[BOOTSTRAP_COLUMNS.index(a)]), float(s[BOOTSTRAP_COLUMNS.index(b)]))
-        for key, (a, b) in _RATIOS.items()
-        if (k > 1 or key not in _PASS_KEYS)
-        and (key != SEGMENTATION_DICE or s[BOOTSTRAP_COLUMNS.index("dice_runs")] > 0)
-    }
+    vals: dict[str, Any] = dict(rates_from_sums(s.tolist(), k))
     ok = [r for r in scored if r.outcome == "success"]
     vals.update(
         num_tasks=len(scored),
