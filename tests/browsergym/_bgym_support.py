@@ -1,0 +1,49 @@
+"""What the BrowserGym tests share: the live requirements, a task's environment made as a user
+makes it, and BrowserGym's actions on elements located by medspot's locators."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from _orthanc_support import require_live, require_orthanc_stack
+
+from medspot.live.core.tasks import Locator
+
+# BrowserGym's high-level actions of the tests: its defaults, and the coordinate ones
+ACTION_SUBSETS = ["chat", "infeas", "bid", "coord", "nav"]
+
+
+def require_stack(env: str) -> None:
+    require_orthanc_stack()
+    if env == "ohif":
+        from medspot.live.envs.ohif.package import installed_dist
+
+        require_live(installed_dist() is not None, "the OHIF viewer (medspot live setup --env ohif)")
+
+
+def make_task_env(env: str, task: str, seed_cache: Path, workroot: Path, **kwargs: Any) -> Any:
+    """`gym.make("browsergym/medspot.<env>.<task>")` with the seed cache and a private workroot
+    (task_kwargs, JSON-friendly as AgentLab passes them) and the coordinate actions."""
+    import gymnasium as gym
+    from browsergym.core.action.highlevel import HighLevelActionSet
+
+    import medspot.live.browsergym as mbg
+
+    require_stack(env)
+    task_kwargs = {"env_options": {"seed_cache": str(seed_cache)}, "workroot": str(workroot)}
+    return gym.make(
+        mbg.gym_id(env, task),
+        task_kwargs=task_kwargs,
+        action_mapping=HighLevelActionSet(subsets=ACTION_SUBSETS).to_python_code,
+        **kwargs,
+    )
+
+
+def click_at(env: Any, locator: Locator) -> str:
+    """BrowserGym's `mouse_click` at the centre of the element `locator` names on the page now
+    (located by the task's medspot environment, on BrowserGym's page)."""
+    box = env.unwrapped.task.env.locate(locator)
+    assert box is not None, f"not on the page: {locator}"
+    x, y = box.center
+    return f"mouse_click({x}, {y})"
