@@ -47,3 +47,12 @@ def click_at(env: Any, locator: Locator) -> str:
     assert box is not None, f"not on the page: {locator}"
     x, y = box.center
     return f"mouse_click({x}, {y})"
+
+
+def assert_lays_out_at_the_screen(env: Any, obs: Any) -> None:
+    """The page lays out at the size of the screenshot the agent was given (BrowserGym's
+    screenshot emulates the viewport from a CDP session it detaches, which drops chromium's
+    emulation: the window is sized so that nothing changes, `WebSession.fit_window`)."""
+    height, width = obs["screenshot"].shape[:2]
+    inner = env.unwrapped.page.evaluate("() => [window.innerWidth, window.innerHeight]")
+    assert inner == [width, height]

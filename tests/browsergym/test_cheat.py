@@ -5,7 +5,8 @@ step's `validate` reports medspot's success (reward 1.0, terminated). The tasks 
 reaching a start and judging need: a required step that must happen (a dialog opened then
 cancelled), `start.prepare` steps and a download, drags between the phantom's landmarks on the
 viewer's canvas, a prepared preset, and an infeasible task (the oracle's report goes to the
-chat)."""
+chat). After BrowserGym's observations the page still lays out at the screen the agent saw
+(BrowserGym's screenshots reset chromium's viewport emulation; the window is sized to it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _bgym_support import assert_lays_out_at_the_screen
 
 pytestmark = pytest.mark.live
 
@@ -35,9 +37,11 @@ def test_cheat_solves_and_noop_does_not(
     live = task.live_task
     assert obs["goal"] == live.instruction and info["task_info"]["medspot"]["task"] == task_id
     assert obs["screenshot"].shape == (live.start.viewport[1], live.start.viewport[0], 3)
+    assert_lays_out_at_the_screen(env, obs)
 
     obs, reward, terminated, truncated, info = env.step("noop(100)")
     assert obs["last_action_error"] == ""
+    assert_lays_out_at_the_screen(env, obs)
     assert (reward, terminated, truncated) == (0.0, False, False)
     medspot = info["task_info"]["medspot"]
     assert medspot["outcome"] is None and medspot["n"] == 1 and not medspot["success"]
