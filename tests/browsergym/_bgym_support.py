@@ -3,6 +3,8 @@ makes it, and BrowserGym's actions on elements located by medspot's locators."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,9 @@ def require_stack(env: str) -> None:
     if env == "ohif":
         from medspot.live.envs.ohif.package import installed_dist
 
-        require_live(installed_dist() is not None, "the OHIF viewer (medspot live setup --env ohif)")
+        require_live(
+            installed_dist() is not None, "the OHIF viewer (medspot live setup --env ohif)"
+        )
 
 
 def make_task_env(env: str, task: str, seed_cache: Path, workroot: Path, **kwargs: Any) -> Any:
@@ -56,3 +60,18 @@ def assert_lays_out_at_the_screen(env: Any, obs: Any) -> None:
     height, width = obs["screenshot"].shape[:2]
     inner = env.unwrapped.page.evaluate("() => [window.innerWidth, window.innerHeight]")
     assert inner == [width, height]
+
+
+def bid_script(patient: str) -> Callable[[Any], str]:
+    """A scripted chat model for AgentLab's generic agent on `open-study-ct-doe-john`: click the
+    study CT CHEST where the page lists it, else the link of the patient with PatientID
+    `patient`, each by its bid in the AXTree of the agent's prompt."""
+
+    def answer(req: Any) -> str:
+        found = re.search(r"\[(\w+)\] link '[^'\n]*CT CHEST", req.text) or re.search(
+            rf"\[(\w+)\] link '[^'\n]*PatientID: {patient}", req.text
+        )
+        bid = found.group(1) if found else "none"
+        return f"<think>I open what the goal names.</think>\n<action>\nclick('{bid}')\n</action>"
+
+    return answer

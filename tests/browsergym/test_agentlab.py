@@ -12,32 +12,18 @@ instead (statistics only: the agent's prompt and actions are untouched)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _bgym_support import require_stack
+from _bgym_support import bid_script, require_stack
 
-from medspot.testing.openai_server import OpenAITestServer, SeenRequest
+from medspot.testing.openai_server import OpenAITestServer
 
 pytestmark = pytest.mark.live
 
 TASK = "open-study-ct-doe-john"  # the CT CHEST study of DOE^JOHN (MS0001)
-
-
-def _script(patient: str) -> Any:
-    """Click the study CT CHEST where the page lists it, else the patient `patient`'s link."""
-
-    def answer(req: SeenRequest) -> str:
-        found = re.search(r"\[(\w+)\] link '[^'\n]*CT CHEST", req.text) or re.search(
-            rf"\[(\w+)\] link '[^'\n]*PatientID: {patient}", req.text
-        )
-        bid = found.group(1) if found else "none"
-        return f"<think>I open what the goal names.</think>\n<action>\nclick('{bid}')\n</action>"
-
-    return answer
 
 
 def _run(tmp_path: Path, seed_cache: Path, patient: str, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -53,7 +39,7 @@ def _run(tmp_path: Path, seed_cache: Path, patient: str, monkeypatch: pytest.Mon
     import medspot.live.browsergym as mbg
 
     monkeypatch.setattr(loop, "count_tokens", lambda text, model="": len(str(text).split()))
-    with OpenAITestServer(answer=_script(patient)) as srv:
+    with OpenAITestServer(answer=bid_script(patient)) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         agent = GenericAgentArgs(

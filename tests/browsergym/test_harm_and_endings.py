@@ -21,7 +21,7 @@ pytestmark = pytest.mark.live
 def _steps(env: Any, locators: list[Locator]) -> tuple[float, bool, dict[str, Any]]:
     """Each locator's element clicked by BrowserGym's `mouse_click`, one step each, until one
     ends the episode; the last step's reward, terminated and medspot's info."""
-    reward, terminated, medspot = 0.0, False, {}
+    reward, terminated, medspot = 0.0, False, dict[str, Any]()
     for loc in locators:
         assert not terminated, medspot
         obs, reward, terminated, _, info = env.step(click_at(env, loc))
@@ -64,7 +64,9 @@ def test_reporting_an_infeasible_task_infeasible_is_its_success(
 ) -> None:
     env = make_env("ohif", "infeasible-patient-smith-anne")
     env.reset(seed=0)
-    _, reward, terminated, _, info = env.step('report_infeasible("There is no patient SMITH, ANNE")')
+    _, reward, terminated, _, info = env.step(
+        'report_infeasible("There is no patient SMITH, ANNE")'
+    )
     medspot = info["task_info"]["medspot"]
     assert (reward, terminated) == (1.0, True), medspot
     assert medspot["outcome"] == "success" and medspot["reason"] == (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -26,8 +27,9 @@ from medspot.live.envs.taskfiles import env_task_file
 def _task_of(gid: str, **task_kwargs: object) -> MedspotBrowserTask:
     """The task object `gym.make(gid)` builds at its reset (no browser is launched)."""
     env = gym.make(gid, task_kwargs=task_kwargs)
+    browser_env: Any = env.unwrapped  # BrowserGym's BrowserEnv
     try:
-        task = env.unwrapped.task_entrypoint(seed=0, **env.unwrapped.task_kwargs)
+        task = browser_env.task_entrypoint(seed=0, **browser_env.task_kwargs)
     finally:
         env.close()
     assert isinstance(task, MedspotBrowserTask)
@@ -48,16 +50,19 @@ def test_every_packaged_task_is_registered(env: str) -> None:
 
 def test_the_ids_launch_debians_chromium_where_it_is_installed() -> None:
     spec = gym.spec("browsergym/medspot.ohif.measure-ab-ct-doe-john")
-    expected = {"executable_path": "/usr/bin/chromium"} if os.access(
-        "/usr/bin/chromium", os.X_OK
-    ) else {}
+    expected = (
+        {"executable_path": "/usr/bin/chromium"} if os.access("/usr/bin/chromium", os.X_OK) else {}
+    )
     assert spec.kwargs["pw_chromium_kwargs"] == expected
 
 
 def _task_file(path: Path, env: str, task_ids: list[str]) -> Path:
     tasks = [t for t in env_task_file(env)[0].tasks if t.id in task_ids]
-    data = {"format_version": 1, "env": env,
-            "tasks": [t.model_dump(mode="json", exclude_defaults=True) for t in tasks]}
+    data = {
+        "format_version": 1,
+        "env": env,
+        "tasks": [t.model_dump(mode="json", exclude_defaults=True) for t in tasks],
+    }
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
@@ -94,7 +99,7 @@ def test_environment_options_are_typed_and_the_browsers_are_refused(tmp_path: Pa
     gid = mbg.gym_id("ohif", "open-ct-doe-john")
     task = _task_of(gid, env_options={"seed_cache": str(tmp_path), "settle_timeout_s": "20"})
     assert task.env_options == {"seed_cache": tmp_path, "settle_timeout_s": 20.0}
-    with pytest.raises(ConfigError, match="has no option 'seed_cach'.*seed_cache"):
+    with pytest.raises(ConfigError, match=r"has no option 'seed_cach'.*seed_cache"):
         _task_of(gid, env_options={"seed_cach": str(tmp_path)})
     with pytest.raises(ConfigError, match="chromium, headless: BrowserGym launches the browser"):
         _task_of(gid, env_options={"headless": False, "chromium": "/usr/bin/chromium"})

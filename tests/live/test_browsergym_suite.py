@@ -14,8 +14,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _children import start, stop
 from _orthanc_support import require_live
+
+from _children import start, stop
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
