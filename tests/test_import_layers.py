@@ -50,6 +50,7 @@ LIVE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),
     ("loop",),
     ("gym",),
+    ("browsergym",),  # BrowserGym's tasks over core/ + envs/ (pages BrowserGym opened)
     ("serve",),  # `medspot live serve`: MCP and OpenEnv servers over the loop's episodes
     ("",),  # medspot.live itself: its public face
 )

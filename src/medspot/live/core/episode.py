@@ -38,7 +38,12 @@ the Gymnasium environment and the tests all go through it. Per step:
   any action would pass it otherwise);
 - then `fail_if` (any fires: a *harmful* failure, checked first) and `success` (all hold, and
   every required step happened, and the task is not one whose right ending is `infeasible`):
-  either ends the episode (`terminated`); the budget spent without an ending is `truncated`.
+  either ends the episode (`terminated`); the budget spent without an ending is `truncated`;
+- a turn whose actions someone else executed on the application (`step_outside`: BrowserGym
+  runs its own action set on the page the environment drives) is judged as an executed action
+  (one action of the budget; no point is known, so the path advances by `done_if` only), and
+  an ending the agent gave in the same turn (it said it is done, or reported the task
+  infeasible) is judged after harm and success, as `step(ending)` judges it.
 
 Environment faults (`EnvironmentFault`, anything the environment raises) propagate: the
 caller decides (the runner retries the task on a fresh environment). A `start.prepare` step
@@ -536,6 +541,53 @@ class Episode:
             element = self.env.element_at(p.x, p.y) if p is not None else None
             hit = hit_intended(step, action, box, to_box)
             result = self.env.act(action)
+        return self._executed(action, k, (box, to_box), element, hit, result, flags, env_t)
+
+    def step_outside(
+        self,
+        result: ActResult,
+        ending: Done | Infeasible | None = None,
+        *,
+        flags: tuple[str, ...] = (),
+    ) -> StepResult:
+        """One turn whose actions someone else executed on the application (BrowserGym runs its
+        own action set on the page the environment drives); `result`: the environment's settle
+        after them. Judged as an executed action is (one action of the budget; the path
+        advanced by `done_if` only, no point being known), then `ending` (the agent said in
+        the same turn that it is done, or reported the task infeasible), when neither harm
+        nor success ended the episode, as `step(ending)` judges it. The result's `action` is
+        the ending (None without one)."""
+        if ending is not None and not isinstance(ending, Done | Infeasible):
+            raise NotAnAction(f"Episode.step_outside: an ending is done() or infeasible(...), "
+                              f"not {ending!r}")  # fmt: skip
+        self._usable("step_outside")
+        if self.ended:
+            raise EpisodeError(f"Episode.step_outside after the episode ended ({self.outcome})")
+        try:
+            env_t = time.perf_counter()
+            self.n += 1
+            k = self.current
+            boxes = self.intended()
+            return self._executed(ending, k, boxes, None, None, result, tuple(flags), env_t, ending)
+        except BaseException as e:
+            self._fault = f"action {self.n}: {type(e).__name__}: {_first_line(e)}"
+            raise
+
+    def _executed(
+        self,
+        action: LiveAction | None,
+        k: int,
+        boxes: Boxes,
+        element: ElementInfo | None,
+        hit: bool | None,
+        result: ActResult,
+        flags: tuple[str, ...],
+        env_t: float,
+        ending: Done | Infeasible | None = None,
+    ) -> StepResult:
+        """The judgement of an executed action (and of an `ending` given in the same turn):
+        the next screen, the path, the required steps, harm, success, the ending, the budget."""
+        box, to_box = boxes
         obs = self.env.observe()
         self.observation = obs
         self._intended = None
@@ -550,6 +602,9 @@ class Episode:
             self.outcome, self.reason = "harmful", "fail_if: " + ", ".join(fired)
         elif success:
             self.outcome, self.reason = "success", "success checks hold"
+        elif ending is not None:
+            each = each or self._check_all(self.task.success)
+            success, terminated = self._judge_ending(ending, each), True
         elif self.n >= self.budget:
             self.outcome, self.reason = "failure", f"budget of {self.budget} actions spent"
         return StepResult(
@@ -626,6 +681,27 @@ class Episode:
                 now.append(name)
         return tuple(now)
 
+    def _judge_ending(self, action: Done | Infeasible, each: list[bool]) -> bool:
+        """The outcome of an ending (`done()` or `infeasible(...)`) on the state whose success
+        checks read `each`: success when it is the task's right ending and the success holds."""
+        right = isinstance(action, Infeasible) == self.task.infeasible
+        success = right and self._success(each)
+        if success:
+            self.outcome, self.reason = (
+                "success",
+                ("reported infeasible; nothing changed" if self.task.infeasible else "done"),
+            )
+        elif not right and isinstance(action, Infeasible):
+            self.outcome, self.reason = "failure", "reported infeasible (the task is not)"
+        elif not right:
+            self.outcome, self.reason = "failure", "done on an infeasible task"
+        elif self.task.infeasible:  # the right ending, but not where the task started
+            self.outcome = "failure"
+            self.reason = f"reported infeasible, but {self._unmet(each)}"
+        else:
+            self.outcome, self.reason = "failure", "done without success"
+        return success
+
     def _ending(
         self,
         action: LiveAction | None,
@@ -648,24 +724,9 @@ class Episode:
             terminated = True
             if self.current_step.action == "infeasible":  # the path's own ending
                 hit = hit_intended(self.current_step, action, box, to_box)
-            right = isinstance(action, Infeasible) == self.task.infeasible
             each = self._check_all(self.task.success)
             fail = self._check_all(self.task.fail_if)  # recorded (the audit's start state)
-            success = right and self._success(each)
-            if success:
-                self.outcome, self.reason = (
-                    "success",
-                    ("reported infeasible; nothing changed" if self.task.infeasible else "done"),
-                )
-            elif not right and isinstance(action, Infeasible):
-                self.outcome, self.reason = "failure", "reported infeasible (the task is not)"
-            elif not right:
-                self.outcome, self.reason = "failure", "done on an infeasible task"
-            elif self.task.infeasible:  # the right ending, but not where the task started
-                self.outcome = "failure"
-                self.reason = f"reported infeasible, but {self._unmet(each)}"
-            else:
-                self.outcome, self.reason = "failure", "done without success"
+            success = self._judge_ending(action, each)
         elif self.n >= self.budget:
             self.outcome, self.reason = "failure", f"budget of {self.budget} actions spent"
         return StepResult(
