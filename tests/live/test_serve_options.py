@@ -170,6 +170,12 @@ async def _websockets(url: str) -> dict[str, Any]:
             await raw.send(json.dumps({"type": "step", "data": {"action": "x" * HUGE}}))
             seen["huge"] = json.loads(await raw.recv())
             seen["max"] = MAX_ACTION_CHARS
+            # text that is not Unicode (JSON carries a lone surrogate as an escape): refused,
+            # and the session goes on (openenv-core alone ends it: SESSION_ERROR)
+            await raw.send(json.dumps({"type": "step", "data": {"action": 'type("\ud800")'}}))
+            seen["surrogate"] = json.loads(await raw.recv())
+            await raw.send(json.dumps({"type": "step", "data": {"action": "done()"}}))
+            seen["after"] = json.loads(await raw.recv())
             # a third session on a server of two: told why, closed with 1013
             async with connect(ws_url) as extra:  # refused at once, before any message
                 seen["full"] = json.loads(await extra.recv())
@@ -227,6 +233,12 @@ def test_openenv_words_its_refusals_bounds_the_action_and_closes_a_session_too_m
         "message": f"the message does not fit: action: String should have at most {ws['max']} "
         "characters",
     }
+    assert ws["surrogate"]["data"] == {
+        "code": "VALIDATION_ERROR",
+        "message": "the message does not fit: data.action: not Unicode text (it holds a lone "
+        "surrogate)",
+    }
+    assert ws["after"]["data"]["message"] == "no episode: reset(task=TASK_ID) first"
     assert ws["full"]["data"]["code"] == "CAPACITY_REACHED"
     assert ws["full"]["data"]["message"].startswith("the server is at capacity: its 2 session(s)")
     assert ws["close"] == (1013, "at capacity: 2 session(s) taken")

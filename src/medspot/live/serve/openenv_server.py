@@ -32,6 +32,7 @@ import functools
 import json
 import logging
 import random
+import re
 import socket
 import sys
 import uuid
@@ -59,7 +60,7 @@ from medspot.live.serve.openenv_models import (
     MedspotReset,
     MedspotState,
 )
-from medspot.live.serve.tools import validation_message
+from medspot.live.serve.tools import not_unicode, validation_message
 
 __all__ = ["MedspotOpenEnv", "OpenEnvServe", "observation_of", "run_openenv"]
 
@@ -283,8 +284,24 @@ def capacity_message(concurrency: int) -> str:
     )
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _not_unicode_message(text: str) -> str | None:
+    """Where a WebSocket message (JSON) holds a string that is not Unicode text (a lone
+    surrogate, which JSON can carry as an escape), or None."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    try:
+        return not_unicode(json.loads(text))
+    except ValueError:
+        return None  # not JSON: openenv-core says so
+
+
 def websocket_answers(app: ASGIApp, concurrency: int) -> ASGIApp:
-    """openenv-core's `/ws` with this server's messages (`_reworded`), and a session refused at
+    """openenv-core's `/ws` with this server's messages (`_reworded`); a message holding text
+    that is not Unicode answered with an error here, before openenv-core (which would echo it
+    in a validation error it cannot serialize, and end the session); and a session refused at
     capacity closed with code 1013 (try again later) and a reason naming why (openenv-core
     closes it with 1000, "normal", and no reason)."""
 
@@ -293,6 +310,20 @@ def websocket_answers(app: ASGIApp, concurrency: int) -> ASGIApp:
             await app(scope, receive, send)
             return
         full = False
+
+        async def receive_unicode() -> MutableMapping[str, Any]:
+            while True:
+                message: MutableMapping[str, Any] = await receive()
+                text = message.get("text") if message.get("type") == "websocket.receive" else None
+                where = _not_unicode_message(text) if isinstance(text, str) else None
+                if where is None:
+                    return message
+                refusal = {"type": "error", "data": {
+                    "code": "VALIDATION_ERROR",
+                    "message": f"the message does not fit: {where}: not Unicode text (it holds "
+                    "a lone surrogate)",
+                }}  # fmt: skip
+                await send({"type": "websocket.send", "text": json.dumps(refusal)})
 
         async def send_worded(message: MutableMapping[str, Any]) -> None:
             nonlocal full
@@ -306,7 +337,7 @@ def websocket_answers(app: ASGIApp, concurrency: int) -> ASGIApp:
                            "reason": f"at capacity: {concurrency} session(s) taken"}  # fmt: skip
             await send(message)
 
-        await app(scope, receive, send_worded)
+        await app(scope, receive_unicode, send_worded)
 
     return wrapped
 
