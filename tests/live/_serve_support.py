@@ -86,15 +86,19 @@ def stop_server(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple
 
 def kill_leftovers(proc: subprocess.Popen[str] | None, workroot: Path) -> None:
     """Teardown, pass or fail: the server and whatever of its environments is left."""
-    if proc is not None and proc.poll() is None:
+    killed = proc is not None and proc.poll() is None
+    if proc is not None and killed:
         proc.kill()
-        proc.communicate()
-    deadline = time.monotonic() + 15
+        proc.wait()
+    deadline = time.monotonic() + (0 if killed else 15)
     while processes_of(workroot) and time.monotonic() < deadline:
         time.sleep(0.5)
     for pid in processes_of(workroot):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    if proc is not None and killed:  # its pipes close once its environments' children are gone
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=30)
 
 
 def rows(out: Path, env: str = ENV) -> dict[str, dict[str, Any]]:

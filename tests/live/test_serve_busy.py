@@ -36,7 +36,7 @@ def _host(tmp_path: Path, concurrency: int = 1) -> EpisodeHost:
 
 async def _later(delay_s: float, host: EpisodeHost, episode: str) -> None:
     await asyncio.sleep(delay_s)
-    await host.abandon(episode, "the client disconnected")
+    await host.abandon(episode, "the client disconnected", LEAVING)
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])

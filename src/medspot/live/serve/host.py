@@ -18,11 +18,20 @@ trainer) starts tasks and sends actions; the host runs them through the same `Ep
 - An episode the agent leaves (a disconnect, a new task started over it, the server stopping)
   ends as `abandoned`: scored, never a success. An environment fault ends it as an environment
   error (not scored); the agent may start the task again.
-- A bad call (no task started, an unknown task or episode, coordinates off the screen, an
-  episode that has ended) is a `ServeError` with a message for the agent; nothing is journaled
-  and the host goes on. A start when every environment is taken first waits up to
-  `FREE_WAIT_S` for one to be given back (a client that closed its session a moment ago, a
-  disconnect still on its way) before it says the environments are busy.
+- Every episode belongs to the caller that started it (`ClientInfo.key`: the front's session,
+  `medspot.live.serve.episodes`): a call naming another caller's episode gets the answer an
+  unknown episode gets, and nothing is executed or journaled. An episode that ended is
+  remembered for its owner: naming it again says how it ended ("was abandoned: no call for
+  600 s").
+- Whatever action an agent sends goes through `Episode.step`: one it cannot execute (off the
+  screen, a key the driver lacks, a tool the task is not offered: `core.executable`) is a
+  scored no-action step (`executed: false`, its `not_executable:<why>` flag and reason).
+- A call that is no action of a running episode (no task started, an unknown task or episode,
+  an episode that has ended) is a `ServeError` with a message for the agent, worded in the
+  front's own verbs (`Hints`); nothing is journaled and the host goes on. A start when every
+  environment is taken first waits up to `FREE_WAIT_S` for one to be given back (a client that
+  closed its session a moment ago, a disconnect still on its way) before it says the
+  environments are busy.
 """
 
 from __future__ import annotations
@@ -32,15 +41,14 @@ import contextlib
 import functools
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError, MedspotError
-from medspot.geometry import Point
-from medspot.live.core.actions import Drag, LiveAction, ToolCall, action_to_json, point_of
+from medspot.limits import MIN_IDLE_TIMEOUT_S
+from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import MODES, Episode, Mode, StepResult
 from medspot.live.core.tasks import LiveTask
@@ -63,9 +71,10 @@ from medspot.live.loop.livefolder import (
 from medspot.live.loop.outcomes import TaskResult
 from medspot.live.loop.request import new_run_info, write_run_results
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
+from medspot.live.serve.episodes import EpisodeBook, new_episode_id
 from medspot.spelling import suggestion
 
-__all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
+__all__ = ["ClientInfo", "EpisodeHost", "Hints", "ServeError", "ServeOptions", "Turn"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +103,18 @@ class ServeOptions:
     n_boot: int = 2000
     seed: int = 0
     protocol: str = "mcp"  # how agents come in: "mcp" or "openenv" (run.json `served`)
+
+
+@dataclass(frozen=True)
+class Hints:
+    """How an agent of one front does what the host's messages point it to: each protocol
+    words its own verbs (an OpenEnv agent has no `start_task`, an MCP agent no `reset`)."""
+
+    start: str = "start a task"  # "no task started: {start} first"
+    tasks: str = ""  # where the task ids are listed (none: the message gives examples only)
+    end: str = "end it"  # how an episode is ended
+    episode: str = ""  # how a call names its episode
+    agent: str = "its name and version"  # where the client says who it is (run.json's model)
 
 
 @dataclass(frozen=True)
@@ -154,26 +175,17 @@ class _Running:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: bool = False
 
-
-def check_in_screen(action: LiveAction, size: tuple[int, int]) -> None:
-    """An action's coordinates must lie on the screen the agent was shown (pixels)."""
-    w, h = size
-    points = [point_of(action)]
-    if isinstance(action, Drag):
-        points.append(Point(action.x2, action.y2))
-    for p in points:
-        if p is not None and not (0 <= p.x < w and 0 <= p.y < h):
-            raise ServeError(
-                f"({p.x:g}, {p.y:g}) is off the screen: x must be in 0..{w - 1} and y in "
-                f"0..{h - 1} (pixels of the last screenshot, {w}x{h})"
-            )
+    @property
+    def owner(self) -> str:
+        """The caller key of the client that started it: only that caller reaches it."""
+        return self.client.key
 
 
 class EpisodeHost:
     """The episodes of one server and its run folder. Use from one asyncio loop:
     `await open()`, then `start` / `act` / `wait` / `abandon`, `await close()` at the end."""
 
-    def __init__(self, opts: ServeOptions) -> None:
+    def __init__(self, opts: ServeOptions, hints: Hints | None = None) -> None:
         if opts.mode not in MODES:
             raise ConfigError(f"unknown mode {opts.mode!r} (known: {', '.join(MODES)})")
         if opts.concurrency < 1:
@@ -181,6 +193,7 @@ class EpisodeHost:
         if opts.tools is not None:
             toolset_info(opts.env, opts.tools)
         self.opts = opts
+        self.hints = hints or Hints()
         self.env_options = check_env_options(opts.env, opts.env_options)
         tf, self.fingerprint = env_task_file(opts.env, opts.tasks_file)
         self.tasks = select_tasks(tf, opts.task_ids)
@@ -193,7 +206,7 @@ class EpisodeHost:
         self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
         self._free: list[ThreadSlot] = list(self._slots)
         self._freed = asyncio.Event()  # set when an environment is given back
-        self._running: dict[str, _Running] = {}
+        self._book: EpisodeBook[_Running] = EpisodeBook()
         self._repeats: dict[str, int] = {}  # task -> episodes of it so far (its next repeat)
         self._stack = contextlib.ExitStack()
         self._folder: RunFolder | None = None
@@ -221,13 +234,15 @@ class EpisodeHost:
         )  # fmt: skip
 
     def _ensure_folder(self, client: ClientInfo) -> None:
-        """run.json for the first client; a later client must be the same agent."""
+        """run.json for the first client; a later client must be the same agent (one run
+        folder holds one agent's episodes: its name and version are run.json's model)."""
         if self.info is not None:
             if client.model != self.info.model:
                 raise ServeError(
                     f"this server's run folder records the agent {self.info.model!r}; "
-                    f"{client.model!r} cannot add episodes to it (start a server with another "
-                    "--out for another agent)"
+                    f"{client.model!r} cannot add episodes to it: one run folder holds one "
+                    f"agent's episodes. Connect as {self.info.model!r} ({self.hints.agent}), "
+                    "or start a server with another --out for this agent"
                 )
             return
         info = self._run_info(client)
@@ -296,26 +311,35 @@ class EpisodeHost:
         return out
 
     def episodes(self, client: ClientInfo | None = None) -> list[str]:
-        return [
-            r.id for r in self._running.values() if client is None or r.client.key == client.key
-        ]
+        """The running episodes of `client` (None: all)."""
+        return [r.id for r in self._book.of(client.key if client is not None else None)]
 
     def _episode(self, episode: str | None, client: ClientInfo) -> _Running:
+        """`client`'s running episode `episode` (None: its only one). Another client's episode
+        is not found: the answer is an unknown episode's."""
+        h = self.hints
         if episode is not None:
-            run = self._running.get(episode)
+            run = self._book.running(client.key, episode)
             if run is None:
+                told = self._book.ended(client.key, episode)
                 raise ServeError(
-                    f"no running episode {episode!r} (it ended, or was never started); "
-                    "start_task starts one"
-                )
+                    f"{told}; {h.start} to start another" if told is not None
+                    else f"no running episode {episode!r} (it ended, or was never started); "
+                    f"{h.start} to start one"
+                )  # fmt: skip
             run.last_call = time.monotonic()
             return run
-        mine = [r for r in self._running.values() if r.client.key == client.key]
+        mine = self._book.of(client.key)
         if not mine:
-            raise ServeError("no task started: call start_task(task_id) first (list_tasks)")
+            told = self._book.ended(client.key)
+            if told is not None:
+                raise ServeError(f"{told}; {h.start} to start another")
+            where = f" ({h.tasks})" if h.tasks else ""
+            raise ServeError(f"no task started: {h.start} first{where}")
         if len(mine) > 1:
             names = ", ".join(r.id for r in mine)
-            raise ServeError(f"several episodes run ({names}): name the episode in the call")
+            how = f" ({h.episode})" if h.episode else ""
+            raise ServeError(f"several episodes run ({names}): name the episode in the call{how}")
         mine[0].last_call = time.monotonic()
         return mine[0]
 
@@ -323,42 +347,47 @@ class EpisodeHost:
         task = self._by_id.get(task_id)
         if task is None:
             some = ", ".join(list(self._by_id)[:5])
+            where = f"{self.hints.tasks}: " if self.hints.tasks else ""
             raise ServeError(
                 f"unknown task {task_id!r}{suggestion(task_id, self._by_id)}: {len(self._by_id)} "
-                f"tasks are offered (list_tasks: e.g. {some})"
+                f"tasks are offered ({where}e.g. {some})"
             )
         return task
 
     async def start(
-        self, task_id: str, client: ClientInfo, *, episode_id: str | None = None
+        self,
+        task_id: str,
+        client: ClientInfo,
+        *,
+        episode_id: str | None = None,
+        one_at_a_time: bool = False,
     ) -> Turn:
         """A new episode of `task_id` on a freshly reset environment (named `episode_id` when
-        given). With one environment, an episode of the same client still running is abandoned
-        first (the turn says so)."""
+        given). With one environment, or `one_at_a_time` (a client that holds one episode at
+        a time), an episode of the same client still running is abandoned first (the turn says
+        so)."""
         if self._closed:
             raise ServeError("the server is stopping")
         task = self._task(task_id)
-        if episode_id is not None and episode_id in self._running:
-            raise ServeError(f"episode {episode_id!r} is running; name a new episode")
+        if episode_id is not None and self._book.running(client.key, episode_id) is not None:
+            raise ServeError(f"your episode {episode_id!r} is running; name a new episode")
         self._ensure_folder(client)
         note = ""
-        if not self._free and self.opts.concurrency == 1:
-            # no episode yet while the environment's taker is still in its reset
-            old = next(iter(self._running.values()), None)
-            if old is not None and old.client.key == client.key:
-                await self.abandon(old.id, "a new task was started before it ended")
+        if one_at_a_time or self.opts.concurrency == 1:
+            for old in self._book.of(client.key):
+                await self._abandon(old, "a new task was started before it ended")
                 note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
         if not await self._wait_for_free(FREE_WAIT_S):
             if self.opts.concurrency == 1:
                 raise ServeError("the environment is busy with another client's episode")
             raise ServeError(
-                f"all {self.opts.concurrency} environments are busy: end an episode (done(), "
-                "infeasible(reason)) before starting another"
+                f"all {self.opts.concurrency} environments are busy: end an episode "
+                f"({self.hints.end}) before starting another"
             )
         slot = self._free.pop(0)
         repeat = self._repeats.get(task.id, 0)
         self._repeats[task.id] = repeat + 1
-        run_id = episode_id or f"{task.id}#{repeat + 1}-{uuid.uuid4().hex[:6]}"
+        run_id = episode_id or new_episode_id(task.id, repeat + 1)
         try:
             env = await slot.ensure()
             tools = await slot.call(episode_tools, env, task, slot.cfg)
@@ -384,7 +413,7 @@ class EpisodeHost:
         specs, reach = offered_tools(self.opts.env, self.opts.tools, task)
         sha = await self._save_screen(obs)
         run = _Running(run_id, task, repeat, slot, ep, client, sha, specs, reach)
-        self._running[run_id] = run
+        self._book.add(run)
         log.info("episode %s: task %s started by %s", run_id, task.id, client.model)
         return self._turn(run, None, note)
 
@@ -424,19 +453,19 @@ class EpisodeHost:
         raw: str | None = None,
         flags: tuple[str, ...] = (),
     ) -> Turn:
-        """One action of a running episode (None: a no-action step; `flags` the reader's)."""
+        """One action of `client`'s running episode (None: a no-action step; `flags` the
+        reader's). An action the environment cannot execute (off the screen, a tool the task
+        is not offered, ...) is the episode's to judge: a scored no-action step."""
         run = self._episode(episode, client)
         async with run.lock:
-            if run.ended:
-                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
-            obs = run.ep.observation
-            assert obs is not None
-            if action is not None:
-                check_in_screen(action, (obs.width, obs.height))
-                if isinstance(action, ToolCall) and not run.tools:
-                    why = f" ({run.reach.reason})" if run.reach and run.reach.reason else ""
-                    raise ServeError(f"no tools are offered for task {run.task.id}{why}")
+            self._check_running(run)
             return await self._act(run, action, raw, flags)
+
+    def _check_running(self, run: _Running) -> None:
+        """A `ServeError` when `run` ended while its call waited for the one before."""
+        if run.ended:
+            told = self._book.ended(run.owner, run.id) or f"episode {run.id} has ended"
+            raise ServeError(f"{told}; {self.hints.start} to start another")
 
     async def _act(
         self, run: _Running, action: LiveAction | None, raw: str | None, flags: tuple[str, ...]
@@ -481,8 +510,7 @@ class EpisodeHost:
         if not 0 <= seconds <= MAX_WAIT_S:
             raise ServeError(f"wait: seconds must be in 0..{MAX_WAIT_S:g}, not {seconds:g}")
         async with run.lock:
-            if run.ended:
-                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
+            self._check_running(run)
             await asyncio.sleep(seconds)
             try:
                 obs = await run.slot.call(run.ep.env.observe)
@@ -505,7 +533,7 @@ class EpisodeHost:
             repeat=run.repeat, reason=f"environment fault: {str(e).splitlines()[0][:300]}",
             oracle_steps=len(run.task.steps), time=now_iso(),
         ))  # fmt: skip
-        self._running.pop(run.id, None)
+        self._book.end(run, f"episode {run.id} ended with an environment error (not scored)")
         await run.slot.discard()
         self._give_back(run.slot)
         await self._write_results()
@@ -524,32 +552,51 @@ class EpisodeHost:
             duration_s=round(time.perf_counter() - run.started, 4), time=now_iso(),
             **tools_fields(run.tools, run.reach),
         ))  # fmt: skip
-        self._running.pop(run.id, None)
+        told = (f"episode {run.id} was {reason}" if outcome == "abandoned"
+                else f"episode {run.id} has ended ({outcome}: {reason})")  # fmt: skip
+        self._book.end(run, told)
         self._give_back(run.slot)
         log.info("episode %s: %s (%s)", run.id, outcome, reason)
         await self._write_results()
 
-    async def abandon(self, episode: str, reason: str) -> None:
+    async def _abandon(self, run: _Running, reason: str) -> None:
         """End a running episode as abandoned (the agent left): never a success."""
-        run = self._running.get(episode)
-        if run is None or run.ended:
+        if run.ended:
             return
         async with run.lock:
             if not run.ended:
                 await self._end(run, "abandoned", f"abandoned: {reason}")
 
+    async def abandon(self, episode: str, reason: str, client: ClientInfo) -> None:
+        """End `client`'s running episode `episode` as abandoned (nothing when it has none of
+        that id)."""
+        run = self._book.running(client.key, episode)
+        if run is not None:
+            await self._abandon(run, reason)
+
     async def abandon_client(self, client: ClientInfo, reason: str) -> None:
         """Every running episode of a client that went away ends as abandoned."""
-        for episode in self.episodes(client):
-            await self.abandon(episode, reason)
+        for run in self._book.of(client.key):
+            await self._abandon(run, reason)
 
     async def abandon_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
         """Episodes with no call for `timeout_s` (their client has gone without a word) end
         as abandoned; those of the clients `keep` names are left alone."""
         now = time.monotonic()
-        for run in list(self._running.values()):
-            if run.client.key not in keep and now - run.last_call > timeout_s:
-                await self.abandon(run.id, f"no call for {timeout_s:g} s (the client has gone)")
+        for run in self._book.of():
+            if run.owner not in keep and now - run.last_call > timeout_s:
+                await self._abandon(run, f"no call for {timeout_s:g} s (the client has gone)")
+
+    async def watch_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
+        """`abandon_idle(timeout_s)` every `timeout_s` / 4 seconds (at most 5, at least a
+        quarter of `MIN_IDLE_TIMEOUT_S`: never a loop polling the clock), until cancelled;
+        `timeout_s` 0 means never (it returns at once)."""
+        if timeout_s <= 0:
+            return
+        every = min(5.0, max(timeout_s, MIN_IDLE_TIMEOUT_S) / 4)
+        while True:
+            await asyncio.sleep(every)
+            await self.abandon_idle(timeout_s, keep=keep)
 
     def state_of(self, episode: str | None, client: ClientInfo) -> Turn:
         """Where a running episode is (no action)."""
@@ -564,8 +611,8 @@ class EpisodeHost:
         self._closed = True
         self._freed.set()  # a start waiting for an environment hears that the server stops
         try:
-            for episode in list(self._running):
-                await self.abandon(episode, "the server stopped before the episode ended")
+            for run in self._book.of():
+                await self._abandon(run, "the server stopped before the episode ended")
             if self.info is not None:
                 await self._write_results(running=False)
         finally:
