@@ -42,6 +42,7 @@ __all__ = [
     "model_texts",
     "numbers",
     "openai_actions",
+    "plain_actions",
     "strings",
     "tool_args",
     "tool_calls",
@@ -120,8 +121,8 @@ def json_text(value: Any) -> str:
     """`value` as an API's JSON carries it: lone surrogates escaped, integers in full."""
     try:
         return json.dumps(value)
-    except (ValueError, RecursionError):  # NaN is written as NaN; too deep: a stand-in
-        return "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]"
+    except (ValueError, RecursionError):  # nested past json's recursion: a broken stand-in
+        return "[" * 2000
 
 
 NUMBER_TEXTS = ("1e308", "-1e308", "1e999", "nan", "inf", "-inf", "9" * 400, "-" + "9" * 400,

@@ -68,6 +68,8 @@ from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.journal import Journal
 from medspot.runfolder.layout import LIVE_JOURNAL
+from medspot.runfolder.live_schema import live_view
+from medspot.runfolder.reader import load_run
 
 pytestmark = pytest.mark.live  # the Episode and runner tests start the lamp panel's process
 
@@ -200,6 +202,29 @@ def test_any_action_or_tool_call_is_a_scored_step_of_the_episode(
     assert len(back) == min(n, len(batch))
 
 
+@pytest.mark.parametrize(
+    ("args", "raised"),
+    [
+        ({"text": "ＡＢＣ"}, "UnicodeEncodeError"),  # as an HTTP client with a full-width ID
+        ({"factor": float("inf")}, "OverflowError"),
+        ({"factor": float("nan")}, "ValueError"),
+    ],
+)
+def test_what_a_tool_fails_on_because_of_its_arguments_is_the_models(
+    panel: ToolLampPanel, args: dict[str, Any], raised: str
+) -> None:
+    ep = Episode(panel, TASK, mode="agent", tools=LampTools(panel))
+    ep.reset()
+    name = "label" if "text" in args else "scale"
+    res = ep.step(ToolCall(name, args))
+    assert not res.executed and res.flags == (BAD_TOOL_ARGS,) and not ep.ended
+    assert f"its arguments made it fail: {raised}" in (res.not_executed or "")
+    unknown = ep.step(ToolCall("switch", {"lamp": "purple"}))  # the panel's KeyError
+    assert unknown.flags == (BAD_TOOL_ARGS,) and "KeyError" in (unknown.not_executed or "")
+    done = ep.step(ToolCall("switch", {"lamp": "red"}))
+    assert done.executed and done.outcome == "success"
+
+
 # -- the runner ------------------------------------------------------------------------------
 
 
@@ -244,6 +269,8 @@ def test_any_answers_through_the_runner_write_a_run_folder_that_reads_back(
     assert {r.outcome for r in ends} <= {"success", "failure", "harmful"}
     rows = json.loads((out / NAME / "task_results.json").read_text(encoding="utf-8"))
     assert [r["status"] for r in rows] == ["scored", "scored"]
+    live = live_view(load_run(out))  # the readers of report, leaderboard and compare
+    assert live is not None and len(live.tasks) == 2
     for i in ids:
         traj = json.loads((out / "trajectories" / f"{i}.json").read_text(encoding="utf-8"))
         assert traj["task"] == i
