@@ -161,7 +161,7 @@ def _number_text() -> st.SearchStrategy[str]:
         st.integers(-(10**30), 10**30).map(str),
         st.floats(allow_nan=True, allow_infinity=True).map(repr),
         st.sampled_from(["nan", "inf", "-inf", "1e309", "٣", "0x10", "1_000", "--5", "."]),
-        st.sampled_from(["1e308", "-1e308", "9" * 400, "-" + "9" * 400, "1" * 5000]),
+        st.sampled_from(["1e308", "-1e308", "9" * 400, "-" + "9" * 400]),
     )
     return st.builds(
         lambda pre, a, sep, b, post: f"{pre}{a}{sep}{b}{post}",
