@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "progress",
         "limits",
         "spelling",
+        "jsonsafe",
     ),
     ("dataset",),
     ("scoring",),

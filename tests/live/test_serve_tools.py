@@ -42,6 +42,9 @@ ENV = "orthanc-explorer"
 TOOLS = serve_tools(ORTHANC_TOOLS)
 
 
+STUDY = "-".join(["0123abcd"] * 5)  # an Orthanc ID (five groups of 8 hex digits)
+
+
 @pytest.mark.parametrize(
     ("name", "args", "action"),
     [
@@ -54,7 +57,7 @@ TOOLS = serve_tools(ORTHANC_TOOLS)
         ("key", {"key": "ctrl+a"}, Key("Control+a")),
         ("done", {}, Done()),
         ("infeasible", {"reason": "no such study"}, Infeasible("no such study")),
-        ("delete_study", {"study": "ab-12"}, ToolCall("delete_study", {"study": "ab-12"})),
+        ("delete_study", {"study": STUDY}, ToolCall("delete_study", {"study": STUDY})),
         ("find_series", {"modality": "MR"}, ToolCall("find_series", {"modality": "MR"})),
     ],
 )  # fmt: skip
@@ -73,7 +76,8 @@ def test_each_tool_is_one_action(name: str, args: dict[str, Any], action: Any) -
         ("type", {"text": 3}, "type: text: Input should be a valid string"),
         ("wait", {"seconds": 60}, "wait: seconds: Input should be less than or equal to 10"),
         ("start_task", {}, "start_task: task_id: Field required"),
-        ("delete_study", {"study": ""}, "delete_study: study: String should have at least 1"),
+        ("delete_study", {"study": ""}, "delete_study: study: String should match pattern"),
+        ("delete_study", {"study": "ＡＢＣ"}, "delete_study: study: String should match pattern"),
         ("no_such_tool", {}, "unknown tool 'no_such_tool' (this server has: list_tasks,"),
         ("find_studies", {}, "unknown tool 'find_studies'"),  # no --tools: not offered
     ],
@@ -166,7 +170,10 @@ def test_a_toolset_is_offered_only_by_environments_that_have_it() -> None:
 
 
 def test_the_toolset_checks_its_arguments() -> None:
-    assert check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": "x"}).model_dump() == {"id": "x"}
+    ids = check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": STUDY})
+    assert ids.model_dump() == {"id": STUDY}
+    with pytest.raises(ToolArgsError, match="tool read_tags: id: String should match pattern"):
+        check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": "x"})
     with pytest.raises(ToolArgsError, match="unknown tool 'drop_database'") as e:
         check_tool_args(ORTHANC_TOOLS, "drop_database", {})
     assert e.value.flag == "unknown_tool"

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from medspot.dataset.records import Dataset
 
 __all__ = [
+    "NON_FINITE_POINT",
     "Adapter",
     "AdapterContext",
     "Convention",
@@ -34,6 +35,10 @@ __all__ = [
     "note_request",
     "requests_counted",
 ]
+
+
+# the flag of an answer whose point is no finite number (its numbers overflowed): no point
+NON_FINITE_POINT = "non_finite_point"
 
 
 class Convention(StrEnum):

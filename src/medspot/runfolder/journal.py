@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 from pydantic import BaseModel, Field, model_validator
 
 from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
+from medspot.jsonsafe import json_safe
 
 __all__ = [
     "Journal",
@@ -149,10 +151,21 @@ class Journal:
                 f"cannot write the journal {self.path}: {e.strerror or e}"
             ) from None
 
+    def _line(self, record: BaseModel) -> bytes:
+        """`record` as one JSON line. A value no serializer writes (a lone surrogate, an
+        integer beyond 64 bits, nesting too deep: what a model wrote, where no record's
+        validator mended it) is written as `json_safe` makes it, never a journal that cannot
+        be written."""
+        try:
+            return record.model_dump_json().encode("utf-8") + b"\n"
+        except ValueError as e:  # pydantic's PydanticSerializationError
+            log.warning("%s: a record written with values made writable (%s)", self.path, e)
+            return orjson.dumps(json_safe(record.model_dump())) + b"\n"
+
     def append(self, record: BaseModel) -> None:
         """Write `record` as one line. Raises `JournalWriteError` (exit 2) when the disk refuses
         it; the lines written before stay as they are."""
-        line = record.model_dump_json().encode("utf-8") + b"\n"
+        line = self._line(record)
         with self._lock:
             if self._fd is None:
                 raise JournalWriteError(f"the journal {self.path} is closed")

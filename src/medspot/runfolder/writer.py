@@ -17,6 +17,7 @@ import orjson
 
 from medspot.dataset.records import Dataset
 from medspot.errors import MedspotError, RunFolderError
+from medspot.jsonsafe import json_safe
 from medspot.runfolder.layout import RunFolder
 from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
@@ -84,9 +85,30 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _json_text(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    """`obj` as indented JSON (NaN refused: undefined values are null), written atomically.
+    What a model wrote inside `obj` never makes it unwritable: a lone surrogate, an integer
+    beyond 64 bits, a non-string key, nesting too deep are written as `json_safe` makes them
+    (logged); a NaN is still refused (the harness's own numbers are never NaN)."""
+    try:
+        text = _json_text(obj)
+        text.encode("utf-8")
+    except ValueError as e:
+        if "Out of range float" in str(e):
+            raise
+        text = _safe_text(path, obj, e)
+    except (TypeError, RecursionError) as e:
+        text = _safe_text(path, obj, e)
+    atomic_write_text(path, text)
+
+
+def _safe_text(path: Path, obj: Any, e: BaseException) -> str:
+    log.warning("%s: written with values made writable (%s: %s)", path, type(e).__name__, e)
+    return _json_text(json_safe(obj))
 
 
 def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None:
@@ -100,10 +122,21 @@ def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None
         log.warning("%s: cannot record the failure: %s", run_json, e)
 
 
+def _item_line(path: Path, item: Any) -> bytes:
+    """One item as orjson writes it; one holding what orjson cannot write (a lone surrogate
+    or an integer beyond 64 bits a model wrote, nesting deeper than orjson goes) as
+    `json_safe` makes it: a model's value never makes a results file unwritable."""
+    try:
+        return orjson.dumps(item)
+    except TypeError as e:  # orjson.JSONEncodeError is a TypeError
+        log.warning("%s: an item written with values made writable (%s)", path, e)
+        return orjson.dumps(json_safe(item))
+
+
 def atomic_write_json_lines(path: Path, items: list[Any]) -> None:
     """A JSON list written one item per line: still one JSON document, readable and diffable,
     and fast (orjson; NaN, which the scorer never writes, would become null)."""
-    body = b",\n".join(orjson.dumps(x) for x in items).decode("utf-8")
+    body = b",\n".join(_item_line(path, x) for x in items).decode("utf-8")
     atomic_write_text(path, "[\n" + body + "\n]\n" if items else "[]\n")
 
 

@@ -212,7 +212,7 @@ def seeclick(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
                 x, y = (floats[0] + floats[2]) / 2, (floats[1] + floats[3]) / 2
             else:
                 return _NONE  # UnboundLocalError in pred_2_point, caught by the script
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, OverflowError):  # OverflowError: a box of 400 digits
         return _NONE
     return _point(_clamp(x), _clamp(y))
 

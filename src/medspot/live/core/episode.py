@@ -25,8 +25,10 @@ the Gymnasium environment and the tests all go through it. Per step:
   `not_executable:<why>` and `StepResult.not_executed` (the model's mistake, never a fault);
 - a tool call (`ToolCall`, the tools track: `tools`, a `Toolset` of the environment) runs the
   tool instead of a GUI action (what it found is `info["tool"]`), then the path and the checks
-  as below (a tool hits no element: `hit_intended` is None); an unknown tool or arguments that
-  do not fit is a no-action step with its flag (`unknown_tool`, `bad_tool_args`);
+  as below (a tool hits no element: `hit_intended` is None); an unknown tool, arguments that
+  do not fit, or arguments the tool fails on (the application refusing them, a value it
+  cannot send: `core.tools.run_tool`) is a no-action step with its flag (`unknown_tool`,
+  `bad_tool_args`) and the reason, never an environment fault;
 - any other action: the element under its point is read, whether it hit the intended element is
   judged (`hit_intended`), the action is executed and settled, then the path is advanced: the
   current step is achieved when its `done_if` holds or, without one, when the action hit its
@@ -92,7 +94,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.executable import capabilities_of, unexecutable
 from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
-from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
+from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset, run_tool
 
 __all__ = [
     "MODES",
@@ -625,7 +627,7 @@ class Episode:
         if self.tools is None:
             raise ToolArgsError(f"no tools are offered for this task ({call.name!r})", UNKNOWN_TOOL)
         t0 = time.perf_counter()
-        out = self.tools.call(call.name, call.args)
+        out = run_tool(self.tools, call.name, call.args)
         tool = {"name": call.name, "text": out.text, "data": dict(out.data)}
         return ActResult(settle_s=time.perf_counter() - t0, changed=None, info={"tool": tool})
 

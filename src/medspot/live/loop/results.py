@@ -23,12 +23,12 @@ point normalised, and the intended element's box normalised. The live types are
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from medspot.jsonsafe import finite_float, json_safe
 from medspot.live.loop.outcomes import TaskResult, by_task, live_metrics, success_fraction
 from medspot.live.loop.static_bridge import static_metrics
 from medspot.live.loop.steplog import StepRecord
@@ -88,10 +88,10 @@ def _point(s: StepRecord) -> list[float] | None:
     )
     if names is None:
         return None
-    x, y = a.get(names[0]), a.get(names[1])
-    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (x, y)):
+    x, y = finite_float(a.get(names[0])), finite_float(a.get(names[1]))
+    if x is None or y is None:
         return None  # an action that was not executable: no point to draw
-    return [float(x) / size[0], float(y) / size[1]]  # type: ignore[arg-type]
+    return [x / size[0], y / size[1]]
 
 
 def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
@@ -278,5 +278,5 @@ def write_live_results(
             "final_url": r.record.final_url if r.record else None,
             "fired": r.record.fired if r.record else [],
         }
-        atomic_write_json(out / _trajectory_name(r), traj)
+        atomic_write_json(out / _trajectory_name(r), json_safe(traj))  # the model's values
     return overall

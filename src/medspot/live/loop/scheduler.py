@@ -37,6 +37,7 @@ is left unfinished (resumed later, its answers replayed) and no new task starts.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -146,13 +147,21 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:300]
 
 
+def _described(form: dict[str, Any]) -> str:
+    """A journaled action in the text form (its JSON, when it does not read as an action)."""
+    try:
+        return describe_action(action_from_json(form))
+    except ActionFormatError:
+        return _first_line(json.dumps(form, ensure_ascii=False))[:120]
+
+
 def _recurring_fault_reason(streak: Sequence[FaultRecord]) -> str:
     """What a task given up on says: where its fault recurs, and the fault."""
     last = streak[-1]
     if last.n == 0:
         where = "the task's reset"
     elif last.action is not None:
-        where = f"action {last.n}, {describe_action(action_from_json(last.action))}, replayed"
+        where = f"action {last.n}, {_described(last.action)}, replayed"
     else:
         where = f"action {last.n}, before the answer (the answers before it replayed)"
     return (
