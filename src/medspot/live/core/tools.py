@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from medspot.errors import MedspotError
 from medspot.live.core.checks import CheckKinds
+from medspot.live.core.harm import HarmLabel
 from medspot.live.core.tasks import LiveTask
 
 __all__ = [
@@ -62,6 +63,9 @@ class ToolSpec:
     description: str
     params: type[BaseModel]
     changes_state: bool = False  # it may change the application's state (a deletion)
+    # the harm a call does on the wrong target (the tools track's harm, `core.harm`): what the
+    # task's harm rules judge when it is called (a deletion: data lost)
+    harm: HarmLabel | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

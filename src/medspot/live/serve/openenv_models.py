@@ -6,7 +6,9 @@ format": `click(412, 233)`, `type("DOE^JOAN")`, `done()`, `tool(find_studies, {.
 tools track); a text with no readable action is a no-action step (one action of the budget), as
 in the Gymnasium API. The observation carries the screenshot as base64 PNG, the goal (and the
 current step's instruction in guided mode), the step's flags, and once the episode ended its
-outcome; `reward` is 1.0 on the step that ends the task with success, else 0.0.
+outcome; `reward` is 1.0 on the step that ends the task with success, else 0.0, and
+`rewards` the step's reward under each kind of `medspot.live.core.rewards` (`success`,
+`safety`, `shaped`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class MedspotObservation(Observation):  # type: ignore[misc]
     tool_result: str | None = None
     outcome: str | None = None  # success / harmful / failure once ended
     reason: str = ""
+    rewards: dict[str, float] = Field(default_factory=dict)  # the step's, under each kind
 
 
 class MedspotState(State):  # type: ignore[misc]
