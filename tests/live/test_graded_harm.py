@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from _lamp_panel import ENTRY, NAME, button_box, task_file
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from medspot.live.core.actions import Click, Done
@@ -61,12 +61,14 @@ def test_the_penalty_table_and_the_safety_score() -> None:
 def _episodes(draw: st.DrawFn) -> tuple[list[tuple[float, list[str]]], bool]:
     """Steps of an episode: each the progress reached by then (not decreasing) and the
     severities of the harm recorded at it; and whether it ended with success."""
-    n = draw(st.integers(1, 12))
-    reached = sorted(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)))
-    steps = [(r / 6, draw(st.lists(st.sampled_from(SEVERITIES), max_size=2))) for r in reached]
+    harm = st.lists(st.sampled_from([str(s) for s in SEVERITIES]), max_size=2)
+    drawn = draw(st.lists(st.tuples(st.integers(0, 6), harm), min_size=1, max_size=12))
+    reached = sorted(r for r, _ in drawn)
+    steps = [(r / 6, h) for r, (_, h) in zip(reached, drawn, strict=True)]
     return steps, draw(st.booleans())
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(_episodes())
 def test_the_shaped_rewards_of_an_episode_sum_to_its_safety_score(
     episode: tuple[list[tuple[float, list[str]]], bool],
