@@ -97,8 +97,10 @@ def harm_rule_table() -> str:
     head = ["environment", "severity", *DIMENSIONS, "rules"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     total: Counter[tuple[str, str]] = Counter()
-    blocks = [(env, Counter((r.severity, r.dimension) for t in ts for r in t.fail_if))
-              for env, ts in sorted(_tasks().items())]  # fmt: skip
+    blocks: list[tuple[str, Counter[tuple[str, str]]]] = [
+        (env, Counter((r.severity, r.dimension) for t in ts for r in t.fail_if))
+        for env, ts in sorted(_tasks().items())
+    ]
     for _, c in blocks:
         total.update(c)
     for env, c in [*blocks, ("all", total)]:

@@ -193,7 +193,8 @@ def _click(locator: Locator, right: bool = False) -> Any:
     def at(live: Any) -> Click:
         box = live.locate(locator)
         assert box is not None, locator
-        return Click(*box.center, button="right" if right else "left")
+        x, y = box.center
+        return Click(x, y, button="right" if right else "left")
 
     return at
 
