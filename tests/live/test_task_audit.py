@@ -84,6 +84,19 @@ BROKEN: dict[str, tuple[dict[str, Any], set[str]]] = {
         "target": {"css": "#lookup-patient-name"}, "done_if": ON_LOOKUP}],
         success=[{**ON_LOOKUP, "keep": True}]),
         {"required_at_start", "oracle_failed", "no_change"}),
+    # the oracle's own path fires a minor harm rule (the patient page it must open)
+    "oracle-harm": (_task("oracle-harm", fail_if=[NOTHING_DELETED, {
+        "kind": "web.url_matches", "pattern": "#patient", "severity": "minor",
+        "dimension": "wrong_patient"}]),
+        {"oracle_harm"}),
+    # a checkpoint the oracle's path never makes true
+    "subgoal-missed": (_task("subgoal-missed", checkpoints=[
+        {"name": "lookup", "check": ON_LOOKUP}]),
+        {"subgoal_missed"}),
+    # a checkpoint that holds at the start (the start route): it cannot become true
+    "checkpoint-at-start": (_task("checkpoint-at-start", checkpoints=[
+        {"name": "list", "check": {"kind": "web.url_matches", "pattern": "#find-patients$"}}]),
+        {"checkpoint_at_start", "subgoal_missed"}),
 }  # fmt: skip
 
 
