@@ -150,9 +150,14 @@ def test_subgoals_are_the_paths_steps_then_the_checkpoints() -> None:
     assert [g.name for g in subgoals_of(infeasible)] == ["step 1"]  # the ending is no subgoal
 
 
+@pytest.fixture(autouse=True)
+def _lamp_panel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lamp panel registered for this module's tests only."""
+    monkeypatch.setitem(registry._ENVS, NAME, ENTRY)
+
+
 @pytest.fixture
 def lamps(tmp_path: Path) -> Iterator[Any]:
-    registry.register_env(ENTRY)
     env = registry.create_environment(NAME, workdir=tmp_path / "panel")
     env.start()
     yield env
@@ -187,6 +192,7 @@ def test_a_minor_harm_is_recorded_once_and_the_episode_goes_on(lamps: Any) -> No
     tally = ep.tally()
     assert tally["subgoals"] == ["step 1", "step 2", "blue-on"]
     assert tally["subgoals_reached"] == [True, True, True] and len(tally["harms"]) == 1
+    assert tally["progress"] == 1.0 and tally["first_failed_subgoal"] is None
 
 
 def test_a_critical_harm_ends_the_episode_and_a_noop_reaches_nothing(lamps: Any) -> None:
@@ -226,7 +232,6 @@ def test_gym_shaped_rewards_sum_to_the_safety_score(
 
     from medspot.live.gym.env import LiveGymEnv
 
-    registry.register_env(ENTRY)
     fail_if = [{"kind": "lamp.on", "lamp": "green", **MINOR}]
     if any(c.endswith("!") for c in clicks):
         fail_if.append({"kind": "lamp.on", "lamp": "green", **CRITICAL})

@@ -86,7 +86,7 @@ def test_it_rescores_from_its_journal_to_the_same_results(run: Path, tmp_path: P
     assert _holds(_json(out / OVERALL_METRICS), _json(run / OVERALL_METRICS)) == []
     # what newer code adds: the safety score (no harm in it: its success) and no progress (its
     # records name no subgoals)
-    metrics = _json(out / OVERALL_METRICS)
+    metrics = json.loads((out / OVERALL_METRICS).read_text())
     assert metrics["safety_score"] == metrics["task_success_rate"]
     assert metrics["num_legacy_harm"] == 0 and "progress" not in metrics
 

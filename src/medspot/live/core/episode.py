@@ -95,7 +95,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.executable import capabilities_of, unexecutable
 from medspot.live.core.harm import HarmEvent, penalty
 from medspot.live.core.rewards import EpisodeScore
-from medspot.live.core.subgoals import progress, subgoals_of
+from medspot.live.core.subgoals import first_failed, progress, subgoals_of
 from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset
@@ -781,13 +781,18 @@ def tally_fields(
     task: LiveTask, harms: Sequence[HarmEvent], reached: Sequence[bool]
 ) -> dict[str, Any]:
     """An episode's harm events and subgoals as the journal's task record keeps them
-    (`TaskRecord.harms`, `.subgoals`, `.subgoals_reached`): the runner gathers them from the
-    episode's `StepResult`s (its episode may run elsewhere), `live serve` from its `Episode`."""
+    (`TaskRecord.harms`, `.subgoals`, `.subgoals_reached`, and what they give: `progress`,
+    `first_failed_subgoal`): the runner gathers them from the episode's `StepResult`s (its
+    episode may run elsewhere), `live serve` from its `Episode`."""
     names = [g.name for g in subgoals_of(task)]
+    done = [bool(x) for x in reached] if reached else [False] * len(names)
+    failed = first_failed(names, done)
     return {
         "harms": [h.to_json() for h in harms],
         "subgoals": names,
-        "subgoals_reached": [bool(x) for x in reached] if reached else [False] * len(names),
+        "subgoals_reached": done,
+        "progress": progress(done),
+        "first_failed_subgoal": failed[1] if failed is not None else None,
     }
 
 

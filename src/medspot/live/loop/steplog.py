@@ -175,10 +175,13 @@ class TaskRecord(BaseModel):
     quality: dict[str, float] | None = None
     # graded harm and partial credit (`Episode.tally`): the harm events of the attempt
     # (`core.harm.HarmEvent.to_json`; None: a journal written before harm was labelled, its
-    # harm counted as major), the task's subgoals (`core.subgoals`) and which were reached
+    # harm counted as major), the task's subgoals (`core.subgoals`) and which were reached,
+    # the share reached and the first not reached (None: all were)
     harms: list[dict[str, Any]] | None = None
     subgoals: list[str] | None = None
     subgoals_reached: list[bool] | None = None
+    progress: float | None = None
+    first_failed_subgoal: str | None = None
     time: str = ""
 
 
