@@ -406,3 +406,17 @@ def test_a_duplicate_id_names_both_places() -> None:
         "f.json, task 'task-0', field 'id': duplicate task id 'task-0' (tasks 0 and 2 of the "
         "file, 0-based)" in _error(data)
     )
+
+
+def test_an_unlabelled_harm_rule_is_refused_with_its_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live tasks --validate` (as `live run`, `export`, `audit`) refuses a fail_if check
+    without its severity, naming the file, the task and the field; exit 2."""
+    rule = {"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN", "dimension": "wrong_patient"}
+    f = tmp_path / "unlabelled.json"
+    f.write_text(json.dumps(_file("orthanc-explorer", fail_if=[rule])))
+    assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}, task 't', field 'fail_if.0.severity': an unlabelled harm rule" in err
+    assert "Traceback" not in err
