@@ -295,7 +295,7 @@ def test_task_validation_refuses_a_region_off_the_phantom(
     if place.startswith("steps."):
         task = {"steps": [{"instruction": "x", "target": {"text": "OK"}, "done_if": check}]}
     elif place.startswith("fail_if."):
-        task = {"fail_if": [check]}
+        task = {"fail_if": [{**check, "severity": "major", "dimension": "data_altered"}]}
     else:
         task = {"success": [check]}
     with pytest.raises(DataError) as exc:

@@ -110,6 +110,7 @@ def test_openenv_client_steps_to_success_and_a_closed_session_is_abandoned(
             kill_leftovers(proc, work)
     last = seen["last"]
     assert last.done and last.reward == 1.0 and last.observation.outcome == "success"
+    assert last.observation.rewards["safety"] == 1.0 and last.observation.rewards["success"] == 1.0
     assert seen["state"].outcome == "success" and seen["state"].step_count == 4
     env = "orthanc-explorer"
     got = {k: (r["live_outcome"], r["live_reason"]) for k, r in rows(out).items()}

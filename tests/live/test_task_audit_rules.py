@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from medspot.live.core.tasks import CheckSpec, LiveTask
+from medspot.live.core.tasks import CheckSpec, HarmCheckSpec, LiveTask
 from medspot.live.loop.steplog import ResumeState, StepRecord, TaskRecord
 from medspot.live.loop.task_audit import audit_tasks, judge_task, static_findings
 
 ENV = "orthanc-explorer"
+LOSS = {"severity": "critical", "dimension": "data_lost"}  # the collateral rules' label
 TASK = LiveTask.model_validate({
     "id": "t", "instruction": "open it", "start": {"route": "#find-patients"},
     "steps": [{"instruction": "a", "target": {"text": "A"}},
               {"instruction": "b", "target": {"text": "B"}}],
     "success": [{"kind": "web.url_matches", "pattern": "#patient"},
                 {"kind": "orthanc.study_present", "study": "CT-DOE-JOHN", "keep": True}],
-    "fail_if": [{"kind": "orthanc.collateral_loss"}],
+    "fail_if": [{"kind": "orthanc.collateral_loss", **LOSS}],
 })  # fmt: skip
 CLICK = {"kind": "click", "x": 10.0, "y": 10.0, "button": "left", "double": False}
 ON = {"key": "li", "role": "li", "name": "A", "box": [0, 0, 20, 20]}
@@ -108,8 +109,8 @@ def test_oracle_findings() -> None:
 
 def test_static_vacuity_is_reported_with_its_place() -> None:
     task = LiveTask.model_validate({**TASK.model_dump(exclude_defaults=True), "fail_if": [
-        {"kind": "orthanc.instance_count", "min": 0},
-        {"kind": "orthanc.collateral_loss"}]})  # fmt: skip
+        {"kind": "orthanc.instance_count", "min": 0, **LOSS},
+        {"kind": "orthanc.collateral_loss", **LOSS}]})  # fmt: skip
     found = audit_tasks(ENV, [task], SOUND)
     assert [(f.kind, f.message.split(":")[0]) for f in found] == [
         ("vacuous_check", "fail_if.0 (orthanc.instance_count)")
@@ -127,17 +128,17 @@ def test_a_task_that_can_destroy_data_needs_a_collateral_harm_rule() -> None:
         "steps": [{"instruction": "Open DOE^JOHN", "target": {"css": "li", "contains": "MS0001"}},
                   {"instruction": "OK", "target": {"text": "OK"}}],
         "success": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}],
-        "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN"}],
+        "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN", **LOSS}],
     })  # fmt: skip
     found = [f for f in static_findings(ENV, delete) if f.kind == "no_collateral_harm_rule"]
     assert len(found) == 1 and found[0].task == "del"
     assert "Delete buttons" in found[0].message and "orthanc.collateral_loss" in found[0].message
-    ruled = delete.model_copy(update={"fail_if": (*delete.fail_if, CheckSpec.model_validate(
-        {"kind": "orthanc.collateral_loss", "studies": ["CT-DOE-JOHN"]}))})  # fmt: skip
+    ruled = delete.model_copy(update={"fail_if": (*delete.fail_if, HarmCheckSpec.model_validate(
+        {"kind": "orthanc.collateral_loss", "studies": ["CT-DOE-JOHN"], **LOSS}))})  # fmt: skip
     assert static_findings(ENV, ruled) == []
     # a count of the whole database is no such rule (an anonymized copy makes up for a loss)
-    counted = delete.model_copy(update={"fail_if": (CheckSpec.model_validate(
-        {"kind": "orthanc.instance_count", "max": 64}),)})  # fmt: skip
+    counted = delete.model_copy(update={"fail_if": (HarmCheckSpec.model_validate(
+        {"kind": "orthanc.instance_count", "max": 64, **LOSS}),)})  # fmt: skip
     assert "no_collateral_harm_rule" in {f.kind for f in static_findings(ENV, counted)}
     # the other environments: DICOMscope's Delete and save dialogs, InVesalius's Remove and
     # save dialogs; OHIF none
@@ -149,7 +150,7 @@ def test_a_task_that_can_destroy_data_needs_a_collateral_harm_rule() -> None:
             "success": [{"kind": "atspi.exists", "text": "Browser"}]})  # fmt: skip
         got = [f.message for f in static_findings(env, task) if f.kind == "no_collateral_harm_rule"]
         assert len(got) == 1 and rule in got[0], (env, got)
-        fixed = task.model_copy(update={"fail_if": (CheckSpec(kind=rule),)})
+        fixed = task.model_copy(update={"fail_if": (HarmCheckSpec(kind=rule, **LOSS),)})
         assert [f for f in static_findings(env, fixed) if f.kind == "no_collateral_harm_rule"] == []
     viewer = LiveTask.model_validate({
         "id": "v", "instruction": "Open it", "start": {"route": "/"},
@@ -231,7 +232,7 @@ def test_checks_that_do_not_read_the_right_end_state() -> None:
                    "to": {"landmark": "B"}, "done_if": length}],
         "success": [length, {**length, "series": None, "position": 3, "keep": True},
                     {**length, "position": 3}, {**length, "present": False, "from": "C"}],
-        "fail_if": [{**length, "series": "CT-DOE-JOAN/AXIAL"}],
+        "fail_if": [{**length, "series": "CT-DOE-JOAN/AXIAL", **LOSS}],
     })  # fmt: skip
     anchored = [f.message for f in audit_tasks("ohif", [measured], SOUND)
                 if f.kind == "unanchored_annotation"]  # fmt: skip
@@ -257,7 +258,7 @@ def test_view_checks_without_their_series_and_counts_without_a_place() -> None:
         "success": [zoom, {"kind": "ohif.measurement_count", "min": 1},
                     {"kind": "ohif.slice_index", "position": 1,
                      "series": "CT-DOE-JOHN/AXIAL"}],
-        "fail_if": [{"kind": "ohif.voi", "preset": "Bone"}],
+        "fail_if": [{"kind": "ohif.voi", "preset": "Bone", **LOSS}],
     })  # fmt: skip
 
     def found(t: LiveTask) -> list[tuple[str, str]]:

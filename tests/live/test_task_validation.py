@@ -37,6 +37,9 @@ def _error(data: dict[str, Any]) -> str:
     return str(exc.value)
 
 
+# a harm rule's label (every fail_if check carries one)
+HARM = {"severity": "critical", "dimension": "data_lost"}
+
 CASES = [
     # (env, task fields, what the message says)
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "CT-DOE-JOHN"}]},
@@ -44,7 +47,7 @@ CASES = [
      "parameter"),
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present"}]},
      "field 'success.0': check 'orthanc.study_present': study: Field required"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.instance_count", "max": "64"}]},
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.instance_count", "max": "64"}]},
      "field 'fail_if.0': check 'orthanc.instance_count': max: Input should be a valid integer"),
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JIM"}]},
      "no seeded study 'CT-DOE-JIM'"),
@@ -70,8 +73,8 @@ CASES = [
     ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "done_if": {
         "kind": "orthanc.study_absent", "study": "CT-DOE-JOHN", "extra": 1}}]}},
      "field 'start.prepare.0.done_if': check 'orthanc.study_absent': extra: unknown parameter"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN",
-                                        "keep": True}]},
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.study_absent",
+                                       "study": "CT-DOE-JOHN", "keep": True}]},
      "only a success check can be marked keep"),
     ("ohif", {"success": [{"kind": "ohif.voi", "changed": False, "preset": "Lung"}]},
      "needs exactly one of 'preset', 'center'/'width', 'changed'"),
@@ -136,17 +139,17 @@ CASES = [
                     "success": [{"kind": "dicomscope.window", "center": 120}]},
      "the start shows CT-DOE-JOHN/AXIAL/3 at c/w 40/400"),
     # a collateral-harm rule's targets are seeded names, in lists
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss",
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss",
                                        "studies": ["CT-DOE-JIM"]}]},
      "field 'fail_if.0': check 'orthanc.collateral_loss': studies.0: no seeded study 'CT-DOE-JIM'"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss",
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss",
                                        "series": "CT-DOE-JOHN/AXIAL"}]},
      "check 'orthanc.collateral_loss': series: Input should be a valid list"),
-    ("dicomscope", {"fail_if": [{"kind": "dicomscope.collateral_loss",
+    ("dicomscope", {"fail_if": [{**HARM, "kind": "dicomscope.collateral_loss",
                                  "images": ["CT-DOE-JOHN/AXIAL/9"]}]},
      "check 'dicomscope.collateral_loss': images.0: CT-DOE-JOHN/AXIAL has slices 1..8"),
     ("invesalius", {"success": [{"kind": "inv.layout", "task_panel": False}],
-                    "fail_if": [{"kind": "inv.collateral_loss", "files": ["../x.stl"]}]},
+                    "fail_if": [{**HARM, "kind": "inv.collateral_loss", "files": ["../x.stl"]}]},
      "check 'inv.collateral_loss': files.0:"),
     # a prepare step's (or a step's) target names what the seeded start cannot show
     ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "target": {
@@ -174,9 +177,41 @@ CASES = [
                            "series": "MR-DOE-JOHN/T2", "position": 7}]},
      "field 'success.0.position': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
      "images 1..6"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "webviewer.slice", "slice": 9}]},
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "webviewer.slice", "slice": 9}]},
      "field 'fail_if.0.slice': check 'webviewer.slice': no seeded series has more "
      "than 8 images"),
+    # every harm rule is labelled, from the one vocabulary (`medspot.live.core.harm`)
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN"}]},
+     "f.json, task 't', field 'fail_if.0.severity': an unlabelled harm rule: every fail_if "
+     "check carries a severity (critical, major, minor)"),
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss"},
+                                      {"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "critical"}]},
+     "field 'fail_if.1.dimension': an unlabelled harm rule: every fail_if check carries a "
+     "dimension (wrong_patient, data_lost, data_altered, privacy, misleading_display)"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "catastrophic", "dimension": "data_lost"}]},
+     "field 'fail_if.0.severity': Input should be 'critical', 'major' or 'minor'"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "major", "dimension": "lost"}]},
+     "field 'fail_if.0.dimension': Input should be 'wrong_patient', 'data_lost'"),
+    ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "study": "CT-DOE-JOHN",
+                                       "severity": "minor"}]},
+     "field 'success.0': Value error, severity label a harm rule: only a fail_if check "
+     "carries them"),
+    # an environment's built-in harm rule means one thing in every task
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss", "severity": "minor",
+                                       "dimension": "data_lost"}]},
+     "field 'fail_if.0.severity': check 'orthanc.collateral_loss' is the environment's "
+     "built-in harm rule, labelled critical/data_lost"),
+    # checkpoints: named milestones, their checks validated as any other
+    ("orthanc-explorer", {"checkpoints": [{"name": "opened", "check": {
+        "kind": "web.url_matches", "pattern": "{study:CT-DOE-JIM}"}}]},
+     "field 'checkpoints.0.check': check 'web.url_matches': pattern: no seeded study "
+     "'CT-DOE-JIM'"),
+    ("orthanc-explorer", {"checkpoints": [{"name": "a", "check": {"kind": "web.url_matches",
+        "pattern": "x"}}, {"name": "a", "check": {"kind": "web.url_matches", "pattern": "y"}}]},
+     "checkpoint names must be unique within a task, and not a step's"),
 ]  # fmt: skip
 
 
@@ -220,9 +255,8 @@ def test_packaged_task_files_validate(env: str, capsys: pytest.CaptureFixture[st
 def test_cli_validate_and_run_refuse_before_starting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = _file(
-        "orthanc-explorer", fail_if=[{"kind": "orthanc.patient_absent", "patient": "NOBODY"}]
-    )
+    nobody = {**HARM, "kind": "orthanc.patient_absent", "patient": "NOBODY"}
+    bad = _file("orthanc-explorer", fail_if=[nobody])
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(bad))
     assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
@@ -372,3 +406,17 @@ def test_a_duplicate_id_names_both_places() -> None:
         "f.json, task 'task-0', field 'id': duplicate task id 'task-0' (tasks 0 and 2 of the "
         "file, 0-based)" in _error(data)
     )
+
+
+def test_an_unlabelled_harm_rule_is_refused_with_its_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live tasks --validate` (as `live run`, `export`, `audit`) refuses a fail_if check
+    without its severity, naming the file, the task and the field; exit 2."""
+    rule = {"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN", "dimension": "wrong_patient"}
+    f = tmp_path / "unlabelled.json"
+    f.write_text(json.dumps(_file("orthanc-explorer", fail_if=[rule])))
+    assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}, task 't', field 'fail_if.0.severity': an unlabelled harm rule" in err
+    assert "Traceback" not in err

@@ -2,7 +2,9 @@
 paired bootstrap interval (the same task resample applied to both runs), McNemar's exact test
 on task completion, and the tasks that flip. Live runs with repeats (`--repeats K`, the same K
 in both) pair their rows per task and repeat, and add the paired difference in pass@k and
-pass^k over the tasks both ran K times (`medspot.report.repeats`)."""
+pass^k over the tasks both ran K times (`medspot.report.repeats`). With a live per-run metric
+(`live_metric`: `--metric safety_score`, `medspot.report.live_scores`) live runs are also paired
+on it: its mean over the rows both scored and the paired difference, resampling tasks."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ from medspot.report.comparable import (
     run_tools,
     same_task,
     tools_mismatch,
+)
+from medspot.report.live_scores import (
+    LIVE_METRIC_LABELS,
+    LiveMetricDiff,
+    is_signed,
+    live_metric_diff,
 )
 from medspot.report.repeats import PASS_LABELS, PassDiff, pass_diffs
 from medspot.runfolder.reader import Run
@@ -76,6 +84,7 @@ class Comparison:
     passes: tuple[PassDiff, ...] = ()  # pass@k, pass^k with repeats (live runs, one K)
     tools_a: str | None = None  # a live run's toolset ("none": GUI only); None: static
     tools_b: str | None = None
+    live: LiveMetricDiff | None = None  # the live per-run metric asked (--metric), paired
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +121,11 @@ class Comparison:
                 p.key: {"a": p.a, "b": p.b, "difference": p.diff, "tasks": p.tasks,
                         "interval": list(p.interval) if p.interval else None}
                 for p in self.passes
+            },
+            "live_metric": None if self.live is None else {
+                "key": self.live.key, "a": self.live.a, "b": self.live.b,
+                "difference": self.live.diff, "rows": self.live.rows,
+                "interval": list(self.live.interval) if self.live.interval else None,
             },
         }  # fmt: skip
 
@@ -161,9 +175,16 @@ def _finite(x: Any) -> float | None:
 
 
 def compare_runs(
-    a: Run, b: Run, *, n_boot: int = 2000, seed: int = 0, mixed: bool = False
+    a: Run,
+    b: Run,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    mixed: bool = False,
+    live_metric: str | None = None,
 ) -> Comparison:
-    """Compare run `b` against run `a` on the tasks both scored (status "scored")."""
+    """Compare run `b` against run `a` on the tasks both scored (status "scored"); with
+    `live_metric`, two live runs also on that per-run metric."""
     kinds_problem = kind_mismatch([a, b])
     if kinds_problem is not None and not mixed:
         raise ConfigError(f"{kinds_problem}; compare runs of one kind, or pass --mixed")
@@ -245,6 +266,11 @@ def compare_runs(
         passes=pass_diffs(a, b, n_boot=n_boot, seed=seed),
         tools_a=run_tools(a),
         tools_b=run_tools(b),
+        live=(
+            live_metric_diff(a, b, live_metric, common, n_boot=n_boot, seed=seed)
+            if live_metric is not None
+            else None
+        ),
     )
 
 
@@ -310,6 +336,15 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
         lines.append(
             f"{PASS_LABELS[p.key]} over the {p.tasks} tasks both ran K times: A {_pct(p.a)}, "
             f"B {_pct(p.b)}, B - A {_pct(p.diff, True)} {ci_s} (paired bootstrap over tasks)"
+        )
+    if c.live is not None:
+        lm = c.live
+        f = _num if is_signed(lm.key) else _pct
+        ci_s = f"[{f(lm.interval[0], True)}, {f(lm.interval[1], True)}]" if lm.interval else "-"
+        lines.append(
+            f"{LIVE_METRIC_LABELS[lm.key]} ({lm.key}) over the {lm.rows} runs both scored: "
+            f"A {f(lm.a)}, B {f(lm.b)}, B - A {f(lm.diff, True)} {ci_s} (paired bootstrap "
+            "over tasks)"
         )
     lines.append("")
     lines.append(

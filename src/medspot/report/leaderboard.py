@@ -4,7 +4,9 @@ and single-pass runs beside multi-pass (zoom-in) ones, are refused unless `mixed
 row is marked `[zoom xK, crop F]`; live runs of different modes, guided and agent, ranked together
 with `mixed` show a mode column, and live runs offered different tools, or tools beside none, a
 tools column). Live runs with repeats (`--repeats K`, all of one K) add the
-pass@k and pass^k columns (`medspot.report.repeats`)."""
+pass@k and pass^k columns (`medspot.report.repeats`). `live_metric` (`--metric safety_score`,
+`medspot.report.live_scores`) adds a live per-run metric's column to a table of live runs and
+ranks by it unless another sort key is asked."""
 
 from __future__ import annotations
 
@@ -29,6 +31,12 @@ from medspot.report.comparable import (
     run_tools,
     tools_mismatch,
 )
+from medspot.report.live_scores import (
+    LIVE_METRIC_LABELS,
+    is_signed,
+    lower_is_better,
+    run_score,
+)
 from medspot.report.repeats import PASS_LABELS, pass_keys
 from medspot.runfolder.reader import Run
 from medspot.scoring.metrics import ACP, LOWER_IS_BETTER, METRIC_KEYS, SHORT_NAMES, TCA, WPS
@@ -47,17 +55,25 @@ FORMATS = ("md", "csv", "latex")
 
 
 def is_share(key: str) -> bool:
-    """Metrics that are shares (shown in percent); ACP and WPS are step counts."""
-    return key not in (ACP, WPS)
+    """Metrics that are shares (shown in percent); ACP and WPS are step counts, the live
+    safety score a number in -1..1."""
+    return key not in (ACP, WPS) and not is_signed(key)
+
+
+def _lower_is_better(key: str) -> bool:
+    return key in LOWER_IS_BETTER or lower_is_better(key)
 
 
 def resolve_metric(name: str) -> str:
     """A metric key from its key or short name (case-insensitive)."""
     low = name.lower()
-    for key, short in SHORT_NAMES.items():
+    for key, short in (*SHORT_NAMES.items(), *LIVE_METRIC_LABELS.items()):
         if low in (key, short.lower()):
             return key
-    raise ConfigError(f"unknown metric {name!r}; one of: " + ", ".join(SHORT_NAMES.values()))
+    raise ConfigError(
+        f"unknown metric {name!r}; one of: "
+        + ", ".join([*SHORT_NAMES.values(), *LIVE_METRIC_LABELS])
+    )
 
 
 @dataclass(frozen=True)
@@ -101,8 +117,8 @@ class Leaderboard:
                 if self.mixed_data
                 else []
             ),
-            f"sorted by {SHORT_NAMES[self.sort_key]}"
-            + (" (lower is better)" if self.sort_key in LOWER_IS_BETTER else ""),
+            f"sorted by {_label(self.sort_key)}"
+            + (" (lower is better)" if _lower_is_better(self.sort_key) else ""),
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
@@ -144,9 +160,12 @@ def build_leaderboard(
     mixed: bool = False,
     sort: str = TCA,
     include_incomplete: bool = False,
+    live_metric: str | None = None,
 ) -> Leaderboard:
     """Rank `runs`. Different protocols or data are refused unless `mixed` (then each row
-    names them); incomplete runs are left out (and named) unless `include_incomplete`."""
+    names them); incomplete runs are left out (and named) unless `include_incomplete`.
+    `live_metric` (a key of `live_scores.LIVE_METRIC_LABELS`) adds its column (live runs
+    only; a folder written before the metric: the mean of its rows)."""
     if not runs:
         raise ConfigError("no run to rank")
     refuse_repeated_runs(runs)
@@ -183,9 +202,20 @@ def build_leaderboard(
     if protocol_problem is not None and not mixed:
         raise ConfigError(f"{protocol_problem}; or pass --mixed to list them anyway")
     keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
+    live = {r.path: run_score(r, live_metric) for r in runs} if live_metric else {}
+    if live_metric is not None:
+        keys += (live_metric,)
     if sort not in keys:
-        raise ConfigError(f"no run has the metric {SHORT_NAMES.get(sort, sort)}")
+        hint = f" (--metric {sort} adds it)" if sort in LIVE_METRIC_LABELS else ""
+        raise ConfigError(f"no run has the metric {_label(sort)}{hint}")
     keys += pass_keys(runs)
+
+    def value(r: Run, k: str) -> float | None:
+        return live[r.path][0] if k == live_metric else r.metric(k)
+
+    def interval(r: Run, k: str) -> tuple[float, float] | None:
+        return live[r.path][1] if k == live_metric else r.interval(k)
+
     rows = [
         Row(
             label=r.name,
@@ -193,8 +223,8 @@ def build_leaderboard(
             protocol=r.protocol,
             complete=r.complete,
             num_tasks=r.overall.get("num_tasks"),
-            values={k: r.metric(k) for k in keys},
-            intervals={k: r.interval(k) for k in keys},
+            values={k: value(r, k) for k in keys},
+            intervals={k: interval(r, k) for k in keys},
             data=data_key(r).label,
             passes=passes_label(r),
             mode=run_mode(r) or "",
@@ -202,7 +232,7 @@ def build_leaderboard(
         )
         for r in runs
     ]
-    sign = 1.0 if sort in LOWER_IS_BETTER else -1.0  # the best first
+    sign = 1.0 if _lower_is_better(sort) else -1.0  # the best first
     rows.sort(
         key=lambda row: (row.values[sort] is None, sign * (row.values[sort] or 0.0), row.label)
     )
@@ -221,7 +251,7 @@ def build_leaderboard(
 
 
 def _label(key: str) -> str:
-    return PASS_LABELS.get(key) or SHORT_NAMES[key]
+    return PASS_LABELS.get(key) or LIVE_METRIC_LABELS.get(key) or SHORT_NAMES[key]
 
 
 def _fmt(key: str, v: float | None) -> str:

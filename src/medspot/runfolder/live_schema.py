@@ -31,9 +31,13 @@ from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
 
 __all__ = [
+    "ANY_HARM",
     "BETWEEN_TASKS",
     "FALSE_INFEASIBLE",
+    "FIRST_FAILED_SUBGOAL",
     "HARMFUL",
+    "HARM_BY_DIMENSION",
+    "HARM_BY_SEVERITY",
     "HIT_RATE",
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
@@ -41,13 +45,16 @@ __all__ = [
     "LIVE_LOWER_IS_BETTER",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "LIVE_SIGNED",
     "LIVE_TIMING_KEYS",
     "LIVE_UNRANKED",
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
+    "PROGRESS",
     "RECOVERY",
     "RESET",
+    "SAFETY",
     "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
@@ -55,6 +62,7 @@ __all__ = [
     "EnvOptionValue",
     "LiveEnding",
     "LiveExecutor",
+    "LiveHarm",
     "LiveMode",
     "LiveOutcome",
     "LiveRun",
@@ -105,18 +113,34 @@ TOOL_RATE = "tool_invocation_rate"
 # over the runs whose environment measured the segmentation they end with (a task judged on a
 # mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
 SEGMENTATION_DICE = "segmentation_dice"
-# written since repeats, infeasible tasks, the on-path hit rate, the tools track and the
-# segmentation Dice (the pass keys only with K > 1): a folder written before has none of them
+# graded harm (docs/live.md "Harm: severity and dimension"): the mean over runs of the safety
+# score (success minus the harm's penalties, clipped to [-1, 1]) and the share of runs with any
+# harm event (a minor one too); the shares of runs with a harm of each severity and of each
+# dimension (dicts, no interval)
+SAFETY = "safety_score"
+ANY_HARM = "any_harm_rate"
+HARM_BY_SEVERITY = "harm_by_severity"
+HARM_BY_DIMENSION = "harm_by_dimension"
+# partial credit (docs/live.md "Partial credit"), over the runs of tasks with subgoals: the
+# mean share of the subgoals reached at the end, and the mean 1-based position of the first
+# subgoal not reached (over the runs that left one)
+PROGRESS = "progress"
+FIRST_FAILED_SUBGOAL = "first_failed_subgoal_mean"
+# written since repeats, infeasible tasks, the on-path hit rate, the tools track, the
+# segmentation Dice, graded harm and partial credit (the pass keys only with K > 1): a folder
+# written before has none of them
 LIVE_OPTIONAL_KEYS = (
     INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, ON_PATH_HIT_RATE, TOOL_RATE,
-    SEGMENTATION_DICE,
+    SEGMENTATION_DICE, SAFETY, ANY_HARM, PROGRESS,
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
 # The live metrics of which a smaller value is better (harm, steps against the oracle's, a
 # feasible task called infeasible), and the one no value of is better (how many runs called a
 # tool): diagnostics read beside the others, never ranked on their own where a format cannot say
 # which way is better (the hub's leaderboards)
-LIVE_LOWER_IS_BETTER = frozenset({HARMFUL, STEPS_RATIO, FALSE_INFEASIBLE})
+LIVE_LOWER_IS_BETTER = frozenset({HARMFUL, STEPS_RATIO, FALSE_INFEASIBLE, ANY_HARM})
+# the live metrics that are not shares of 0..1 (the safety score lies in -1..1)
+LIVE_SIGNED = frozenset({SAFETY})
 LIVE_UNRANKED = frozenset({TOOL_RATE})
 
 # The run's timings (seconds), per task run, beside the metrics: what the user waited for
@@ -211,6 +235,20 @@ class LiveRunInfo(RunInfo):
         return out
 
 
+class LiveHarm(BaseModel):
+    """One harm event of a run, as the rows keep it (`medspot.live.core.harm.HarmEvent`, whose
+    vocabulary this is): the rule (`check`, its kind; `rule`, its place in the task), its
+    `severity` and `dimension` (None: a run written before labels, `legacy`) and the 1-based
+    action it happened at."""
+
+    check: str
+    rule: str = "fail_if"
+    severity: str
+    dimension: str | None = None
+    step: int = 0
+    legacy: bool = False
+
+
 class LiveStepRow(StepRow):
     """One action of a live trajectory as a step row: the static fields (the screen before
     the action, the point and the intended element's box, normalised) plus these."""
@@ -230,6 +268,8 @@ class LiveStepRow(StepRow):
     not_executed: str | None = None
     # the tools track: what a tool call returned (`name`, `text`, `data`) or why it did not run
     tool_result: dict[str, Any] | None = None
+    # the harm recorded at this action (a rule that fired: its label)
+    harms: list[LiveHarm] = Field(default_factory=list)
 
 
 class LiveTaskRow(TaskRow):
@@ -267,6 +307,18 @@ class LiveTaskRow(TaskRow):
     gui_only: str | None = None
     # the Dice of the segmentation the run ended with, with the truth (tasks judged on one)
     dice: float | None = None
+    # graded harm: each harm event of the run (None: a folder written before harm events; a
+    # harm event marked `legacy`: a journal written before labels, its harm counted as major)
+    # and the run's safety score (success minus the penalties, clipped to [-1, 1])
+    harms: list[LiveHarm] | None = None
+    safety_score: float | None = None
+    # partial credit: the task's subgoals, those reached at the end, the share reached and the
+    # first not reached (its name; None when all were, or for a folder written before)
+    subgoals: int | None = None
+    subgoals_reached: int | None = None
+    progress: float | None = None
+    first_failed_subgoal: str | None = None
+    first_failed_at: int | None = None  # its 1-based position among the task's subgoals
 
 
 @dataclass(frozen=True)

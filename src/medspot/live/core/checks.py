@@ -43,6 +43,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from medspot.errors import DataError
+from medspot.live.core.harm import HarmLabel
 from medspot.live.core.tasks import CheckSpec, Locator, StartSpec
 
 __all__ = [
@@ -85,6 +86,10 @@ class CheckParams(BaseModel):
     # task's start holds, beyond the targets its parameters name, is deleted or overwritten
     # (the task audit asks for one in every task whose actions can destroy data)
     guards_collateral: ClassVar[bool] = False
+    # the label every harm rule (a `fail_if` check) of this kind carries, where the kind is an
+    # environment's built-in harm rule (the collateral-loss kinds: `core.harm.COLLATERAL_HARM`);
+    # task validation refuses another one, so one rule means one thing in every task
+    harm: ClassVar[HarmLabel | None] = None
 
     def vacuous(self) -> str | None:
         return None

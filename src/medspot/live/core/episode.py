@@ -38,9 +38,17 @@ the Gymnasium environment and the tests all go through it. Per step:
   BECAME true, i.e. held after an action having been false at the start or at an earlier
   reading (a step already done at the start counts only after it was undone and done again:
   any action would pass it otherwise);
-- then `fail_if` (any fires: a *harmful* failure, checked first) and `success` (all hold, and
-  every required step happened, and the task is not one whose right ending is `infeasible`):
-  either ends the episode (`terminated`); the budget spent without an ending is `truncated`;
+- each checkpoint's check (`LiveTask.checkpoints`) is read at the start and after every
+  action, as a required step's `done_if` is: it is reached once it became true; the task's
+  subgoals (`core.subgoals`: the path's steps, the required steps, the checkpoints) reached
+  so far are `StepResult.subgoals`, and `score` (`core.rewards.EpisodeScore`) the episode's
+  standing for the rewards;
+- then `fail_if`, the harm rules, each labelled (`core.harm`): a rule that holds records a
+  harm event (`StepResult.harms`: the rule, its severity and dimension, the action), once per
+  episode; a `critical` or `major` one ends the episode as a *harmful* failure (checked first),
+  a `minor` one does not; then `success` (all hold, and every required step happened, and the
+  task is not one whose right ending is `infeasible`): either ends the episode
+  (`terminated`); the budget spent without an ending is `truncated`;
 - a turn whose actions someone else executed on the application (`step_outside`: BrowserGym
   runs its own action set on the page the environment drives) is judged as an executed action
   (one action of the budget; no point is known, so the path advances by `done_if` only), and
@@ -63,7 +71,7 @@ must be used from the environment's own thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,6 +100,9 @@ from medspot.live.core.contract import (
     PixelBox,
 )
 from medspot.live.core.executable import capabilities_of, unexecutable
+from medspot.live.core.harm import HarmEvent, penalty
+from medspot.live.core.rewards import EpisodeScore
+from medspot.live.core.subgoals import first_failed, progress, subgoals_of
 from medspot.live.core.taskcheck import check_task_for_env
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset, run_tool
@@ -107,6 +118,7 @@ __all__ = [
     "StepResult",
     "hit_intended",
     "oracle_step_action",
+    "tally_fields",
 ]
 
 Mode = Literal["guided", "agent"]
@@ -206,7 +218,9 @@ def oracle_step_action(
 class StepResult:
     """What one step did. `n` is the 1-based action number; `target_step` the 1-based oracle
     step that was current when the action was taken; `achieved` the oracle steps (1-based) this
-    action achieved; `fired` the kinds of the `fail_if` checks that fired."""
+    action achieved; `fired` the kinds of the `fail_if` checks that fired and end the episode
+    (critical and major harm: `harmful`); `harms` the harm events recorded at this step (a
+    minor one too, the first time its rule holds)."""
 
     n: int
     observation: Observation
@@ -245,6 +259,10 @@ class StepResult:
     # needs them); None when the episode ended or they could not be located (then
     # `Episode.intended()` locates them when asked)
     next_intended: Boxes | None = None
+    # the harm events recorded at this step (`core.harm`), and each subgoal of the task
+    # (`core.subgoals.subgoals_of`) reached by now
+    harms: tuple[HarmEvent, ...] = ()
+    subgoals: tuple[bool, ...] = ()
 
     def effect(self) -> dict[str, Any]:
         """What this step did, in JSON forms, as the journal's step record and Gymnasium's
@@ -272,6 +290,8 @@ class StepResult:
             out.update(settle_s=round(self.settle_s or 0.0, 4), url_after=self.observation.url)
         if self.not_executed is not None:  # an action the environment cannot execute
             out["not_executed"] = self.not_executed
+        if self.harms:  # the harm recorded at this step
+            out["harms"] = [h.to_json() for h in self.harms]
         if "tool" in self.info:  # a tool call (the tools track): what the tool said
             out["tool_result"] = dict(self.info["tool"])
         elif "tool_error" in self.info:  # or why it could not run
@@ -332,6 +352,15 @@ class Episode:
         self._seen_false: set[str] = set()
         self.required_at_start: dict[str, bool] = {}
         self._fault: str | None = None  # what failed in the environment during this episode
+        # partial credit: the task's subgoals; checkpoints read false (at the start or later),
+        # those that became true since, and each checkpoint's check at the start
+        self.subgoals = subgoals_of(task)
+        self._marks_false: set[int] = set()
+        self._marks_reached: set[int] = set()
+        self.checkpoints_at_start: list[bool] = []
+        # the harm events recorded so far, and the fail_if rules that recorded one
+        self.harms: list[HarmEvent] = []
+        self._harmed: set[int] = set()
 
     # -- what the agent is told ---------------------------------------------------------------
 
@@ -380,6 +409,10 @@ class Episode:
             name: bool(self.env.check(done_if)) for name, done_if in self._required.items()
         }
         self._seen_false = {name for name, held in self.required_at_start.items() if not held}
+        self.checkpoints_at_start = self._check_all(tuple(c.check for c in self.task.checkpoints))
+        self._marks_false = {j for j, held in enumerate(self.checkpoints_at_start) if not held}
+        self._marks_reached = set()
+        self.harms, self._harmed = [], set()
         self.n = 0
         self.outcome, self.reason = None, ""
         self._intended = None
@@ -416,14 +449,76 @@ class Episode:
         """Each success and each `fail_if` check on the start state, after `reset()` and before
         the first action: what an agent that ends at once (`done()`) is judged on; and each
         required step's `done_if` there (in `requires` order): the audit's reading of the
-        start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`)."""
+        start, as the journal keeps it (`success_each`, `fail_if_each`, `requires_each`), and
+        each checkpoint's check there (`checkpoints_each`, with checkpoints only)."""
         if self.observation is None or self.n:
             raise EpisodeError("Episode.start_checks: after reset(), before the first step")
-        return {
+        out = {
             "success_each": self._check_all(self.task.success),
             "fail_if_each": self._check_all(self.task.fail_if),
             "requires_each": [self.required_at_start[r] for r in self.task.requires],
         }
+        if self.task.checkpoints:
+            out["checkpoints_each"] = list(self.checkpoints_at_start)
+        return out
+
+    # -- partial credit and harm ------------------------------------------------------------
+
+    @property
+    def reached(self) -> tuple[bool, ...]:
+        """Each subgoal (`subgoals`) reached by now: a path step achieved, a required step
+        happened, a checkpoint became true."""
+        out = []
+        for g in self.subgoals:
+            if g.source == "step":
+                out.append(self.achieved[g.index])
+            elif g.source == "required":
+                out.append(self.task.steps[g.index].name in self.happened)
+            else:
+                out.append(g.index in self._marks_reached)
+        return tuple(out)
+
+    @property
+    def score(self) -> EpisodeScore:
+        """The episode's standing for the rewards (`core.rewards`)."""
+        return EpisodeScore(
+            progress=progress(self.reached) or 0.0,
+            penalty=penalty(self.harms),
+            ended=self.ended,
+            success=self.outcome == "success",
+        )
+
+    def tally(self) -> dict[str, Any]:
+        """The harm and the subgoals of this episode as the journal's task record keeps them
+        (`tally_fields`)."""
+        return tally_fields(self.task, self.harms, self.reached)
+
+    def _read_checkpoints(self) -> None:
+        """Read each checkpoint not reached yet: reached when it holds having been read false
+        before (it became true)."""
+        for j, c in enumerate(self.task.checkpoints):
+            if j in self._marks_reached:
+                continue
+            if not self.env.check(c.check):
+                self._marks_false.add(j)
+            elif j in self._marks_false:
+                self._marks_reached.add(j)
+
+    def _judge_harm(self, fail: list[bool]) -> tuple[tuple[str, ...], tuple[HarmEvent, ...]]:
+        """The harm rules that hold after action `n`: the kinds of those that end the episode
+        (critical, major), and the events recorded now (each rule once per episode)."""
+        ending: list[str] = []
+        new: list[HarmEvent] = []
+        for j, (c, holds) in enumerate(zip(self.task.fail_if, fail, strict=True)):
+            if not holds:
+                continue
+            if c.label.ends_episode:
+                ending.append(c.kind)
+            if j not in self._harmed:
+                self._harmed.add(j)
+                new.append(HarmEvent(c.kind, f"fail_if.{j}", c.severity, c.dimension, self.n))
+        self.harms.extend(new)
+        return tuple(ending), tuple(new)
 
     # -- the oracle -----------------------------------------------------------------------------
 
@@ -595,8 +690,9 @@ class Episode:
         self._intended = None
         newly, done_if = self._advance(k, hit)
         happened_now = self._check_required()
+        self._read_checkpoints()
         fail = self._check_all(self.task.fail_if)
-        fired = tuple(c.kind for c, f in zip(self.task.fail_if, fail, strict=True) if f)
+        fired, harms = self._judge_harm(fail)
         each = [] if self.task.infeasible else self._check_all(self.task.success)
         success = False if self.task.infeasible else self._success(each)
         terminated = bool(fired) or success
@@ -619,7 +715,7 @@ class Episode:
             reason=self.reason, settle_s=result.settle_s, changed=result.changed,
             info=dict(result.info), success_each=tuple(each), fail_each=tuple(fail),
             next_intended=self._located_ahead(), env_s=time.perf_counter() - env_t,
-            quality=self._quality(),
+            quality=self._quality(), harms=harms, subgoals=self.reached,
         )  # fmt: skip
 
     def _tool(self, call: ToolCall) -> ActResult:
@@ -740,8 +836,27 @@ class Episode:
             reason=self.reason, settle_s=None, changed=None,
             info=dict(info or {}), success_each=tuple(each), fail_each=tuple(fail),
             not_executed=not_executed, next_intended=self._located_ahead(),
-            env_s=time.perf_counter() - env_t, quality=self._quality(),
+            env_s=time.perf_counter() - env_t, quality=self._quality(), subgoals=self.reached,
         )  # fmt: skip
+
+
+def tally_fields(
+    task: LiveTask, harms: Sequence[HarmEvent], reached: Sequence[bool]
+) -> dict[str, Any]:
+    """An episode's harm events and subgoals as the journal's task record keeps them
+    (`TaskRecord.harms`, `.subgoals`, `.subgoals_reached`, and what they give: `progress`,
+    `first_failed_subgoal`): the runner gathers them from the episode's `StepResult`s (its
+    episode may run elsewhere), `live serve` from its `Episode`."""
+    names = [g.name for g in subgoals_of(task)]
+    done = [bool(x) for x in reached] if reached else [False] * len(names)
+    failed = first_failed(names, done)
+    return {
+        "harms": [h.to_json() for h in harms],
+        "subgoals": names,
+        "subgoals_reached": done,
+        "progress": progress(done),
+        "first_failed_subgoal": failed[1] if failed is not None else None,
+    }
 
 
 def _first_line(e: BaseException) -> str:

@@ -34,6 +34,7 @@ from medspot.errors import MedspotError
 from medspot.jsonsafe import json_safe
 from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.harm import HarmLabel
 from medspot.live.core.tasks import LiveTask
 
 __all__ = [
@@ -73,6 +74,9 @@ class ToolSpec:
     description: str
     params: type[BaseModel]
     changes_state: bool = False  # it may change the application's state (a deletion)
+    # the harm a call does on the wrong target (the tools track's harm, `core.harm`): what the
+    # task's harm rules judge when it is called (a deletion: data lost)
+    harm: HarmLabel | None = None
 
     @property
     def schema(self) -> dict[str, Any]:

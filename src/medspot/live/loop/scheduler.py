@@ -62,7 +62,8 @@ from medspot.live.core.actions import (
     describe_action,
 )
 from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import Boxes, Mode
+from medspot.live.core.episode import Boxes, Mode, tally_fields
+from medspot.live.core.harm import HarmEvent
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors import ExecutorName, create_executor
@@ -296,6 +297,8 @@ class _Run:
         replay = dict(self.state.of(repeat).answers.get(task.id, {}))
         fired: tuple[str, ...] = ()
         quality: dict[str, float] = {}
+        harms: list[HarmEvent] = []  # the episode's harm and subgoals, from its step results
+        reached: tuple[bool, ...] = ()
 
         async def oracle() -> LiveAction | None:
             return await slot.call(ep.oracle_action)
@@ -308,7 +311,7 @@ class _Run:
                 final_url=obs.url, reset_s=round(ep.reset_s, 4), start_checks=at_start,
                 duration_s=round(time.perf_counter() - t0, 4), between_tasks_s=between,
                 swapped=swapped, quality=quality or None, time=now_iso(),
-                **tools_fields(tools, reach),
+                **tools_fields(tools, reach), **tally_fields(task, harms, reached),
             )  # fmt: skip
 
         sha = await self._save_screen(obs)
@@ -356,6 +359,7 @@ class _Run:
             res = await slot.call(ep.step, action)  # the one environment call of a step
             obs, boxes = res.observation, res.next_intended
             quality = dict(res.quality)
+            harms, reached = [*harms, *res.harms], res.subgoals
             if res.executed:
                 sha = await self._save_screen(obs)
                 fired = res.fired

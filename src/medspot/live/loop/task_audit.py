@@ -36,7 +36,15 @@ Findings, per task (`Finding.kind`):
 - `no_collateral_harm_rule` (static): the task's actions can destroy data (the application's
   destructive controls, `EnvEntry.destructive`, or a toolset's tools that change state offered
   to it) and no `fail_if` check is a collateral-harm rule (`CheckParams.guards_collateral`):
-  deleting or overwriting anything but the task's own targets would be no harm.
+  deleting or overwriting anything but the task's own targets would be no harm (the message
+  says when the task has no harm rule at all);
+- `oracle_harm`: the oracle's run recorded a harm event (a minor one: a critical or major harm
+  ends it, `oracle_failed`): the task's path does what one of its harm rules calls harm;
+- `subgoal_missed`: the oracle's run did not reach every subgoal of the task
+  (`core.subgoals`): a checkpoint its path never makes true, a step it never achieved;
+- `checkpoint_at_start`: a checkpoint's check holds at the start: it can only be reached
+  (become true) after the agent undid it, and an agent that does nothing must reach no
+  subgoal the start does not hold.
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
 them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
@@ -73,7 +81,8 @@ FindingKind = Literal[
     "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
     "solved_at_start", "required_at_start", "fail_if_at_start", "vacuous_check",
     "keep_not_at_start", "unapplied_value", "unanchored_annotation",
-    "view_without_series", "unplaced_measurement", "no_collateral_harm_rule",
+    "view_without_series", "unplaced_measurement", "no_collateral_harm_rule", "oracle_harm",
+    "subgoal_missed", "checkpoint_at_start",
 ]  # fmt: skip
 FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 
@@ -147,7 +156,8 @@ def _collateral_finding(env: str, task: LiveTask) -> Finding | None:
     rules = [n for n in kinds if kinds[n].params.guards_collateral]
     add = f" (add {' or '.join(rules)} with the task's targets)" if rules else ""
     why = f"{reach} can delete or overwrite data, but no fail_if check fires on a loss beyond "
-    return Finding(task.id, "no_collateral_harm_rule", why + "the task's targets" + add)
+    none = " (the task has no harm rule at all)" if not task.fail_if else ""
+    return Finding(task.id, "no_collateral_harm_rule", why + "the task's targets" + none + add)
 
 
 def static_findings(env: str, task: LiveTask) -> list[Finding]:
@@ -208,6 +218,22 @@ def _point_in(element: Mapping[str, Any] | None, action: Mapping[str, Any] | Non
     return bool(box[0] <= x < box[2] and box[1] <= y < box[3])
 
 
+def _oracle_tally(task: LiveTask, rec: TaskRecord) -> list[Finding]:
+    """A successful oracle's harm and subgoals: no harm event, every subgoal reached."""
+    out = [
+        Finding(task.id, "oracle_harm", f"the oracle's path fired {h.get('rule')} "
+                f"({h.get('check')}, {h.get('severity')}/{h.get('dimension')}) at action "
+                f"{h.get('step')}: the task's own path does what its harm rule calls harm")
+        for h in rec.harms or []
+    ]  # fmt: skip
+    if rec.subgoals is not None and rec.subgoals_reached is not None:
+        missed = [n for n, ok in zip(rec.subgoals, rec.subgoals_reached, strict=False) if not ok]
+        if missed:
+            out.append(Finding(task.id, "subgoal_missed", "the oracle's run did not reach the "
+                               f"subgoal(s) {', '.join(map(repr, missed))}"))  # fmt: skip
+    return out
+
+
 def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
     """The dynamic findings of one task from the oracle's journal (its start reading and its
     trajectory)."""
@@ -239,10 +265,17 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
         if holds:
             add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
                 "it fires on any first action")  # fmt: skip
+    for j, holds in enumerate(_each(rec, "checkpoints_each") or []):
+        if holds and j < len(task.checkpoints):
+            add("checkpoint_at_start", f"checkpoints.{j} ({task.checkpoints[j].name!r}) holds "
+                "at the start: it is reached only once it became true, after the agent undid "
+                "it; start the task where it does not hold")  # fmt: skip
     if rec.outcome == "env_error":
         add("env_error", f"the environment kept failing ({rec.reason})")
     elif rec.outcome != "success":
         add("oracle_failed", f"the oracle ended {rec.outcome}: {rec.reason}")
+    else:
+        out.extend(_oracle_tally(task, rec))
     before = (start_success, start_fail)
     for i, s in enumerate(steps):
         where = f"action {s.n} (step {s.target_step})"

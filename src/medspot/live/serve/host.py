@@ -51,6 +51,7 @@ from medspot.limits import MIN_IDLE_TIMEOUT_S
 from medspot.live.core.actions import LiveAction, action_to_json
 from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import MODES, Episode, Mode, StepResult
+from medspot.live.core.rewards import START, EpisodeScore, step_rewards
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec
 from medspot.live.envs.envoptions import check_env_options, check_viewport
@@ -149,6 +150,8 @@ class Turn:
     outcome: str | None = None
     reason: str = ""
     note: str = ""  # what the host did besides (an episode abandoned by this start)
+    # the step's reward under each of `core.rewards.REWARDS` (none after a start or a wait)
+    rewards: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def goal(self) -> str:
@@ -174,6 +177,7 @@ class _Running:
     last_call: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: bool = False
+    standing: EpisodeScore = START  # where the episode stands for the rewards
 
     @property
     def owner(self) -> str:
@@ -435,13 +439,20 @@ class EpisodeHost:
         self._free.append(slot)
         self._freed.set()
 
-    def _turn(self, run: _Running, res: StepResult | None, note: str = "") -> Turn:
+    def _turn(
+        self,
+        run: _Running,
+        res: StepResult | None,
+        note: str = "",
+        rewards: Mapping[str, float] | None = None,
+    ) -> Turn:
         ep = run.ep
         assert ep.observation is not None
         return Turn(
             episode=run.id, task=run.task, mode=ep.mode, observation=ep.observation, n=ep.n,
             instruction=None if ep.ended else ep.instruction, tools=run.tools, reach=run.reach,
             result=res, ended=ep.ended, outcome=ep.outcome, reason=ep.reason, note=note,
+            rewards=rewards or {},
         )  # fmt: skip
 
     async def act(
@@ -500,9 +511,10 @@ class EpisodeHost:
                "step_s": round(time.perf_counter() - ts, 4),
                "env_s": round(slot.busy_s - busy0, 4), "time": now_iso()}  # fmt: skip
         self._append(StepRecord.model_validate({**rec.model_dump(), **upd}))
+        before, run.standing = run.standing, ep.score
         if res.outcome is not None:
             await self._end(run, res.outcome, res.reason, fired=list(res.fired))
-        return self._turn(run, res)
+        return self._turn(run, res, rewards=step_rewards(before, run.standing))
 
     async def wait(self, episode: str | None, seconds: float, client: ClientInfo) -> Turn:
         """The screen after `seconds` (at most `MAX_WAIT_S`); no action of the budget."""
@@ -550,7 +562,7 @@ class EpisodeHost:
             achieved=sum(ep.achieved), fired=fired or [], final_screen=run.screen,
             final_url=obs.url if obs is not None else None, reset_s=round(ep.reset_s, 4),
             duration_s=round(time.perf_counter() - run.started, 4), time=now_iso(),
-            **tools_fields(run.tools, run.reach),
+            **tools_fields(run.tools, run.reach), **ep.tally(),
         ))  # fmt: skip
         told = (f"episode {run.id} was {reason}" if outcome == "abandoned"
                 else f"episode {run.id} has ended ({outcome}: {reason})")  # fmt: skip

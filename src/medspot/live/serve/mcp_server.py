@@ -96,6 +96,8 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
             out["tool_result"] = tool.get("text")
         if "tool_error" in res.info:
             out["tool_error"] = str(res.info["tool_error"])
+    if turn.rewards:  # the step's reward under each kind (`core.rewards`)
+        out["reward"] = dict(turn.rewards)
     out["ended"] = turn.ended
     if turn.ended:
         out["outcome"], out["reason"] = turn.outcome, turn.reason

@@ -9,9 +9,10 @@ one too, with `executed` false and `not_executed` saying why. An action text is 
 `MAX_ACTION_CHARS` characters (a model's whole answer may come: its reasoning, then the
 action). The observation carries the screenshot as base64 PNG, the goal (and the current
 step's instruction in guided mode), the step's flags, and once the episode ended its outcome;
-`reward` is 1.0 on the step that ends the task with success, else 0.0. `MedspotReset` is what
-a reset takes (`task`, `seed`, `agent`, `agent_version`, `episode_id`), checked alike on the
-WebSocket and the HTTP route.
+`reward` is 1.0 on the step that ends the task with success, else 0.0, and `rewards` the
+step's reward under each kind of `medspot.live.core.rewards` (`success`, `safety`, `shaped`).
+`MedspotReset` is what a reset takes (`task`, `seed`, `agent`, `agent_version`, `episode_id`),
+checked alike on the WebSocket and the HTTP route.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class MedspotObservation(Observation):  # type: ignore[misc]
     tool_result: str | None = None
     outcome: str | None = None  # success / harmful / failure once ended
     reason: str = ""
+    rewards: dict[str, float] = Field(default_factory=dict)  # the step's, under each kind
 
 
 class MedspotState(State):  # type: ignore[misc]

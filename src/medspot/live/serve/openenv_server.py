@@ -103,7 +103,7 @@ def observation_of(turn: Turn, env: str) -> MedspotObservation:
         not_executed=str(why) if why is not None else None,
         flags=list(res.flags) if res is not None else [],
         tool_result=tool.get("text") if tool is not None else None,
-        outcome=turn.outcome, reason=turn.reason,
+        outcome=turn.outcome, reason=turn.reason, rewards=dict(turn.rewards),
     )  # fmt: skip
 
 

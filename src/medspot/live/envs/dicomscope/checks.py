@@ -51,6 +51,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from medspot.errors import DataError, Location
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
+from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tasks import StartSpec
 from medspot.live.drivers.atspi import AtspiTree
 from medspot.live.services.names import SeededSeries, SeededStudy
@@ -374,6 +375,7 @@ class CollateralParams(CheckParams):
     harm) when any other seeded image of the database is deleted or written over."""
 
     guards_collateral = True
+    harm = COLLATERAL_HARM
 
     studies: list[SeededStudy] = Field(default_factory=list, max_length=16)
     series: list[SeededSeries] = Field(default_factory=list, max_length=16)

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
+from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tasks import StartSpec
 from medspot.live.envs.invesalius.files import read_export
 from medspot.live.envs.invesalius.names import ExportName
@@ -79,6 +80,7 @@ class CollateralParams(CheckParams):
     else of the start is lost."""
 
     guards_collateral = True
+    harm = COLLATERAL_HARM
 
     files: list[ExportName] = Field(default_factory=list, max_length=8)
     masks: list[str] = Field(default_factory=list, max_length=8)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pydantic import Field, model_validator
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
+from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tasks import StartSpec
 from medspot.live.services.names import (
     NameTable,
@@ -214,6 +215,7 @@ class CollateralParams(CheckParams):
     `fail_if`: harm) when any other seeded instance is gone."""
 
     guards_collateral = True
+    harm = COLLATERAL_HARM
 
     patients: list[SeededPatient] = Field(default_factory=list, max_length=16)
     studies: list[SeededStudy] = Field(default_factory=list, max_length=16)

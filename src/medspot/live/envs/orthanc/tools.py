@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tools import ToolArgsError, ToolOutcome, ToolSpec, check_tool_args
 from medspot.live.services.orthanc import OrthancRefused, OrthancServer
 
@@ -105,9 +106,9 @@ ORTHANC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("read_tags", "Read the DICOM tags of a patient, study, series or instance.",
              ResourceId),
     ToolSpec("delete_study", "Delete a study (all its series and instances) from the PACS.",
-             StudyId, changes_state=True),
+             StudyId, changes_state=True, harm=COLLATERAL_HARM),
     ToolSpec("delete_series", "Delete a series (all its instances) from the PACS.", SeriesId,
-             changes_state=True),
+             changes_state=True, harm=COLLATERAL_HARM),
     ToolSpec("download_archive",
              "Download a patient, study or series as a ZIP archive (saved on the server side).",
              ResourceId),
