@@ -14,9 +14,9 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from medspot.atomic_write import atomic_write_text
     from medspot.report.leaderboard import build_leaderboard, render, resolve_metric
     from medspot.runfolder.reader import load_runs
-    from medspot.runfolder.writer import atomic_write_text
 
     runs = load_runs([Path(p) for p in args.run_dirs])
     lb = build_leaderboard(

@@ -24,8 +24,8 @@ from typing import Any
 from medspot.errors import ConfigError
 from medspot.report.text import shorten
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import LiveRun, LiveStepRow, LiveTaskRow, live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import LiveStepRow, LiveTaskRow
+from medspot.runfolder.reader import LiveRun, Run, live_view
 
 __all__ = [
     "frame_notes",

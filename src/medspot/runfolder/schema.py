@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["RowCounts", "RowOutcome", "StepRow", "TaskRow"]
+__all__ = ["RowCounts", "RowOutcome", "StepRow", "TaskRow", "first_error"]
 
 Pair = tuple[float, float]
+
+
+def first_error(e: ValidationError) -> str:
+    """The first problem pydantic found in a row or run.json, as `field.path: message`."""
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
 
 
 class StepRow(BaseModel):
