@@ -28,7 +28,6 @@ from medspot.runfolder.live_schema import LiveRunInfo, LiveTaskRow
 from medspot.runfolder.lock import lock_holder
 from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import TaskRow, first_error
-from medspot.scoring.metrics import METRIC_KEYS
 
 __all__ = ["LiveRun", "Run", "live_view", "load_run", "load_runs", "unscored_advice"]
 
@@ -117,9 +116,6 @@ class Run:
         ):
             return (float(ci[0]), float(ci[1]))
         return None
-
-    def metric_keys(self) -> list[str]:
-        return [k for k in METRIC_KEYS if k in self.overall]
 
 
 def _read_json(path: Path, *, required: bool) -> Any:
