@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from _builders import eval_argv, step, write_app
-from medspot.adapters.zoom import MIN_SIDE, ZoomSpec, crop_window, map_back, read_passes
+from medspot.adapters.zoom import MIN_SIDE, ZoomSpec, crop_window, map_back
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.geometry import Point
-from medspot.runfolder.journal import read_journal
+from medspot.runfolder.journal import read_journal, read_passes
 from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
 
 # One 2000x1000 screen, target the 16x8 px box at (1000..1016, 500..508): centre (1008, 504).

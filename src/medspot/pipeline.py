@@ -17,7 +17,8 @@ from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
 from medspot.adapters.retry import MAX_RETRIES
-from medspot.adapters.zoom import ZoomAdapter, ZoomSpec, read_passes
+from medspot.adapters.zoom import ZoomAdapter, ZoomSpec
+from medspot.atomic_write import atomic_write_json
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -31,7 +32,14 @@ from medspot.limits import (
     check_whole,
 )
 from medspot.runfolder.guard import refuse_foreign_folder
-from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
+from medspot.runfolder.journal import (
+    Journal,
+    JournalRecord,
+    JournalWriteError,
+    ZoomPassJournal,
+    read_journal,
+    read_passes,
+)
 from medspot.runfolder.layout import JOURNAL, RunFolder
 from medspot.runfolder.lifecycle import RunLife, run_folder
 from medspot.runfolder.runinfo import (
@@ -43,7 +51,7 @@ from medspot.runfolder.runinfo import (
     now_iso,
     package_versions,
 )
-from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.runfolder.writer import write_results
 from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
@@ -110,7 +118,7 @@ def evaluate(
     ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
     adapter = registry.create(req.model, ctx)
     if req.zoom is not None and req.zoom.multi_pass:
-        adapter = ZoomAdapter(adapter, req.zoom, RunFolder(out).zoom_passes)
+        adapter = ZoomAdapter(adapter, req.zoom)
     with run_folder(out) as folder:
         return _evaluate_locked(req, folder, adapter, images, on_progress)
 
@@ -136,7 +144,7 @@ def _evaluate_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> EvalOutcome:
     zoom: ZoomInfo | None = None
-    if isinstance(adapter, ZoomAdapter):  # made before the folder, on its passes journal
+    if isinstance(adapter, ZoomAdapter):  # made before the folder
         zoom = ZoomInfo(passes=adapter.spec.passes, crop=adapter.spec.crop)
 
     info = RunInfo(
@@ -183,12 +191,12 @@ def _run_and_score(
     stats = RunStats()
     interrupted: KeyboardInterrupt | None = None
     try:
-        with Journal(journal_path) as journal:
+        with Journal(journal_path) as journal, ZoomPassJournal(folder.zoom_passes) as passes:
             try:
-                stats = _run_async(
-                    run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
-                    adapter,
+                run = run_model(
+                    req.dataset, adapter, journal, images, opts, existing, on_progress, passes
                 )
+                stats = _run_async(run, adapter)
             except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
                 interrupted = e
     except JournalWriteError as e:

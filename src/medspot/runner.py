@@ -6,19 +6,21 @@ Ready steps wait in a priority queue ordered by the length of their task's remai
 long tasks start first and the run ends close to the critical path. `all_steps` asks every
 annotated step. Every call is journaled when it completes; a step already in the journal is
 never asked again. A failed call is retried with exponential backoff (honouring Retry-After)
-and, after the retries, journaled as an error and retried on the next run.
+and, after the retries, journaled as an error and retried on the next run. A zoom-in adapter's
+passes (`adapters.zoom`) are kept in the store the runner is given (`ZoomPassJournal`: each pass
+journaled as it is answered, the passes answered before reused), around every step it asks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -32,12 +34,13 @@ from medspot.adapters.retry import (
     RetryPolicy,
     call_with_retries,
 )
+from medspot.adapters.zoom import PassStore, passes_kept
 from medspot.dataset.images import ImageStore
 from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
 from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import DataError, Location, MedspotError, TransientModelError
 from medspot.progress import ProgressEvent
-from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
+from medspot.runfolder.journal import Journal, JournalRecord, now_stamp, prompt_hash
 from medspot.scoring.protocol import Protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
@@ -78,7 +81,7 @@ def call_record(
         prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
         extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
         error=error,
-        time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        time=now_stamp(),
     )
 
 
@@ -164,10 +167,12 @@ class _Scheduler:
         opts: RunOptions,
         existing: Iterable[JournalRecord],
         on_progress: Callable[[ProgressEvent], None] | None,
+        passes: PassStore | None = None,
     ) -> None:
         self.dataset = dataset
         self.adapter = adapter
         self.journal = journal
+        self.passes = passes
         self.images = images
         self.opts = opts
         self.on_progress = on_progress
@@ -232,7 +237,7 @@ class _Scheduler:
         def counted(_n: int, _delay: float, _e: TransientModelError) -> None:
             self.stats.retries += 1
 
-        with requests_counted() as sent:
+        with requests_counted() as sent, self._passes_kept():
             try:
                 pred: Prediction
                 pred, retries, latency = await call_with_retries(
@@ -252,6 +257,10 @@ class _Scheduler:
         requests = sent() if counts else 1 + rec.retries
         self.stats.requests += requests
         return rec.model_copy(update={"requests": requests})
+
+    def _passes_kept(self) -> contextlib.AbstractContextManager[None]:
+        """The block in which a zoom-in adapter keeps its passes in `self.passes`."""
+        return passes_kept(self.passes) if self.passes is not None else contextlib.nullcontext()
 
     async def _ask(self, step: Step) -> JournalRecord:
         t0 = time.perf_counter()
@@ -366,9 +375,11 @@ async def run_model(
     opts: RunOptions,
     existing: Iterable[JournalRecord] = (),
     on_progress: Callable[[ProgressEvent], None] | None = None,
+    passes: PassStore | None = None,
 ) -> RunStats:
-    """Ask `adapter` every step the protocol needs that `existing` does not already answer."""
-    sch = _Scheduler(dataset, adapter, journal, images, opts, existing, on_progress)
+    """Ask `adapter` every step the protocol needs that `existing` does not already answer; a
+    zoom-in adapter's passes are kept in `passes` (`runfolder.journal.ZoomPassJournal`)."""
+    sch = _Scheduler(dataset, adapter, journal, images, opts, existing, on_progress, passes)
     sch.seed_queue()
     if sch.pending_tasks == 0:
         return sch.stats

@@ -68,8 +68,7 @@ from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.journal import Journal
 from medspot.runfolder.layout import LIVE_JOURNAL
-from medspot.runfolder.live_schema import live_view
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.reader import live_view, load_run
 
 pytestmark = pytest.mark.live  # the Episode and runner tests start the lamp panel's process
 

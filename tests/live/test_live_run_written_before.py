@@ -26,8 +26,8 @@ from medspot.runfolder.layout import (
     TASK_RESULTS,
     RunFolder,
 )
-from medspot.runfolder.live_schema import LiveRunInfo, live_view
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.live_schema import LiveRunInfo
+from medspot.runfolder.reader import live_view, load_run
 from medspot.runfolder.runinfo import RunInfo
 
 WRITTEN = Path(__file__).parents[1] / "fixtures" / "live_run_with_journal"

@@ -31,8 +31,8 @@ from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SlotSeats
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
 from medspot.live.loop.steplog import FaultRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
-from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET, live_view
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET
+from medspot.runfolder.reader import live_view, load_run
 
 pytestmark = pytest.mark.live
 

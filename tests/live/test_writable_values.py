@@ -16,10 +16,10 @@ from _action_strategies import deep, json_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from medspot.atomic_write import atomic_write_json, atomic_write_json_lines
 from medspot.jsonsafe import CUT, MAX_DEPTH, MAX_INT, REPLACEMENT, finite_float, json_safe
 from medspot.live.loop.steplog import FaultRecord, StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.journal import Journal, JournalRecord, read_journal
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines
 
 HOSTILE: dict[str, Any] = {
     "surrogate": "a\ud800b",

@@ -99,9 +99,9 @@ def _eee_files(runs: list[Run], args: argparse.Namespace, out: Path) -> dict[Pat
 
 
 def _run(args: argparse.Namespace) -> int:
+    from medspot.atomic_write import atomic_write_text
     from medspot.report.comparable import refuse_repeated_runs
     from medspot.runfolder.reader import load_runs
-    from medspot.runfolder.writer import atomic_write_text
 
     _check_options(args)
     runs = load_runs([Path(p) for p in args.run_dirs])

@@ -16,10 +16,10 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from medspot.atomic_write import atomic_write_text
     from medspot.report.leaderboard import build_leaderboard, render, resolve_metric
     from medspot.report.live_scores import resolve_live_metric
     from medspot.runfolder.reader import load_runs
-    from medspot.runfolder.writer import atomic_write_text
     from medspot.scoring.metrics import TCA
 
     live = resolve_live_metric(args.metric) if args.metric else None

@@ -19,8 +19,8 @@ from medspot.report.leaderboard import SHORT_NAMES, is_share
 from medspot.report.live import is_live, live_page, live_page_name
 from medspot.report.live_summary import live_section
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import dataset_root, live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import dataset_root
+from medspot.runfolder.reader import Run, live_view
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 

@@ -27,8 +27,8 @@ from medspot.errors import ConfigError
 from medspot.report.live_safety import harm_badges, harmful_steps, safety_table
 from medspot.report.text import shorten
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import LiveRun, LiveStepRow, LiveTaskRow, live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import LiveStepRow, LiveTaskRow
+from medspot.runfolder.reader import LiveRun, Run, live_view
 
 __all__ = [
     "frame_notes",

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from medspot.live.core.harm import DIMENSIONS, PENALTIES, SEVERITIES, UNLABELLED
 from medspot.report.live_scores import row_harms
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import LiveHarm, LiveRun, LiveTaskRow
+from medspot.runfolder.live_schema import LiveHarm, LiveTaskRow
+from medspot.runfolder.reader import LiveRun
 
 __all__ = ["harm_badges", "harm_label", "harmful_steps", "legacy_note", "safety_table"]
 

@@ -23,9 +23,8 @@ from medspot.runfolder.live_schema import (
     SUCCESS,
     LiveHarm,
     LiveTaskRow,
-    live_view,
 )
-from medspot.runfolder.reader import Run
+from medspot.runfolder.reader import Run, live_view
 from medspot.scoring.metrics import percentile_intervals, resample_counts
 
 __all__ = [

@@ -31,8 +31,8 @@ from medspot.runfolder.live_schema import (
     STEPS_RATIO,
     SUCCESS,
     TOOL_RATE,
-    LiveRun,
 )
+from medspot.runfolder.reader import LiveRun
 
 __all__ = ["LIVE_ROWS", "LiveRow", "live_section", "live_settings", "shown_rows"]
 

@@ -8,7 +8,9 @@
 - `LIVE_KEYS`: the names of the live metrics in `overall_dataset_metrics.json`;
   `LIVE_TIMING_KEYS` the run's timings there (the wait between tasks, the resets), never
   ranked;
-- `live_view(run)`: a run read by `runfolder.reader`, typed as a live run (or None).
+- `dataset_root`: where a run's screenshots are.
+
+A run folder read (`runfolder.reader.Run`) is typed as a live run by `runfolder.reader.live_view`.
 
 Folders written before these types read the same way: every field added since has a default
 (a run.json without `mode` is a guided run).
@@ -18,17 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from medspot.errors import ConfigError
-from medspot.runfolder.layout import RUN_JSON, TASK_RESULTS
-from medspot.runfolder.reader import Run
+from medspot.runfolder.layout import RUN_JSON
 from medspot.runfolder.runinfo import RunInfo
-from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.runfolder.schema import StepRow, TaskRow, first_error
 
 __all__ = [
     "ANY_HARM",
@@ -65,13 +65,11 @@ __all__ = [
     "LiveHarm",
     "LiveMode",
     "LiveOutcome",
-    "LiveRun",
     "LiveRunInfo",
     "LiveStepRow",
     "LiveTaskRow",
     "LiveTiming",
     "dataset_root",
-    "live_view",
     "repeat_task_id",
 ]
 
@@ -216,7 +214,9 @@ class LiveRunInfo(RunInfo):
         try:
             return cls.model_validate(info.model_dump())
         except ValidationError as e:
-            raise ConfigError(f"{RUN_JSON}: the live fields are not valid: {_first(e)}") from None
+            raise ConfigError(
+                f"{RUN_JSON}: the live fields are not valid: {first_error(e)}"
+            ) from None
 
     def resuming(self, previous: RunInfo) -> LiveRunInfo | None:
         """`previous` as a live run's run.json; None when it is a static run's."""
@@ -319,39 +319,6 @@ class LiveTaskRow(TaskRow):
     progress: float | None = None
     first_failed_subgoal: str | None = None
     first_failed_at: int | None = None  # its 1-based position among the task's subgoals
-
-
-@dataclass(frozen=True)
-class LiveRun:
-    """A live run folder, read: the run as `runfolder.reader` gives it, typed."""
-
-    run: Run
-    info: LiveRunInfo
-    tasks: tuple[LiveTaskRow, ...]
-
-
-def live_view(run: Run) -> LiveRun | None:
-    """`run` typed as a live run, or None when it is a static run. Bad live fields are a
-    `ConfigError` naming the file and the task."""
-    try:
-        info = LiveRunInfo.of(run.info)
-    except ConfigError as e:
-        raise ConfigError(f"{run.path / RUN_JSON}: {str(e).partition(': ')[2]}") from None
-    if info is None:
-        return None
-    tasks = []
-    for t in run.tasks:
-        try:
-            tasks.append(LiveTaskRow.model_validate(t.model_dump()))
-        except ValidationError as e:
-            where = run.path / t.app / TASK_RESULTS
-            raise ConfigError(f"{where}: task {t.task_id}: {_first(e)}") from None
-    return LiveRun(run=run, info=info, tasks=tuple(tasks))
-
-
-def _first(e: ValidationError) -> str:
-    err = e.errors()[0]
-    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
 
 
 def dataset_root(info: RunInfo, run_dir: Path) -> str:

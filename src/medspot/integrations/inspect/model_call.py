@@ -15,7 +15,6 @@ Inspect's provider decides the API (chat or responses) and retries failed calls 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,7 +33,12 @@ from inspect_ai.model import (
     get_model,
 )
 
-from medspot.adapters.backends.cardbase import CardAdapter, Generation, SentImage
+from medspot.adapters.backends.cardbase import (
+    CardAdapter,
+    Generation,
+    SentImage,
+    data_url_image,
+)
 from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.backends.openai_bodies import chat_body
 from medspot.adapters.base import StepRequest, Usage
@@ -151,16 +155,7 @@ class InspectCardAdapter(CardAdapter):
         self.images = ImagePrep()
 
     async def _prepare(self, request: StepRequest, spec: PromptSpec) -> SentImage:
-        image = await asyncio.to_thread(
-            self.images.prepare,
-            request.image_path,
-            request.image_size,
-            spec.resize,
-            spec.image_format,
-        )
-        return SentImage(
-            image.data_url(), image.sent_size, image.resized, {"image_reencoded": image.reencoded}
-        )
+        return await data_url_image(self.images, request, spec)
 
     async def _generate(
         self, spec: PromptSpec, image: SentImage, temperature: float | None, seed: int

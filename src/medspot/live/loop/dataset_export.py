@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medspot.atomic_write import atomic_write_json
 from medspot.errors import ConfigError
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options
@@ -35,7 +36,6 @@ from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
 from medspot.runfolder.layout import RunFolder, screen_rel
 from medspot.runfolder.lock import run_folder_lock
-from medspot.runfolder.writer import atomic_write_json
 
 __all__ = [
     "EXPORT_INFO",

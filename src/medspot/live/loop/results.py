@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from medspot.atomic_write import atomic_write_json, atomic_write_json_lines
 from medspot.jsonsafe import finite_float, json_safe
 from medspot.live.loop.outcomes import TaskResult, by_task, live_metrics, success_fraction
 from medspot.live.loop.static_bridge import static_metrics
@@ -50,7 +51,6 @@ from medspot.runfolder.live_schema import (
     LiveTaskRow,
     repeat_task_id,
 )
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines
 
 __all__ = ["PROTOCOL", "task_uid", "write_live_results"]
 
