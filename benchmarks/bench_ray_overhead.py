@@ -54,6 +54,7 @@ class Meter:
     def __init__(self, slot: CallSlot) -> None:
         self.slot = slot
         self.step_overheads: list[float] = []
+        self.first_step_overheads: list[float] = []  # a task's first step (after the reset)
         self.call_overheads: list[float] = []
 
     async def call(self, ep: EpisodeCalls, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
@@ -89,6 +90,8 @@ class Meter:
             res, c = await self.call(ep, ep.step, action)
             boxes = res.next_intended
             self.step_overheads.append(a + b + c)
+            if res.n == 1:
+                self.first_step_overheads.append(a + b + c)
             if res.outcome is not None:
                 return res.outcome == "success"
 
@@ -132,6 +135,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"tasks": len(tasks) * args.repeat, "steps": steps, "success": ok}
     for k, m in meters.items():
         out[f"{k}_step_overhead_ms"] = _q(m.step_overheads)
+        out[f"{k}_first_step_overhead_ms"] = _q(m.first_step_overheads)
         out[f"{k}_call_overhead_ms"] = _q(m.call_overheads)
         for size, v in rtt[k].items():
             out[f"{k}_round_trip_{size}_ms"] = _q(v)

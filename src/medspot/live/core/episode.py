@@ -425,6 +425,19 @@ class Episode:
             "requires_each": [self.required_at_start[r] for r in self.task.requires],
         }
 
+    def look(self) -> Observation:
+        """The screen as it shows now, no action taken (an agent that waits: nothing of the
+        budget); the current step's target located on it afresh (`located`)."""
+        self._usable("look")
+        try:
+            obs = self.env.observe()
+        except BaseException as e:
+            self._fault = f"look: {type(e).__name__}: {_first_line(e)}"
+            raise
+        self.observation, self._intended = obs, None
+        self._located_ahead()
+        return obs
+
     # -- the oracle -----------------------------------------------------------------------------
 
     @property

@@ -132,7 +132,8 @@ class EpisodeCalls(Protocol):
     def start_checks(self) -> dict[str, list[bool]]: ...
     def intended(self) -> Boxes: ...
     def oracle_action(self) -> LiveAction | None: ...
-    def step(self, action: LiveAction | None) -> StepResult: ...
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult: ...
+    def look(self) -> Observation: ...
 
 
 class EnvSlot(Protocol):
@@ -141,9 +142,9 @@ class EnvSlot(Protocol):
     index: int
     busy_s: float  # time spent inside environment calls
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` on this slot's worker, bounded by the call timeout; a fault of the
-        environment (or of the machinery that reaches it) is an `EnvironmentFault`."""
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` on this slot's worker, bounded by the call timeout; a fault of
+        the environment (or of the machinery that reaches it) is an `EnvironmentFault`."""
         ...
 
     async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls:
@@ -247,9 +248,9 @@ class CallSlot(ABC):
         """The thread `call` runs on."""
         return self._pool
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._worker(), functools.partial(fn, *args))
+        fut = loop.run_in_executor(self._worker(), functools.partial(fn, *args, **kwargs))
         t0 = time.perf_counter()
         try:
             return await asyncio.wait_for(fut, self.cfg.call_timeout_s)

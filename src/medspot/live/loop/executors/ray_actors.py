@@ -130,10 +130,15 @@ class RemoteEpisode:
     def oracle_action(self) -> LiveAction | None:
         return oracle_step_action(self.task.steps[self.current], *self.intended())
 
-    def step(self, action: LiveAction | None) -> StepResult:
-        res: StepResult = self._answer(self._actor.step, action)
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        res: StepResult = self._answer(self._actor.step, action, flags)
         self._intended = res.next_intended
         return res
+
+    def look(self) -> Observation:
+        obs: Observation
+        obs, self._intended = self._answer(self._actor.look)
+        return obs
 
 
 class RaySlot(CallSlot):
