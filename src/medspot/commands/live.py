@@ -20,7 +20,9 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_executor_args,
     add_model_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
     non_negative_float,
@@ -33,7 +35,7 @@ from medspot.commands._common import (
 from medspot.commands._runlog import run_log
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
-from medspot.limits import MAX_REPEATS, MAX_SEED, MAX_SPARES
+from medspot.limits import MAX_REPEATS, MAX_SEED
 
 __all__ = ["GIVEN_UP_EXIT_STATUS", "register"]
 
@@ -78,18 +80,7 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
-    spares = p.add_mutually_exclusive_group()
-    spares.add_argument(
-        "--spares", type=whole_number(0, MAX_SPARES), default=None, metavar="N",
-        help="spare instances per environment, each prepared for one of the next tasks while "
-        f"the current one runs (0 to {MAX_SPARES}; default: the environment's own, 1 or 2; "
-        "each adds its memory, docs/live.md)",
-    )  # fmt: skip
-    spares.add_argument(
-        "--no-spare", dest="spares", action="store_const", const=0,
-        help="no spare instances (--spares 0): one instance per environment, less memory; the "
-        "wait between tasks is then a reset",
-    )  # fmt: skip
+    add_spare_args(p, "default: the environment's own, 1 or 2; each adds its memory, docs/live.md")
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",
@@ -99,26 +90,6 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         help="run again the tasks given up on because their environment fault recurred",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _executor_args(p: argparse.ArgumentParser) -> None:
-    from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
-
-    p.add_argument(
-        "--executor", choices=list(EXECUTORS), default="threads",
-        help="where environments run: threads of this process (default) or Ray actors, "
-        "on this machine or a cluster (pip install 'medspot[ray]')",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-address", default=None, metavar="ADDRESS",
-        help="ray: join this cluster (`auto`, or HOST:PORT of its head); default: start a "
-        "local cluster for this run",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
-        help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
-        "a fraction packs more per node)",
-    )  # fmt: skip
 
 
 def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
@@ -497,7 +468,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the tools track: offer typed tools over the application's API beside the GUI "
         "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
     )  # fmt: skip
-    _executor_args(r)
+    add_executor_args(r)
     r.add_argument(
         "--seed",
         type=seed_number,

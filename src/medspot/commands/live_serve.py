@@ -10,6 +10,8 @@ import contextlib
 from pathlib import Path
 
 from medspot.commands._common import (
+    add_executor_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
     non_negative_float,
@@ -77,6 +79,8 @@ def _serve(args: argparse.Namespace) -> int:
         tasks_file=Path(args.tasks_file) if args.tasks_file else None,
         env_options=parse_env_options(args.env_option), tools=args.tools, seed=args.seed,
         n_boot=args.bootstrap, protocol="mcp" if args.mcp else "openenv",
+        executor=args.executor, ray_address=args.ray_address,
+        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares or 0,
     )  # fmt: skip
     args.run_folder = out
     with contextlib.ExitStack() as stack:
@@ -132,6 +136,11 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side; with more than one, every call names its episode",
     )  # fmt: skip
+    add_spare_args(
+        s, "default: none, each start is a reset; one is prepared for the next start of the "
+        "task its environment last started, which an agent that repeats a task takes",
+    )  # fmt: skip
+    add_executor_args(s)
     s.add_argument("--env-option", action="append", metavar="KEY=VALUE",
                    help="an option of the environment; repeatable")  # fmt: skip
     s.add_argument(
