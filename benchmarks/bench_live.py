@@ -116,10 +116,12 @@ def one(
         "harness_overhead_s": _q([(s.step_s or 0) - (s.env_s or 0) for s in steps]),
         # a task's first step apart: what the step does beyond the later ones (the first
         # screen's boxes, asked of the environment after the reset or brought back by it)
-        "harness_overhead_first_s": _q([(s.step_s or 0) - (s.env_s or 0) for s in steps
-                                        if s.n == 1]),
-        "harness_overhead_later_s": _q([(s.step_s or 0) - (s.env_s or 0) for s in steps
-                                        if s.n > 1]),
+        "harness_overhead_first_s": _q(
+            [(s.step_s or 0) - (s.env_s or 0) for s in steps if s.n == 1]
+        ),
+        "harness_overhead_later_s": _q(
+            [(s.step_s or 0) - (s.env_s or 0) for s in steps if s.n > 1]
+        ),
         "step_s": _q([s.step_s for s in steps if s.step_s is not None]),
     }
 

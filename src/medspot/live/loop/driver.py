@@ -50,7 +50,7 @@ from medspot.live.core.actions import (
     describe_action,
 )
 from medspot.live.core.contract import Observation
-from medspot.live.core.episode import Boxes, Mode, StepResult
+from medspot.live.core.episode import Mode, StepResult
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors.base import EnvSlot, EpisodeCalls
@@ -264,7 +264,7 @@ class EpisodeDriver:
         t0 = time.perf_counter()
         ep = await slot.episode(task, self.mode, key)
         place.n = 0
-        obs = await slot.reset(ep)
+        obs, boxes = await slot.reset(ep)  # one call: the first screen and its boxes
         shown_at = time.perf_counter()
         between = round(shown_at - last_end, 4) if last_end is not None else None
         swapped = slot.swapped
@@ -300,13 +300,12 @@ class EpisodeDriver:
 
         sha = await save_screen(self.folder, obs)
         source.shown(Shown(obs, 0, _instruction(ep, task, False)))
-        boxes: Boxes | None = None  # the current step's boxes on this screen, once located
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
             place.n, place.action = n, None
             step = task.steps[k]
-            if boxes is None:  # after the reset (located there: no environment work)
+            if boxes is None:  # not located with the screen: located now (or its fault)
                 boxes = await slot.call(ep.intended)
             intended, intended_to = boxes
             screen_path = (self.folder.path / screen_rel(sha)).resolve()

@@ -5,8 +5,9 @@ and runs every call on it, one at a time, each bounded by the call timeout; an *
 the slots and owns what they share (nothing for threads, the Ray connection for Ray actors).
 The runner drives a task through the slot's *episode*: the same `Episode` (`core/episode.py`)
 wherever the environment runs; it calls `ep = await slot.episode(task, mode, key)`, `await
-slot.reset(ep)` (the first observation), `slot.call(ep.step, action)` (one call a step: the
-step's result holds the next screen's boxes), ... The agent, the journal and the run folder
+slot.reset(ep)` (the first observation and its intended boxes: one call),
+`slot.call(ep.step, action)` (one call a step: the step's result holds the next screen's
+boxes), ... The agent, the journal and the run folder
 stay in the runner's process. Where the environment declares spares
 (`core.contract.SpareCapable`), the slot keeps them (`seats.SlotSeats`): the runner says which
 tasks come next (`slot.prepare`, as many as `spare_depth`), the spares are brought to their
@@ -53,6 +54,7 @@ __all__ = [
     "episode_tools",
     "fault_from",
     "private_workdir",
+    "reset_episode",
     "slot_episode",
     "timeout_fault",
 ]
@@ -105,6 +107,12 @@ def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset 
     return toolset if reach.reachable else None
 
 
+def reset_episode(ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+    """`ep.reset()` and the first screen's boxes as the reset located them (no further
+    environment work): a slot's reset, one call."""
+    return ep.reset(), ep.located
+
+
 def slot_episode(cfg: SlotConfig, env: Environment, task: LiveTask, mode: Mode) -> Episode:
     """An episode of `task` on `env` as a slot runs it: with the toolset it is offered
     (`episode_tools`). Used for the active instance and for a spare alike."""
@@ -153,8 +161,10 @@ class EnvSlot(Protocol):
         (swapped in: its episode is reset already)."""
         ...
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
-        """The episode's first observation: `ep.reset()`, or the swapped-in spare's start."""
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+        """The episode's first observation and its current step's boxes on it (None: they
+        could not be located there; `ep.intended()` says why): `ep.reset()`, or the swapped-in
+        spare's start. One call: the reset locates the boxes as `step` does the next ones."""
         ...
 
     @property
@@ -278,7 +288,7 @@ class CallSlot(ABC):
     async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls: ...
 
     @abstractmethod
-    async def reset(self, ep: EpisodeCalls) -> Observation: ...
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]: ...
 
     @abstractmethod
     async def discard(self) -> None: ...

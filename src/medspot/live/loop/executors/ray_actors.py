@@ -43,6 +43,7 @@ from medspot.live.loop.executors.base import (
     SlotConfig,
     SpareCounts,
     fault_from,
+    reset_episode,
     timeout_fault,
 )
 from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
@@ -211,8 +212,8 @@ class RaySlot(CallSlot):
         episode is reset: one round trip either way."""
         return RemoteEpisode(self, await self.ensure(), task, mode, key)
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
-        return await self.call(ep.reset)
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+        return await self.call(reset_episode, ep)
 
     @property
     def swapped(self) -> bool:
