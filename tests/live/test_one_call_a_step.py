@@ -17,6 +17,7 @@ from _lamp_panel import ENTRY, NAME, button_box, switch_task, task_file
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core.actions import Click
 from medspot.live.envs import registry
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.executors.base import CallSlot
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeOptions
@@ -73,15 +74,24 @@ def _after_reset(made: list[str]) -> list[str]:
 
 
 def test_a_run_makes_one_call_a_step(tmp_path: Path, calls: list[str]) -> None:
-    req = LiveRequest(env=NAME, model="clicks", out=tmp_path / "run", tasks_file=_tasks(tmp_path),
-                      agent=_Clicks(), n_boot=0, spares=0, workroot=tmp_path / "w")  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(NAME, tasks_file=_tasks(tmp_path), spares=0, workroot=tmp_path / "w"),
+        model="clicks",
+        out=tmp_path / "run",
+        agent=_Clicks(),
+        n_boot=0,
+    )
     assert run_live(req).metrics["task_success_rate"] == 1.0
     assert _after_reset(calls) == ["step", "step"]
 
 
 def test_a_served_episode_makes_one_call_a_step(tmp_path: Path, calls: list[str]) -> None:
-    host = EpisodeHost(ServeOptions(env=NAME, out=tmp_path / "run", tasks_file=_tasks(tmp_path),
-                                    workroot=tmp_path / "w"))  # fmt: skip
+    host = EpisodeHost(
+        ServeOptions(
+            spec=EnvSpec(NAME, tasks_file=_tasks(tmp_path), workroot=tmp_path / "w"),
+            out=tmp_path / "run",
+        )
+    )
     me = ClientInfo("agent", "1", "session")
 
     async def main() -> str | None:

@@ -7,7 +7,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medspot.adapters.keys import named_key
 from medspot.adapters.options import AdapterOptions
@@ -20,6 +20,9 @@ from medspot.limits import (
     MAX_SPARES,
 )
 
+if TYPE_CHECKING:
+    from medspot.live.loop.envspec import EnvSpec
+
 __all__ = [
     "adapter_options",
     "add_data_args",
@@ -29,6 +32,7 @@ __all__ = [
     "add_spare_args",
     "bootstrap_number",
     "concurrency_number",
+    "env_spec",
     "non_negative_float",
     "non_negative_int",
     "parse_apps",
@@ -358,4 +362,22 @@ def add_spare_args(p: argparse.ArgumentParser, default: str) -> None:
         "--no-spare", dest="spares", action="store_const", const=0,
         help="no spare instances (--spares 0): one instance per environment, less memory; the "
         "wait between tasks is then a reset",
+    )  # fmt: skip
+
+
+def env_spec(args: argparse.Namespace, task_ids: tuple[str, ...]) -> EnvSpec:
+    """A live command's environment, checked (`EnvSpec`: exit 2 before anything starts):
+    `--env`, `--env-option`, `--tasks-file`, the task ids, and where the command has them
+    `--tools`, `--executor` and its options, `--spares` / `--no-spare`."""
+    from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+
+    executor = ExecutorSpec(
+        getattr(args, "executor", "threads"), getattr(args, "ray_address", None),
+        getattr(args, "ray_cpus_per_env", None),
+    )  # fmt: skip
+    return EnvSpec(
+        args.env, env_options=parse_env_options(args.env_option),
+        tasks_file=Path(args.tasks_file) if args.tasks_file else None, task_ids=task_ids,
+        tools=getattr(args, "tools", None), executor=executor,
+        spares=getattr(args, "spares", None),
     )  # fmt: skip

@@ -25,8 +25,8 @@ from medspot.commands._common import (
     add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
     progress_bar,
     retries_number,
     seed_number,
@@ -125,22 +125,21 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     from medspot.live.envs.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.scheduler import LiveOptions
 
     env_entry(args.env)
     out = Path(args.out)
     model = _model_name(args)
-    req = LiveRequest(
-        env=args.env, model=model, out=out, task_ids=_task_ids(args),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+    loop = LiveOptions(
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
-        mode=args.mode,
-        prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
-        max_retries=args.max_retries, options=adapter_options(args),
-        env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
+        mode=args.mode, seed=args.seed, max_cost=args.max_cost,
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
-        planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
-        executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares, tools=args.tools,
+    )  # fmt: skip
+    req = LiveRequest(
+        spec=env_spec(args, _task_ids(args)), model=model, out=out, loop=loop,
+        prompt_style=args.prompt, n_boot=args.bootstrap, max_retries=args.max_retries,
+        options=adapter_options(args), planner=args.planner, grounder=args.grounder,
+        grounder_options=_grounder_overrides(args),
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -254,16 +253,14 @@ def _export(args: argparse.Namespace) -> int:
     )
 
     out = Path(args.out)
-    ids, env_options = _task_ids(args), parse_env_options(args.env_option)
+    spec = env_spec(args, _task_ids(args))
     bar, update = _bar(args, "export")
     stopped: int | None = None
     with _logged(args, out / RUN_SUBDIR):  # as in `_run`
         try:
             res = export_env(
-                args.env, out, task_ids=ids,
-                tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-                concurrency=args.concurrency, env_options=env_options, on_progress=update,
-                retry_env_errors=args.retry_env_errors, spares=args.spares,
+                spec, out, concurrency=args.concurrency, on_progress=update,
+                retry_env_errors=args.retry_env_errors,
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -295,19 +292,13 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from medspot.live.envs.taskfiles import env_task_file, select_tasks
     from medspot.live.loop.task_audit import audit_env
 
-    tasks_file = Path(args.tasks_file) if args.tasks_file else None
-    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args), tasks_file)  # exit 2
+    spec = env_spec(args, _task_ids(args))  # bad input: exit 2, before anything is made
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
     bar, update = _bar(args, "audit")
     try:
-        res = audit_env(
-            args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
-            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update, spares=args.spares,
-        )  # fmt: skip
+        res = audit_env(spec, work, concurrency=args.concurrency, on_progress=update)
     finally:
         if bar:
             bar.close()

@@ -14,8 +14,8 @@ from medspot.commands._common import (
     add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
     seed_number,
     whole_number,
 )
@@ -74,13 +74,9 @@ def _serve(args: argparse.Namespace) -> int:
     transport = _transport(args)
     out = Path(args.out)
     opts = ServeOptions(
-        env=args.env, out=out, mode=args.mode, concurrency=args.concurrency,
-        task_ids=_task_ids(args.tasks),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-        env_options=parse_env_options(args.env_option), tools=args.tools, seed=args.seed,
-        n_boot=args.bootstrap, protocol="mcp" if args.mcp else "openenv",
-        executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares or 0,
+        spec=env_spec(args, _task_ids(args.tasks)), out=out, mode=args.mode,
+        concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
+        protocol="mcp" if args.mcp else "openenv",
     )  # fmt: skip
     args.run_folder = out
     with contextlib.ExitStack() as stack:

@@ -14,7 +14,7 @@ anywhere in a cluster; environments use synchronous Playwright / subprocess / py
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.
-Pipelined starts: where the environment keeps spares (`LiveOptions.spares`, the environment's
+Pipelined starts: where the environment keeps spares (`EnvSpec.spares`, the environment's
 `SparePlan`), a slot claims the next (task, repeat) of the queue, as many as it keeps spares
 (`spare_depth`), as soon as its current task has its first observation, and its spares are
 brought to those tasks' starts while the current task runs; the next task then starts with a
@@ -56,8 +56,9 @@ from medspot.live.loop.driver import (
     first_line,
     recurring_fault_reason,
 )
-from medspot.live.loop.executors import ExecutorName, create_executor
-from medspot.live.loop.executors.base import EnvSlot, SlotConfig
+from medspot.live.loop.envspec import EnvSpec
+from medspot.live.loop.executors import create_executor
+from medspot.live.loop.executors.base import EnvSlot
 from medspot.live.loop.livefolder import RunFolder, now_iso
 from medspot.live.loop.sources import AgentSource, LiveStats
 from medspot.live.loop.steplog import FaultRecord, JournalState, LiveRecord, TaskRecord
@@ -75,19 +76,15 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class LiveOptions(SlotConfig):
-    """How the loop runs: where environments are made (`SlotConfig`: the environment, its
-    options, the call timeout, the work root) and the rest of the run's options; a
-    `request.LiveRequest` is one, with what the request adds."""
+class LiveOptions:
+    """How the loop runs a run's tasks (`request.LiveRequest.loop`); the environment they run
+    in is the run's `EnvSpec`."""
 
     concurrency: int = 1  # environments side by side
     env_retries: int = 2  # fresh environments per task after a fault
     history: str = "actions"
     seed: int = 0
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
-    ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
-    ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
     max_cost: float | None = None  # USD: no new model call once the run has spent this much
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
@@ -102,6 +99,7 @@ class LiveOptions(SlotConfig):
 class _Run:
     def __init__(
         self,
+        spec: EnvSpec,
         tasks: Sequence[LiveTask],
         agent: LiveAgent,
         journal: Journal,
@@ -110,6 +108,7 @@ class _Run:
         state: JournalState,
         on_progress: Callable[[ProgressEvent], None] | None,
     ) -> None:
+        self.spec = spec
         self.tasks = tasks
         self.journal = journal
         self.opts = opts
@@ -118,8 +117,8 @@ class _Run:
         self.stats = LiveStats(previous_cost_usd=state.spent_usd())
         self.source = AgentSource(agent, state, self.stats, opts.max_cost)
         self.driver = EpisodeDriver(
-            env=opts.env, folder=RunFolder(out), record=self._append, mode=opts.mode,
-            history=opts.history, seed=opts.seed, tools=opts.tools,
+            env=spec.env, folder=RunFolder(out), record=self._append, mode=opts.mode,
+            history=opts.history, seed=opts.seed, tools=spec.tools,
             start_checks=opts.start_checks, on_started=self._started,
         )  # fmt: skip
         self.done = 0
@@ -194,7 +193,7 @@ class _Run:
                 # its first line (commands._runlog)
                 log.warning("task %s, attempt %d: environment fault: %s", task.id, attempt, e)
                 last_fault = str(e)
-                self._append(place.fault(task.id, self.opts.env, attempt, last_fault, repeat))
+                self._append(place.fault(task.id, self.spec.env, attempt, last_fault, repeat))
                 await slot.discard()
                 self.ended[slot.index] = time.perf_counter()
                 streak = state.fault_streak.get(task.id, [])
@@ -206,7 +205,7 @@ class _Run:
                 self.task_errors += 1
             return
         self.task_errors += 1
-        self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
+        self._append(TaskRecord(task=task.id, env=self.spec.env, attempt=attempt,
                                 outcome="env_error", repeat=repeat,
                                 reason=f"environment kept failing: {first_line(last_fault)}",
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
@@ -217,7 +216,7 @@ class _Run:
         reason = recurring_fault_reason(streak)
         log.warning("task %s: %s; not retried on a resume (--retry-env-errors)", task.id, reason)
         self.task_errors += 1
-        self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=attempt,
+        self._append(TaskRecord(task=task.id, env=self.spec.env, attempt=attempt,
                                 outcome="env_error", reason=reason, fault_recurs=True,
                                 repeat=repeat,
                                 oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
@@ -248,10 +247,8 @@ class _Run:
         for t in todo:
             self.queue.put_nowait(t)
         n_slots = max(1, min(self.opts.concurrency, len(todo)))
-        executor = create_executor(
-            self.opts.executor, self.opts.slot_config(),
-            ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
-        )  # fmt: skip
+        ex = self.spec.executor
+        executor = create_executor(ex.name, self.spec.slot_config(), **ex.options())
         slots: list[EnvSlot] = []
 
         def started() -> None:
@@ -284,6 +281,7 @@ class _Run:
 
 
 async def run_tasks(
+    spec: EnvSpec,
     tasks: Sequence[LiveTask],
     agent: LiveAgent,
     journal: Journal,
@@ -292,10 +290,10 @@ async def run_tasks(
     state: JournalState,
     on_progress: Callable[[ProgressEvent], None] | None = None,
 ) -> LiveStats:
-    """Run every (task, repeat) not finished in `state` (the journal read back); journal as
-    it goes."""
+    """Run every (task, repeat) of `tasks` (of `spec`) not finished in `state` (the journal
+    read back); journal as it goes."""
     if opts.history not in HISTORY_MODES:
         raise MedspotError(f"unknown history mode {opts.history!r}")
     if opts.repeats < 1:
         raise MedspotError(f"repeats {opts.repeats}: must be 1 or more")
-    return await _Run(tasks, agent, journal, out, opts, state, on_progress).run()
+    return await _Run(spec, tasks, agent, journal, out, opts, state, on_progress).run()

@@ -27,22 +27,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from medspot.errors import ConfigError, MedspotError
+from medspot.limits import MAX_BOOTSTRAP, MAX_CONCURRENCY, check_seed, check_whole
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.tasks import LiveTask
-from medspot.live.envs.envoptions import check_env_options, check_viewport
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
-from medspot.live.envs.toolsets import toolset_info
 from medspot.live.loop.driver import EpisodeDriver, Place, Shown, first_line
-from medspot.live.loop.executors import ExecutorName, create_executor
-from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, EnvSlot, Executor, SlotConfig
+from medspot.live.loop.envspec import EnvSpec
+from medspot.live.loop.executors import create_executor
+from medspot.live.loop.executors.base import EnvSlot, Executor
 from medspot.live.loop.livefolder import (
     Journal,
     LiveRunInfo,
@@ -77,25 +74,25 @@ FREE_WAIT_S = 5.0
 SERVED_REPEAT_KEY = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeOptions:
-    env: str
+    """A server's run: its environment (`spec`: the tasks offered, the toolset, the executor,
+    spares: none unless the spec asks for some, ...; checked when made) and what serving adds.
+
+        ServeOptions(spec=EnvSpec("orthanc-explorer"), out=Path("runs/served"))
+    """
+
+    spec: EnvSpec
     out: Path
     mode: Mode = "agent"  # agent: the goal only; guided: also the current step's instruction
     concurrency: int = 1  # environments side by side (episodes at once)
-    task_ids: tuple[str, ...] = ()  # the tasks offered (default: all of the task file)
-    tasks_file: Path | None = None
-    env_options: Mapping[str, Any] = field(default_factory=dict)
-    tools: str | None = None  # the tools track (`orthanc`), or GUI actions only
-    workroot: Path | None = None
-    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     n_boot: int = 2000
     seed: int = 0
     protocol: str = "mcp"  # how agents come in: "mcp" or "openenv" (run.json `served`)
-    executor: ExecutorName = "threads"
-    ray_address: str | None = None
-    ray_cpus_per_env: float | None = None
-    spares: int | None = 0  # a served run keeps none unless asked (`--spares N`)
+
+    @property
+    def env(self) -> str:
+        return self.spec.env
 
 
 class RunStopping(MedspotError):
@@ -150,21 +147,16 @@ class ServedRun:
     def __init__(self, opts: ServeOptions) -> None:
         if opts.mode not in MODES:
             raise ConfigError(f"unknown mode {opts.mode!r} (known: {', '.join(MODES)})")
-        if opts.concurrency < 1:
-            raise ConfigError(f"--concurrency {opts.concurrency}: must be 1 or more")
-        if opts.tools is not None:
-            toolset_info(opts.env, opts.tools)
+        check_whole("--concurrency", opts.concurrency, 1, MAX_CONCURRENCY)
+        check_whole("--bootstrap", opts.n_boot, 0, MAX_BOOTSTRAP)
+        check_seed(opts.seed)
         self.opts = opts
-        self.env_options = check_env_options(opts.env, opts.env_options)
-        tf, self.fingerprint = env_task_file(opts.env, opts.tasks_file)
-        self.tasks = select_tasks(tf, opts.task_ids)
-        check_viewport(self.env_options, self.tasks)
-        self.cfg = SlotConfig(opts.env, self.env_options, opts.call_timeout_s, opts.workroot,
-                              opts.tools, spares=opts.spares)  # fmt: skip
-        self._executor: Executor = create_executor(
-            opts.executor, self.cfg, ray_address=opts.ray_address,
-            ray_cpus_per_env=opts.ray_cpus_per_env,
-        )  # fmt: skip
+        spec = self.spec = opts.spec
+        self.tasks = list(spec.tasks)
+        # no spare unless asked: the next task is the agent's choice (module docstring)
+        self.cfg = spec.slot_config(spares=0 if spec.spares is None else None)
+        ex = spec.executor
+        self._executor: Executor = create_executor(ex.name, self.cfg, **ex.options())
         self.slots: list[EnvSlot] = []
         self._free: list[EnvSlot] = []
         self._freed = asyncio.Event()  # set when an environment is given back
@@ -175,6 +167,7 @@ class ServedRun:
         self._life: RunLife | None = None
         self._journal: Journal | None = None
         self._writing = asyncio.Lock()
+        self._driving: set[asyncio.Task[None]] = set()  # the episodes being driven
         self.driver: EpisodeDriver | None = None
         self.info: LiveRunInfo | None = None
         self.state = JournalState()
@@ -190,8 +183,8 @@ class ServedRun:
         self.slots = [self._executor.slot(i, lambda: None) for i in range(n)]
         self._free = list(self.slots)
         self.driver = EpisodeDriver(
-            env=self.opts.env, folder=folder, record=self._append, mode=self.opts.mode,
-            history="none", seed=self.opts.seed, tools=self.opts.tools,
+            env=self.spec.env, folder=folder, record=self._append, mode=self.opts.mode,
+            history="none", seed=self.opts.seed, tools=self.spec.tools,
             on_started=self._started,
         )  # fmt: skip
 
@@ -211,14 +204,14 @@ class ServedRun:
         if self.info is not None:
             return
         proto = self.opts.protocol
+        spec = self.spec
         info = new_run_info(
-            env=self.opts.env, out=self.opts.out, fingerprint=self.fingerprint,
-            env_options=self.env_options, model=model,
+            env=spec.env, out=self.opts.out, fingerprint=spec.fingerprint,
+            env_options=spec.env_options, model=model,
             adapter={"kind": f"{proto}-client", "name": name, "version": version,
                      "protocol": proto},
             prompt_style=f"{proto}-client", history="client", seed=self.opts.seed,
-            mode=self.opts.mode, tools=self.opts.tools, served=proto,
-            executor=self.opts.executor,
+            mode=self.opts.mode, tools=spec.tools, served=proto, executor=spec.executor.name,
         )  # fmt: skip
         assert self._folder is not None, "open() first"
         self._life = RunLife(self._folder, info)
@@ -296,7 +289,9 @@ class ServedRun:
         repeat = self._repeats.get(task.id, 0)
         self._repeats[task.id] = repeat + 1
         ep = ServedEpisode(task, repeat, slot)
-        ep.driving = asyncio.create_task(self._drive(ep))
+        ep.driving = driving = asyncio.create_task(self._drive(ep))
+        self._driving.add(driving)
+        driving.add_done_callback(self._driving.discard)
         try:
             await ep.actions.started
         except EnvironmentFault:
@@ -326,10 +321,10 @@ class ServedRun:
         except EnvironmentFault as e:
             error = e
             log.warning("task %s: environment fault: %s", task.id, e)
-            self._append(place.fault(task.id, self.opts.env, 1, str(e), ep.repeat))
+            self._append(place.fault(task.id, self.spec.env, 1, str(e), ep.repeat))
             reason = (f"environment fault at the reset: {e}" if place.n == 0
                       else f"environment fault: {first_line(str(e))}")  # fmt: skip
-            self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=1,
+            self._append(TaskRecord(task=task.id, env=self.spec.env, attempt=1,
                                     outcome="env_error", repeat=ep.repeat, reason=reason,
                                     oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
             self._prepared.pop(slot.index, None)
@@ -361,6 +356,11 @@ class ServedRun:
             return
         self._done = True
         self.stop_starts()
+        # an episode still starting (its start not answered yet) is stopped: nothing of it is
+        # recorded; the running ones were ended by the caller
+        for driving in list(self._driving):
+            driving.cancel()
+        await asyncio.gather(*self._driving, return_exceptions=True)
         try:
             if self.info is not None:
                 await self.write_results(running=False)

@@ -199,7 +199,7 @@ class EpisodeHost:
         """The tasks offered, as the agent sees them (no oracle path)."""
         out = []
         for t in self.tasks:
-            tools, reach = offered_tools(self.opts.env, self.opts.tools, t)
+            tools, reach = offered_tools(self.opts.env, self.opts.spec.tools, t)
             row: dict[str, Any] = {"id": t.id, "goal": t.instruction, "tags": list(t.tags),
                                    "budget": t.budget}  # fmt: skip
             if reach is not None:
@@ -294,7 +294,7 @@ class EpisodeHost:
                 f"the environment failed at the reset ({e}); the episode is recorded as an "
                 "environment error: start the task again"
             ) from None
-        specs, reach = offered_tools(self.opts.env, self.opts.tools, task)
+        specs, reach = offered_tools(self.opts.env, self.opts.spec.tools, task)
         run_id = episode_id or new_episode_id(task.id, episode.repeat + 1)
         run = _Running(run_id, episode, client, specs, reach)
         self._book.add(run)

@@ -29,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -66,8 +66,9 @@ DEFAULT_CALL_TIMEOUT_S = 180.0  # an environment call that never returns is a fa
 
 @dataclass(frozen=True)
 class SlotConfig:
-    """What every slot of a run needs to make its environment (the run's options,
-    `scheduler.LiveOptions`, are a `SlotConfig` with more)."""
+    """What every slot of a run needs to make its environment: the part of the run's
+    `envspec.EnvSpec` that slots take (`EnvSpec.slot_config`; what a Ray actor receives,
+    pickled: never more)."""
 
     env: str
     env_options: Mapping[str, Any] = field(default_factory=dict)
@@ -78,11 +79,6 @@ class SlotConfig:
     # `SparePlan` (its `count` when `default` is on), 0 none (`--no-spare`; `live serve`: the
     # next task is the agent's choice, not known in advance), N that many (`--spares N`)
     spares: int | None = None
-
-    def slot_config(self) -> SlotConfig:
-        """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
-        receives, pickled: never more of the run's options)."""
-        return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
 
 
 @dataclass(frozen=True)
