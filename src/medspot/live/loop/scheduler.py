@@ -1,4 +1,7 @@
-"""The closed loop: tasks run in real applications, several environments side by side.
+"""The closed loop of `live run`: tasks run in real applications, several environments side by
+side, each (task, repeat) an attempt of the one episode driver (`driver.EpisodeDriver`) with the
+run's agent as its action source (`sources.AgentSource`); what is here is which attempt runs
+where and when, and what a fault means for the task.
 
 Per task and repeat (`LiveOptions.repeats`: each task runs K times, repeat-major: every task's
 first run, then every task's second, ...; each on a freshly reset environment, with answers
@@ -9,8 +12,9 @@ hit its target's box) -> ask the agent -> act -> settle -> checks. The task ends
 when every `success` check holds, a harmful failure when a `fail_if` check fires (checked
 first), a failure when the agent says `done` without success or the budget is spent.
 
-Each environment lives in a slot (`executors`: a worker thread of this process, or a Ray actor
-anywhere in a cluster; environments use synchronous Playwright / subprocess / pyatspi); the
+Each environment lives in a slot made by the run's executor (`EnvSpec.executor`, `executors`:
+a worker thread of this process, or a Ray actor anywhere in a cluster; environments use
+synchronous Playwright / subprocess / pyatspi); the
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.

@@ -80,7 +80,7 @@ class AgentSource:
         that (task, repeat) as they are now, by action number, replayed."""
         return AgentActions(self, dict(self.state.of(repeat).answers.get(task_id, {})))
 
-    def _replayed(self, replay: StepRecord) -> AgentAnswer:
+    def replayed(self, replay: StepRecord) -> AgentAnswer:
         """A journaled answer as the agent's answer; an action that does not read back (a
         journal written by hand, or by a version that wrote it) is no action, flagged."""
         self.stats.replayed += 1
@@ -143,7 +143,7 @@ class AgentActions:
     async def decide(self, turn: AgentTurn) -> Decision:
         journaled = self.replay.get(turn.n)
         if journaled is not None:
-            return Answered(self.source._replayed(journaled), replayed=True)
+            return Answered(self.source.replayed(journaled), replayed=True)
         return Answered(await self.source.ask(turn), journal_first=True)
 
     def shown(self, shown: Shown) -> None:

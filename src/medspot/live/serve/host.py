@@ -54,6 +54,7 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec
 from medspot.live.envs.toolsets import offered_tools
 from medspot.live.loop.driver import Shown
+from medspot.live.loop.livefolder import LiveRunInfo
 from medspot.live.loop.served import (
     FREE_WAIT_S,
     RunStopping,
@@ -176,8 +177,8 @@ class EpisodeHost:
         await self.run.open()
 
     @property
-    def info(self) -> Any:
-        """run.json's contents (`LiveRunInfo`), once the first client is known."""
+    def info(self) -> LiveRunInfo | None:
+        """run.json's contents, once the first client is known."""
         return self.run.info
 
     def _ensure_folder(self, client: ClientInfo) -> None:
