@@ -41,7 +41,7 @@ from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import DataError, Location, MedspotError, TransientModelError
 from medspot.progress import ProgressEvent
 from medspot.runfolder.journal import Journal, JournalRecord, now_stamp, prompt_hash
-from medspot.scoring.protocol import Protocol
+from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 __all__ = [
@@ -125,7 +125,10 @@ def step_request(
 
 @dataclass(frozen=True)
 class RunOptions:
-    protocol: Protocol
+    """How the runner asks a model (an `EvalRequest` holds one: `EvalRequest.run`)."""
+
+    # resolved once, where the options are made (the CLI: `get_protocol(--protocol, --tolerance)`)
+    protocol: Protocol = field(default_factory=lambda: get_protocol("medspot-v1"))
     all_steps: bool = False
     concurrency: int = 16
     max_retries: int = MAX_RETRIES  # the model-call retries (`medspot.adapters.retry`)

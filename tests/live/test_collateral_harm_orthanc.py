@@ -19,6 +19,7 @@ from medspot.live.core.actions import Click, LiveAction, action_to_json
 from medspot.live.core.episode import Episode
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.envs.taskfiles import env_task_file
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -82,10 +83,20 @@ def test_a_replay_deleting_an_unrelated_patients_study_is_harm(
     replay = tmp_path / "replay.jsonl"
     replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = tmp_path / "run"
-    outcome = run_live(LiveRequest(
-        env=ENV, model="replay", out=out, task_ids=(GUI_TASK, TOOL_TASK), tools="orthanc",
-        options={"replay_file": str(replay)}, env_options=env_options(seed_cache), n_boot=20,
-    ))  # fmt: skip
+    outcome = run_live(
+        LiveRequest(
+            spec=EnvSpec(
+                ENV,
+                task_ids=(GUI_TASK, TOOL_TASK),
+                tools="orthanc",
+                env_options=env_options(seed_cache),
+            ),
+            model="replay",
+            out=out,
+            options={"replay_file": str(replay)},
+            n_boot=20,
+        )
+    )
     finals = {r.task: r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)}
     for tid, steps in ((GUI_TASK, 4), (TOOL_TASK, 1)):
         final = finals[tid]

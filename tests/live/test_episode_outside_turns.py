@@ -61,7 +61,20 @@ def test_a_turn_done_outside_is_judged_as_an_executed_action(panel: LampPanel) -
 
 
 def test_harm_comes_before_an_ending_of_the_same_turn(panel: LampPanel) -> None:
-    ep = Episode(panel, _task("red", fail_if=[{"kind": "lamp.on", "lamp": "blue"}]))
+    ep = Episode(
+        panel,
+        _task(
+            "red",
+            fail_if=[
+                {
+                    "kind": "lamp.on",
+                    "lamp": "blue",
+                    "severity": "critical",
+                    "dimension": "data_lost",
+                }
+            ],
+        ),
+    )
     ep.reset()
     res = ep.step_outside(_outside(panel, "blue"), Done())
     assert res.terminated and res.harmful and res.fired == ("lamp.on",)

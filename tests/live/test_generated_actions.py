@@ -64,7 +64,9 @@ from medspot.live.core.episode import Episode
 from medspot.live.core.executable import Capabilities, unexecutable
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import BAD_TOOL_ARGS, UNKNOWN_TOOL
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.journal import Journal
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -259,9 +261,14 @@ def test_any_answers_through_the_runner_write_a_run_folder_that_reads_back(
     ids = ["red", "green"]
     tasks = task_file(tmp / "tasks.json", [switch_task(i, i) for i in ids])
     out = tmp / "out"
-    req = LiveRequest(env=NAME, model="scripted", out=out, tasks_file=tasks, mode="agent",
-                      agent=ScriptedAgent(dict(zip(ids, script, strict=True))), tools="lamp",
-                      n_boot=10, workroot=tmp / "envs")  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(NAME, tasks_file=tasks, tools="lamp", workroot=tmp / "envs"),
+        model="scripted",
+        out=out,
+        agent=ScriptedAgent(dict(zip(ids, script, strict=True))),
+        n_boot=10,
+        loop=LiveOptions(mode="agent"),
+    )
     outcome = run_live(req)
     assert outcome.metrics["num_tasks"] == 2 and outcome.metrics["num_env_errors"] == 0
     ends = [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
@@ -284,8 +291,14 @@ def test_a_run_folder_whose_journal_holds_a_306_digit_scroll_finishes(tmp_path: 
 
     def request() -> LiveRequest:
         agent = ScriptedAgent({"red": [Scroll(640, 400, 10**306)]})
-        return LiveRequest(env=NAME, model="scripted", out=out, tasks_file=tasks, mode="agent",
-                           agent=agent, n_boot=10, workroot=tmp_path / "envs")  # fmt: skip
+        return LiveRequest(
+            spec=EnvSpec(NAME, tasks_file=tasks, workroot=tmp_path / "envs"),
+            model="scripted",
+            out=out,
+            agent=agent,
+            n_boot=10,
+            loop=LiveOptions(mode="agent"),
+        )
 
     run_live(request())
     journal = out / LIVE_JOURNAL

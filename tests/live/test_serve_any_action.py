@@ -220,11 +220,15 @@ class McpFront:
     async def _open(self, out: Path, work: Path) -> None:
         import mcp_types
 
+        from medspot.live.loop.envspec import EnvSpec
         from medspot.live.serve.host import ServeOptions
         from medspot.live.serve.mcp_server import McpServe
 
-        self.serve = McpServe(ServeOptions(env=NAME, out=out, tasks_file=_tasks(out.parent),
-                                           workroot=work, n_boot=20))  # fmt: skip
+        self.serve = McpServe(
+            ServeOptions(
+                spec=EnvSpec(NAME, tasks_file=_tasks(out.parent), workroot=work), out=out, n_boot=20
+            )
+        )
         await self.serve.host.open()
         ready, self._stop = asyncio.Event(), asyncio.Event()
 
@@ -301,12 +305,13 @@ class OpenEnvFront:
         loop.run(self._open(out, work))
 
     async def _open(self, out: Path, work: Path) -> None:
+        from medspot.live.loop.envspec import EnvSpec
         from medspot.live.serve.host import ServeOptions
         from medspot.live.serve.openenv_server import MedspotOpenEnv, OpenEnvServe
 
-        self.front = OpenEnvServe(ServeOptions(env=NAME, out=out, tasks_file=_tasks(out.parent),
-                                               workroot=work, n_boot=20, protocol="openenv"),
-                                  idle_timeout_s=0)  # fmt: skip
+        spec = EnvSpec(NAME, tasks_file=_tasks(out.parent), workroot=work)
+        opts = ServeOptions(spec=spec, out=out, n_boot=20, protocol="openenv")
+        self.front = OpenEnvServe(opts, idle_timeout_s=0)
         self.front.loop = asyncio.get_running_loop()
         await self.front.host.open()
         self.session = MedspotOpenEnv(self.front)

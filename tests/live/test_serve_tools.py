@@ -243,11 +243,16 @@ def test_the_mcp_server_answers_bad_calls_with_tool_errors(tmp_path: Path) -> No
     import anyio
     import mcp_types
 
+    from medspot.live.loop.envspec import EnvSpec
     from medspot.live.serve.host import ServeOptions
     from medspot.live.serve.mcp_server import McpServe
 
-    serve = McpServe(ServeOptions(env=ENV, out=tmp_path / "run", tools="orthanc",
-                                  task_ids=("open-study-ct-doe-john",)))  # fmt: skip
+    serve = McpServe(
+        ServeOptions(
+            spec=EnvSpec(ENV, tools="orthanc", task_ids=("open-study-ct-doe-john",)),
+            out=tmp_path / "run",
+        )
+    )
 
     async def main() -> list[tuple[bool, str]]:
         await serve.host.open()

@@ -24,7 +24,9 @@ from _runner_support import ENV
 from _serve_support import kill_leftovers, medspot, rows, short_workroot
 
 from medspot.live.core.actions import Click, LiveAction, action_from_json
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
@@ -44,8 +46,13 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     opened), and its run folder: the same tasks without tools."""
     require_orthanc_stack()
     out = tmp_path_factory.mktemp("oracle") / "gui-only"
-    req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(OPEN, DELETE), mode="agent",
-                      env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(ENV, task_ids=(OPEN, DELETE), env_options={"chromium": CHROMIUM}),
+        model="oracle",
+        out=out,
+        n_boot=20,
+        loop=LiveOptions(mode="agent"),
+    )
     assert run_live(req).metrics["task_success_rate"] == 1.0
     st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     clicks: list[LiveAction] = [action_from_json(s.action) for s in st.trajectory(OPEN) if s.action]

@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.commands._common import progress_bar
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
+    from medspot.runner import RunOptions
 
     t_all = time.perf_counter()
     cache = Path(args.cache) if args.cache else default_cache()
@@ -71,8 +72,7 @@ def _run(args: argparse.Namespace) -> int:
                     dataset=ds,
                     model=model,
                     out=out / model,
-                    seed=args.seed,
-                    concurrency=args.concurrency,
+                    run=RunOptions(seed=args.seed, concurrency=args.concurrency),
                     n_boot=args.bootstrap,
                 ),
                 on_progress=bar.update if bar else None,

@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
     from medspot.runfolder.writer import metrics_table
+    from medspot.runner import RunOptions
     from medspot.scoring.protocol import get_protocol
 
     # The protocol, resolved once: bad options are reported before the data is read.
@@ -58,18 +59,21 @@ def _run(args: argparse.Namespace) -> int:
     zoom = ZoomSpec.of(args.zoom, args.zoom_crop) if args.zoom > 1 else None
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
     style = args.prompt or protocol.prompt_style
-    req = EvalRequest(
-        dataset=ds,
-        model=args.model,
-        out=out_dir(args.out, args.model),
+    run = RunOptions(
         protocol=protocol,
         all_steps=args.all_steps,
-        prompt_style=style,
         history=args.history,
         concurrency=args.concurrency,
         max_retries=args.max_retries,
         max_cost=args.max_cost,
         seed=args.seed,
+    )
+    req = EvalRequest(
+        dataset=ds,
+        model=args.model,
+        out=out_dir(args.out, args.model),
+        run=run,
+        prompt_style=style,
         n_boot=args.bootstrap,
         options=adapter_options(args),
         limit=args.limit,

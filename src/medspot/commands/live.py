@@ -20,11 +20,13 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_executor_args,
     add_model_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
     progress_bar,
     retries_number,
     seed_number,
@@ -33,7 +35,7 @@ from medspot.commands._common import (
 from medspot.commands._runlog import run_log
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
-from medspot.limits import MAX_REPEATS, MAX_SEED, MAX_SPARES
+from medspot.limits import MAX_REPEATS, MAX_SEED
 
 __all__ = ["GIVEN_UP_EXIT_STATUS", "register"]
 
@@ -78,18 +80,7 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
-    spares = p.add_mutually_exclusive_group()
-    spares.add_argument(
-        "--spares", type=whole_number(0, MAX_SPARES), default=None, metavar="N",
-        help="spare instances per environment, each prepared for one of the next tasks while "
-        f"the current one runs (0 to {MAX_SPARES}; default: the environment's own, 1 or 2; "
-        "each adds its memory, docs/live.md)",
-    )  # fmt: skip
-    spares.add_argument(
-        "--no-spare", dest="spares", action="store_const", const=0,
-        help="no spare instances (--spares 0): one instance per environment, less memory; the "
-        "wait between tasks is then a reset",
-    )  # fmt: skip
+    add_spare_args(p, "default: the environment's own, 1 or 2; each adds its memory, docs/live.md")
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",
@@ -99,26 +90,6 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         help="run again the tasks given up on because their environment fault recurred",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _executor_args(p: argparse.ArgumentParser) -> None:
-    from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
-
-    p.add_argument(
-        "--executor", choices=list(EXECUTORS), default="threads",
-        help="where environments run: threads of this process (default) or Ray actors, "
-        "on this machine or a cluster (pip install 'medspot[ray]')",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-address", default=None, metavar="ADDRESS",
-        help="ray: join this cluster (`auto`, or HOST:PORT of its head); default: start a "
-        "local cluster for this run",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
-        help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
-        "a fraction packs more per node)",
-    )  # fmt: skip
 
 
 def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
@@ -154,22 +125,21 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     from medspot.live.envs.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.scheduler import LiveOptions
 
     env_entry(args.env)
     out = Path(args.out)
     model = _model_name(args)
-    req = LiveRequest(
-        env=args.env, model=model, out=out, task_ids=_task_ids(args),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+    loop = LiveOptions(
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
-        mode=args.mode,
-        prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
-        max_retries=args.max_retries, options=adapter_options(args),
-        env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
+        mode=args.mode, seed=args.seed, max_cost=args.max_cost,
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
-        planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
-        executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares, tools=args.tools,
+    )  # fmt: skip
+    req = LiveRequest(
+        spec=env_spec(args, _task_ids(args)), model=model, out=out, loop=loop,
+        prompt_style=args.prompt, n_boot=args.bootstrap, max_retries=args.max_retries,
+        options=adapter_options(args), planner=args.planner, grounder=args.grounder,
+        grounder_options=_grounder_overrides(args),
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -283,16 +253,14 @@ def _export(args: argparse.Namespace) -> int:
     )
 
     out = Path(args.out)
-    ids, env_options = _task_ids(args), parse_env_options(args.env_option)
+    spec = env_spec(args, _task_ids(args))
     bar, update = _bar(args, "export")
     stopped: int | None = None
     with _logged(args, out / RUN_SUBDIR):  # as in `_run`
         try:
             res = export_env(
-                args.env, out, task_ids=ids,
-                tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-                concurrency=args.concurrency, env_options=env_options, on_progress=update,
-                retry_env_errors=args.retry_env_errors, spares=args.spares,
+                spec, out, concurrency=args.concurrency, on_progress=update,
+                retry_env_errors=args.retry_env_errors,
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -324,19 +292,13 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from medspot.live.envs.taskfiles import env_task_file, select_tasks
     from medspot.live.loop.task_audit import audit_env
 
-    tasks_file = Path(args.tasks_file) if args.tasks_file else None
-    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args), tasks_file)  # exit 2
+    spec = env_spec(args, _task_ids(args))  # bad input: exit 2, before anything is made
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
     bar, update = _bar(args, "audit")
     try:
-        res = audit_env(
-            args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
-            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update, spares=args.spares,
-        )  # fmt: skip
+        res = audit_env(spec, work, concurrency=args.concurrency, on_progress=update)
     finally:
         if bar:
             bar.close()
@@ -497,7 +459,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the tools track: offer typed tools over the application's API beside the GUI "
         "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
     )  # fmt: skip
-    _executor_args(r)
+    add_executor_args(r)
     r.add_argument(
         "--seed",
         type=seed_number,

@@ -10,10 +10,12 @@ import contextlib
 from pathlib import Path
 
 from medspot.commands._common import (
+    add_executor_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
     seed_number,
     whole_number,
 )
@@ -72,11 +74,9 @@ def _serve(args: argparse.Namespace) -> int:
     transport = _transport(args)
     out = Path(args.out)
     opts = ServeOptions(
-        env=args.env, out=out, mode=args.mode, concurrency=args.concurrency,
-        task_ids=_task_ids(args.tasks),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-        env_options=parse_env_options(args.env_option), tools=args.tools, seed=args.seed,
-        n_boot=args.bootstrap, protocol="mcp" if args.mcp else "openenv",
+        spec=env_spec(args, _task_ids(args.tasks)), out=out, mode=args.mode,
+        concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
+        protocol="mcp" if args.mcp else "openenv",
     )  # fmt: skip
     args.run_folder = out
     with contextlib.ExitStack() as stack:
@@ -132,6 +132,11 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side; with more than one, every call names its episode",
     )  # fmt: skip
+    add_spare_args(
+        s, "default: none, each start is a reset; one is prepared for the next start of the "
+        "task its environment last started, which an agent that repeats a task takes",
+    )  # fmt: skip
+    add_executor_args(s)
     s.add_argument("--env-option", action="append", metavar="KEY=VALUE",
                    help="an option of the environment; repeatable")  # fmt: skip
     s.add_argument(

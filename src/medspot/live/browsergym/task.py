@@ -252,7 +252,7 @@ class MedspotBrowserTask(AbstractBrowserTask):  # type: ignore[misc]
         }
         if ep is not None:
             info.update(n=ep.n, achieved_total=sum(ep.achieved), outcome=ep.outcome,
-                        reason=ep.reason)  # fmt: skip
+                        reason=ep.reason, harms=[h.to_json() for h in ep.harms])  # fmt: skip
         if res is not None:
             info.update(success=res.success, harmful=res.harmful, fired=list(res.fired),
                         url=res.observation.url)  # fmt: skip

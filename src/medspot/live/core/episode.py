@@ -481,12 +481,7 @@ class Episode:
     @property
     def score(self) -> EpisodeScore:
         """The episode's standing for the rewards (`core.rewards`)."""
-        return EpisodeScore(
-            progress=progress(self.reached) or 0.0,
-            penalty=penalty(self.harms),
-            ended=self.ended,
-            success=self.outcome == "success",
-        )
+        return episode_score(self.harms, self.reached, self.outcome)
 
     def tally(self) -> dict[str, Any]:
         """The harm and the subgoals of this episode as the journal's task record keeps them
@@ -519,6 +514,19 @@ class Episode:
                 new.append(HarmEvent(c.kind, f"fail_if.{j}", c.severity, c.dimension, self.n))
         self.harms.extend(new)
         return tuple(ending), tuple(new)
+
+    def look(self) -> Observation:
+        """The screen as it shows now, no action taken (an agent that waits: nothing of the
+        budget); the current step's target located on it afresh (`located`)."""
+        self._usable("look")
+        try:
+            obs = self.env.observe()
+        except BaseException as e:
+            self._fault = f"look: {type(e).__name__}: {_first_line(e)}"
+            raise
+        self.observation, self._intended = obs, None
+        self._located_ahead()
+        return obs
 
     # -- the oracle -----------------------------------------------------------------------------
 
@@ -838,6 +846,20 @@ class Episode:
             not_executed=not_executed, next_intended=self._located_ahead(),
             env_s=time.perf_counter() - env_t, quality=self._quality(), subgoals=self.reached,
         )  # fmt: skip
+
+
+def episode_score(
+    harms: Sequence[HarmEvent], reached: Sequence[bool], outcome: str | None
+) -> EpisodeScore:
+    """An episode's standing for the rewards (`core.rewards`) from its harm events, its
+    subgoals reached and its outcome (None while it runs): `Episode.score`, and the driver's
+    from the step results of an episode that may run elsewhere."""
+    return EpisodeScore(
+        progress=progress(reached) or 0.0,
+        penalty=penalty(harms),
+        ended=outcome is not None,
+        success=outcome == "success",
+    )
 
 
 def tally_fields(

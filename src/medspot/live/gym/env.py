@@ -67,8 +67,8 @@ from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepRe
 from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, START, RewardKind, step_reward
 from medspot.live.core.subgoals import progress
 from medspot.live.envs.registry import create_environment
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
+from medspot.live.loop.envspec import EnvSpec
 from medspot.spelling import suggestion
 
 __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
@@ -107,7 +107,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
     `reward`: "success" (the default), "safety" or "shaped" (`core.rewards`); `workroot`: the
     parent of the private folder; every other keyword is an option of the
     environment's factory (`chromium`, `headless`, `seed_cache`, `seed` (the seeded studies),
-    ...)."""
+    ...). They make its `live_spec` (`EnvSpec`, checked at once: a bad option or task id is a
+    `ConfigError` before anything starts)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1}  # noqa: RUF012
 
@@ -129,9 +130,15 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             raise ConfigError(f"unknown reward {reward!r} (known: {', '.join(REWARDS)})")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"unknown render_mode {render_mode!r} (known: rgb_array)")
-        tf, _ = env_task_file(env_name, Path(tasks_file) if tasks_file is not None else None)
+        # the environment, its options and tasks, checked at once (one in-process instance:
+        # no executor, no spare)
+        self.live_spec = EnvSpec(
+            env_name, env_options=env_options, task_ids=tuple(tasks or ()),
+            tasks_file=Path(tasks_file) if tasks_file is not None else None,
+            workroot=Path(workroot) if workroot is not None else None,
+        )  # fmt: skip
         self.env_name = env_name
-        self.tasks = select_tasks(tf, list(tasks) if tasks else None)
+        self.tasks = list(self.live_spec.tasks)
         self._by_id = {t.id: t for t in self.tasks}
         self.mode: Mode = mode
         self.reward: RewardKind = reward
@@ -139,8 +146,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         self.screen = screen_size(self.tasks, env_name)
         self.observation_space = observation_space(self.tasks, self.screen)
         self.action_space = ActionSpace(self.screen)
-        self._workroot = Path(workroot) if workroot is not None else None
-        self._env_options = dict(env_options)
+        self._workroot = self.live_spec.workroot
+        self._env_options = dict(self.live_spec.env_options)
         self.live: Environment | None = None  # the medspot environment (the application)
         self.episode: Episode | None = None
         self.last_result: StepResult | None = None  # the full result of the last step

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ from typing import Any
 from medspot.atomic_write import atomic_write_json
 from medspot.errors import ConfigError
 from medspot.live.core.tasks import LiveTask
-from medspot.live.envs.envoptions import check_env_options
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
 from medspot.runfolder.layout import RunFolder, screen_rel
@@ -86,19 +86,16 @@ def percent_box(box: tuple[float, float, float, float], size: tuple[int, int]) -
 
 
 def export_env(
-    env: str,
+    spec: EnvSpec,
     out: Path,
     *,
-    task_ids: Sequence[str] = (),
-    tasks_file: Path | None = None,
     concurrency: int = 1,
-    env_options: Mapping[str, Any] | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     retry_env_errors: bool = False,
-    spares: int | None = None,
 ) -> ExportResult:
-    tf, _ = env_task_file(env, tasks_file)
-    selected = select_tasks(tf, task_ids, tasks_file)
+    """The oracle through the feasible tasks of `spec` into `out/.live-run`, then the dataset
+    from its trajectories (module docstring)."""
+    selected = spec.tasks
     tasks = [t for t in selected if not t.infeasible]
     left_out = tuple(t.id for t in selected if t.infeasible)
     if not tasks:
@@ -107,38 +104,30 @@ def export_env(
             "dataset has no infeasible answer, so there is nothing to export"
         )
     out = Path(out)
-    check_env_options(env, env_options or {})  # before any folder is made
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     with run_folder_lock(out):
-        return _export_locked(
-            env, out, tasks, left_out, tasks_file, concurrency, env_options, on_progress,
-            retry_env_errors, spares,
-        )  # fmt: skip
+        return _export_locked(spec, out, tasks, left_out, concurrency, on_progress,
+                              retry_env_errors)  # fmt: skip
 
 
 def _export_locked(
-    env: str,
+    spec: EnvSpec,
     out: Path,
     tasks: list[LiveTask],
     left_out: tuple[str, ...],
-    tasks_file: Path | None,
     concurrency: int,
-    env_options: Mapping[str, Any] | None,
     on_progress: Callable[[ProgressEvent], None] | None,
     retry_env_errors: bool,
-    spares: int | None,
 ) -> ExportResult:
+    env = spec.env
     run_dir = out / RUN_SUBDIR
-    run_live(
-        LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
-                    tasks_file=tasks_file, concurrency=concurrency,
-                    env_options=dict(env_options or {}), n_boot=0,
-                    retry_env_errors=retry_env_errors, spares=spares),
-        on_progress,
-    )  # fmt: skip
+    loop = LiveOptions(concurrency=concurrency, retry_env_errors=retry_env_errors)
+    feasible = spec.with_tasks(tuple(t.id for t in tasks)) if left_out else spec
+    run_live(LiveRequest(spec=feasible, model="oracle", out=run_dir, n_boot=0, loop=loop),
+             on_progress)  # fmt: skip
     state = ResumeState.from_records(list(read_live_journal(RunFolder(run_dir).live_journal)))
     results = task_results(tasks, state, env)
     app = app_name(env)
@@ -159,19 +148,19 @@ def _export_locked(
                 continue
             name = f"{r.task.id}_{s.n}.png"
             shutil.copyfile(run_dir / screen_rel(s.screen), img_dir / name)
-            spec = r.task.steps[s.target_step - 1]
+            step = r.task.steps[s.target_step - 1]
             actions = []
             if s.intended_box is not None:
                 actions.append({
                     "type": {"drag": "drag", "double_click": "double_click",
-                             "type": "type"}.get(spec.action, "click"),
-                    "target": f"{spec.action} target of step {s.target_step}",
+                             "type": "type"}.get(step.action, "click"),
+                    "target": f"{step.action} target of step {s.target_step}",
                     "bbox": percent_box(s.intended_box, s.screen_size),
                 })  # fmt: skip
             steps.append({
                 "step_id": len(steps) + 1,
                 "image_path": f"Images/{app}/{name}",
-                "instruction": spec.instruction,
+                "instruction": step.instruction,
                 "actions": actions,
             })  # fmt: skip
         n_steps += len(steps)

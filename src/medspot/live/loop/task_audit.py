@@ -63,9 +63,10 @@ from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import tool_reach
 from medspot.live.envs.registry import env_entry
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.envs.toolsets import TOOLSETS
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import (
     ResumeState,
     StepRecord,
@@ -332,31 +333,24 @@ def _journal(run: Path) -> ResumeState:
 
 
 def audit_env(
-    env: str,
+    spec: EnvSpec,
     work: Path,
     *,
-    tasks_file: Path | None = None,
-    task_ids: Sequence[str] = (),
     concurrency: int = 1,
-    env_options: Mapping[str, Any] | None = None,
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
-    spares: int | None = None,
 ) -> AuditResult:
-    """The oracle through the runner into `work/oracle`, in agent mode (given the goal only;
+    """The oracle through the runner into `work/oracle` on the tasks of `spec` (checked when
+    it was made: bad input raised before anything starts), in agent mode (given the goal only;
     the oracle's path is the same in both modes, so the audit also shows that `--mode agent
     --model oracle` completes every task), reading every check at each task's start; then
-    every task judged. Bad input (a task file, an id) raises before anything starts."""
-    tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids, tasks_file)
+    every task judged."""
+    env, tasks = spec.env, list(spec.tasks)
     ids = tuple(t.id for t in tasks)
-    run_live(
-        LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",
-                    tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
-                    env_options=dict(env_options or {}), n_boot=0, start_checks=True,
-                    spares=spares),
-        on_progress,
-    )  # fmt: skip
+    loop = LiveOptions(mode="agent", concurrency=concurrency, env_retries=env_retries,
+                       start_checks=True)  # fmt: skip
+    run_live(LiveRequest(spec=spec, model="oracle", out=work / "oracle", n_boot=0, loop=loop),
+             on_progress)  # fmt: skip
     oracle = _journal(work / "oracle")
     outcomes = {t: r.outcome for t, r in oracle.last.items()}
     return AuditResult(env, ids, tuple(audit_tasks(env, tasks, oracle)), work, outcomes)

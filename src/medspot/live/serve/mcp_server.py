@@ -114,7 +114,8 @@ class McpServe:
         self.types = types
         self.opts = opts
         self.host = EpisodeHost(opts, HINTS)
-        specs = toolset_info(opts.env, opts.tools).specs if opts.tools else ()
+        tools = opts.spec.tools
+        specs = toolset_info(opts.env, tools).specs if tools else ()
         self.tools: tuple[ServeTool, ...] = serve_tools(specs)
         self.episode_required = opts.concurrency > 1
         self.idle_timeout_s = idle_timeout_s

@@ -43,6 +43,7 @@ from medspot.live.loop.executors.base import (
     SlotConfig,
     SpareCounts,
     fault_from,
+    reset_episode,
     timeout_fault,
 )
 from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
@@ -130,10 +131,15 @@ class RemoteEpisode:
     def oracle_action(self) -> LiveAction | None:
         return oracle_step_action(self.task.steps[self.current], *self.intended())
 
-    def step(self, action: LiveAction | None) -> StepResult:
-        res: StepResult = self._answer(self._actor.step, action)
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        res: StepResult = self._answer(self._actor.step, action, flags)
         self._intended = res.next_intended
         return res
+
+    def look(self) -> Observation:
+        obs: Observation
+        obs, self._intended = self._answer(self._actor.look)
+        return obs
 
 
 class RaySlot(CallSlot):
@@ -206,8 +212,8 @@ class RaySlot(CallSlot):
         episode is reset: one round trip either way."""
         return RemoteEpisode(self, await self.ensure(), task, mode, key)
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
-        return await self.call(ep.reset)
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+        return await self.call(reset_episode, ep)
 
     @property
     def swapped(self) -> bool:
