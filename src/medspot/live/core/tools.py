@@ -44,6 +44,7 @@ __all__ = [
     "ToolReach",
     "ToolSpec",
     "Toolset",
+    "ToolsetInfo",
     "check_tool_args",
     "run_tool",
     "tool_reach",
@@ -88,6 +89,18 @@ class ToolOutcome:
 
     text: str
     data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolsetInfo:
+    """A toolset as its environment family declares it (`EnvEntry.toolsets`), known without
+    starting an environment: its `--tools` name, what it offers, and the check states
+    (`CheckKind.reads`) its tools can change. The environment's `toolset(name)` makes the
+    bound one (`Toolset`)."""
+
+    name: str
+    specs: tuple[ToolSpec, ...]
+    reads: frozenset[str]
 
 
 class Toolset(Protocol):

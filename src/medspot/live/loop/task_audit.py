@@ -56,7 +56,6 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import tool_reach
 from medspot.live.envs.registry import env_entry
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
-from medspot.live.envs.toolsets import TOOLSETS
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import (
     ResumeState,
@@ -128,13 +127,12 @@ def destructive_reach(env: str, task: LiveTask) -> str | None:
     `--tools`), or None when nothing can."""
     entry = env_entry(env)
     what = [entry.destructive] if entry.destructive else []
-    for name in entry.toolsets:
-        info = TOOLSETS.get(name)
-        if info is None or not tool_reach(task, entry.check_kinds, info.reads).reachable:
+    for info in entry.toolsets:
+        if not tool_reach(task, entry.check_kinds, info.reads).reachable:
             continue
         changing = [s.name for s in info.specs if s.changes_state]
         if changing:
-            what.append(f"the {name} toolset's {', '.join(changing)} (--tools {name})")
+            what.append(f"the {info.name} toolset's {', '.join(changing)} (--tools {info.name})")
     return "; ".join(what) or None
 
 
