@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from medspot.live.core.actions import LiveAction
     from medspot.live.core.checks import CheckKinds
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
-    from medspot.live.core.tools import ToolsetInfo
+    from medspot.live.core.toolspec import ToolsetInfo
 
 __all__ = [
     "ActResult",

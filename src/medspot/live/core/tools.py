@@ -35,6 +35,7 @@ from medspot.jsonsafe import json_safe
 from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.toolspec import ToolsetInfo, ToolSpec
 
 __all__ = [
     "BAD_TOOL_ARGS",
@@ -66,41 +67,12 @@ class ToolArgsError(MedspotError):
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """One tool as an agent sees it: name, what it does, its arguments' JSON schema (from
-    `params`, a pydantic model: the one definition of its arguments)."""
-
-    name: str
-    description: str
-    params: type[BaseModel]
-    changes_state: bool = False  # it may change the application's state (a deletion)
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        return schema
-
-
-@dataclass(frozen=True)
 class ToolOutcome:
     """What a tool call found or did: `text` for the agent (what it is told), `data` the same
     as JSON (journaled)."""
 
     text: str
     data: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ToolsetInfo:
-    """A toolset as its environment family declares it (`EnvEntry.toolsets`), known without
-    starting an environment: its `--tools` name, what it offers, and the check states
-    (`CheckKind.reads`) its tools can change. The environment's `toolset(name)` makes the
-    bound one (`Toolset`)."""
-
-    name: str
-    specs: tuple[ToolSpec, ...]
-    reads: frozenset[str]
 
 
 class Toolset(Protocol):
