@@ -90,6 +90,12 @@ class PixelBox:
     def contains(self, x: float, y: float) -> bool:
         return self.x1 <= x < self.x2 and self.y1 <= y < self.y2
 
+    def at(self, fx: float, fy: float) -> PixelBox:
+        """The 1x1 box at the fractions (fx, fy) of this box: a locator's `at` inside the
+        element it names (in the screen's box: a point of the screen)."""
+        x, y = self.x1 + fx * (self.x2 - self.x1), self.y1 + fy * (self.y2 - self.y1)
+        return PixelBox(x, y, x + 1, y + 1)
+
     def to_json(self) -> list[float]:
         """Its JSON form, `[x1, y1, x2, y2]` (the journals, Gymnasium's info)."""
         return [self.x1, self.y1, self.x2, self.y2]

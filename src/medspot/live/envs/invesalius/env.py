@@ -428,8 +428,7 @@ class InvesaliusEnv:
             return self._landmark(inst, locator.landmark)
         keys = locator.keys() - {"at"}
         if not keys and locator.at is not None:
-            x, y = locator.at[0] * self.viewport[0], locator.at[1] * self.viewport[1]
-            return PixelBox(x, y, x + 1, y + 1)
+            return PixelBox(0, 0, *self.viewport).at(*locator.at)
         tree = self._tree(False)
         q = NodeQuery(locator.role, locator.text, locator.contains, locator.description,
                       locator.nth)  # fmt: skip
@@ -437,9 +436,7 @@ class InvesaliusEnv:
         box = hits[q.nth] if q.nth < len(hits) else None
         if box is None or locator.at is None:
             return box
-        x = box.x1 + locator.at[0] * (box.x2 - box.x1)
-        y = box.y1 + locator.at[1] * (box.y2 - box.y1)
-        return PixelBox(x, y, x + 1, y + 1)
+        return box.at(*locator.at)
 
     def _landmark(self, inst: InvInstance, text: str) -> PixelBox | None:
         lm = parse_landmark(text)

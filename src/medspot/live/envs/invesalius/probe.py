@@ -94,20 +94,19 @@ def _colour(c: Any) -> list[float]:
         return []
 
 
-def _slice_viewers() -> list[Any]:
-    vs = mod("invesalius.data.viewer_slice")
+def _viewers(module: str) -> list[Any]:
+    """The main window's `Viewer`s of an InVesalius module (`viewer_slice`, `viewer_volume`)."""
+    viewer = mod(f"invesalius.data.{module}").Viewer
     frame = _frame()
-    if frame is None:
-        return []
-    return [w for w in _walk(frame) if isinstance(w, vs.Viewer)]
+    return [] if frame is None else [w for w in _walk(frame) if isinstance(w, viewer)]
+
+
+def _slice_viewers() -> list[Any]:
+    return _viewers("viewer_slice")
 
 
 def _volume_viewers() -> list[Any]:
-    vv = mod("invesalius.data.viewer_volume")
-    frame = _frame()
-    if frame is None:
-        return []
-    return [w for w in _walk(frame) if isinstance(w, vv.Viewer)]
+    return _viewers("viewer_volume")
 
 
 def _full_mask(mask: Any) -> Any:

@@ -427,9 +427,5 @@ class OhifEnv(OrthancWebEnv):
             return PixelBox(x - half, y - half, x + half, y + half)
         if locator.keys() <= {"at", "nth"} and locator.at is not None:
             box = self.web.eval(_ACTIVE_VIEWPORT_JS)
-            if box is None:
-                return None
-            fx, fy = locator.at
-            x, y = box[0] + fx * (box[2] - box[0]), box[1] + fy * (box[3] - box[1])
-            return PixelBox(x, y, x + 1, y + 1)
+            return None if box is None else PixelBox(*box).at(*locator.at)
         return self.web.locate(locator)
