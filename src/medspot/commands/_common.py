@@ -22,7 +22,6 @@ __all__ = [
     "bootstrap_number",
     "concurrency_number",
     "non_negative_float",
-    "non_negative_int",
     "parse_apps",
     "parse_env_options",
     "positive_float",
@@ -58,10 +57,6 @@ def whole_number(least: int, most: int | None = None) -> Callable[[str], int]:
 
 def positive_int(text: str) -> int:
     return _whole_in(text, 1, None)
-
-
-def non_negative_int(text: str) -> int:
-    return _whole_in(text, 0, None)
 
 
 def _finite(text: str) -> float:
