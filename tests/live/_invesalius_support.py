@@ -9,7 +9,7 @@ from medspot.live.envs.taskfiles import env_task_file
 
 
 def require_invesalius() -> None:
-    from medspot.live.envs.invesalius.env import doctor
+    from medspot.live.envs.invesalius.hooks import doctor
 
     problems = doctor()
     require_live(not problems, "; ".join(problems))

@@ -22,8 +22,8 @@ import pytest
 from _lamp_panel import ENTRY, NAME, LampPanel
 from pydantic import BaseModel, ConfigDict, Field
 
-from medspot.live.core.tools import ToolOutcome, ToolSpec, check_tool_args
-from medspot.live.envs import registry, toolsets
+from medspot.live.core.tools import ToolOutcome, ToolsetInfo, ToolSpec, check_tool_args
+from medspot.live.envs import registry
 
 __all__ = ["LAMP_TOOLS", "TOOLSET", "LampTools", "register"]
 
@@ -88,8 +88,6 @@ def _create(workdir: Path, **options: Any) -> ToolLampPanel:
 
 def register(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lamp panel with this toolset, registered for the test (`--tools lamp`)."""
-    entry = dataclasses.replace(ENTRY, factory=_create, toolsets=(TOOLSET,))
+    toolset = ToolsetInfo(TOOLSET, LAMP_TOOLS, LampTools.reads)
+    entry = dataclasses.replace(ENTRY, factory=_create, toolsets=(toolset,))
     monkeypatch.setitem(registry._ENVS, NAME, entry)
-    monkeypatch.setitem(
-        toolsets.TOOLSETS, TOOLSET, toolsets.ToolsetInfo(TOOLSET, LAMP_TOOLS, LampTools.reads)
-    )

@@ -15,7 +15,7 @@ from medspot.live.drivers.atspi import AtspiNode, AtspiTree
 from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.web_checks import PAGE_KINDS, DownloadState, PageState
 from medspot.live.envs.orthanc.checks import ORTHANC_KINDS, OrthancState
-from medspot.live.envs.orthanc_explorer.webviewer import WEBVIEWER_KINDS, ViewerState
+from medspot.live.envs.orthanc_explorer.checks import WEBVIEWER_KINDS, ViewerState
 from medspot.live.services.names import instance_names
 from medspot.live.services.seed import CATALOGUE
 

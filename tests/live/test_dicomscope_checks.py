@@ -13,13 +13,14 @@ from medspot.errors import DataError
 from medspot.live.core.tasks import CheckSpec, StartSpec
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree
 from medspot.live.envs.dicomscope.checks import (
+    CHECK_KINDS,
     VIEWER_KINDS,
     ViewerState,
     image_problem,
     parse_file_ref,
     read_viewer_state,
 )
-from medspot.live.envs.dicomscope.env import CHECK_KINDS, IMAGE_FILES
+from medspot.live.envs.dicomscope.env import IMAGE_FILES
 from medspot.live.services.seed import CATALOGUE
 
 SHOWN = ViewerState("CT-DOE-JOHN/AXIAL/3", (40.0, 400.0), (1, 1, 389, 256), (1006, 662))

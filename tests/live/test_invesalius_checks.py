@@ -26,7 +26,6 @@ from medspot.live.envs.invesalius.checks import (
     region_dice,
     true_volume_mm3,
 )
-from medspot.live.envs.invesalius.env import task_check, task_geometry
 from medspot.live.envs.invesalius.files import ExportedFile, parse_nifti, parse_stl, read_export
 from medspot.live.envs.invesalius.geometry import (
     angle_deg,
@@ -36,6 +35,7 @@ from medspot.live.envs.invesalius.geometry import (
     to_invesalius,
     to_phantom,
 )
+from medspot.live.envs.invesalius.hooks import task_check, task_geometry
 from medspot.live.envs.invesalius.phantoms import VOLUMES, true_mask, volume, volume_values
 from medspot.live.envs.invesalius.regions import PhantomGeometry
 from medspot.live.envs.invesalius.start import parse_start

@@ -10,7 +10,7 @@ import pytest
 
 from medspot.errors import DataError
 from medspot.live.core.tasks import CheckSpec
-from medspot.live.envs.ohif.state import OHIF_KINDS, OhifState, voi_center_width
+from medspot.live.envs.ohif.checks import OHIF_KINDS, OhifState, voi_center_width
 from medspot.live.services.seed import CATALOGUE
 
 CT = CATALOGUE.series("CT-DOE-JOHN/AXIAL")

@@ -34,7 +34,6 @@ __all__ = [
     "concurrency_number",
     "env_spec",
     "non_negative_float",
-    "non_negative_int",
     "parse_apps",
     "parse_env_options",
     "positive_float",
@@ -70,10 +69,6 @@ def whole_number(least: int, most: int | None = None) -> Callable[[str], int]:
 
 def positive_int(text: str) -> int:
     return _whole_in(text, 1, None)
-
-
-def non_negative_int(text: str) -> int:
-    return _whole_in(text, 0, None)
 
 
 def _finite(text: str) -> float:

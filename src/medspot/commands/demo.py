@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.commands._common import progress_bar
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
+    from medspot.runfolder.layout import RunFolder
     from medspot.runner import RunOptions
 
     t_all = time.perf_counter()
@@ -64,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     reused: list[str] = []
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
         t0 = time.perf_counter()
-        earlier = (out / model / "run.json").exists()
+        earlier = RunFolder(out / model).run_json.exists()
         bar = progress_bar(args.no_progress, desc=model)
         try:
             outcome = evaluate(

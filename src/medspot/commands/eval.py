@@ -84,6 +84,8 @@ def _run(args: argparse.Namespace) -> int:
 
         print(dry_run(req))
         return 0
+    from medspot.runfolder.layout import JOURNAL
+
     args.run_folder = req.out  # where a bug's traceback goes (medspot.cli)
     bar = progress_bar(args.no_progress)
     t0 = time.perf_counter()
@@ -93,8 +95,8 @@ def _run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
         print(
-            f"\nmedspot: interrupted. Everything answered so far is in {req.out}/"
-            "predictions.jsonl; run the same command again to resume.",
+            f"\nmedspot: interrupted. Everything answered so far is in {req.out}/{JOURNAL}; "
+            "run the same command again to resume.",
             file=sys.stderr,
         )
         return exit_status(e)

@@ -43,7 +43,9 @@ def _run(args: argparse.Namespace) -> int:
     for n in res.notes[:20]:
         print(f"medspot: note: {n}", file=sys.stderr)
     if len(res.notes) > 20:
-        print(f"medspot: note: ... {len(res.notes) - 20} more in run.json", file=sys.stderr)
+        from medspot.runfolder.layout import RUN_JSON
+
+        print(f"medspot: note: ... {len(res.notes) - 20} more in {RUN_JSON}", file=sys.stderr)
     return 0
 
 

@@ -15,7 +15,7 @@ __all__ = ["register"]
 def _run(args: argparse.Namespace) -> int:
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import rescore
-    from medspot.runfolder.layout import RunFolder
+    from medspot.runfolder.layout import RUN_JSON, RunFolder
     from medspot.runfolder.live_schema import LiveRunInfo
     from medspot.runfolder.runinfo import RunInfo
     from medspot.runfolder.writer import metrics_table
@@ -33,7 +33,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     source = args.data or info.dataset.root or info.dataset.source
     if not source:
-        raise ConfigError(f"{run_dir}/run.json names no dataset; pass --data")
+        raise ConfigError(f"{run_dir}/{RUN_JSON} names no dataset; pass --data")
     ds = load_dataset(
         source, apps=info.dataset.apps or None, limit=info.dataset.limit, check_images=False
     )

@@ -12,6 +12,7 @@ from medspot.report.html import write_site
 from medspot.report.live import is_live, live_images
 from medspot.report.plots import PLOT_DIR, write_plots
 from medspot.report.thumbs import Thumb, full_images, make_thumbnails
+from medspot.runfolder.layout import RUN_JSON
 from medspot.runfolder.live_schema import dataset_root
 from medspot.runfolder.reader import Run, load_runs
 
@@ -74,7 +75,7 @@ def build_report(
         if not made:
             notes.append(
                 f"{r.name}: no screenshots found"
-                + (f" under {root}" if root else " (run.json names no dataset root; use --data)")
+                + (f" under {root}" if root else f" ({RUN_JSON} names no dataset root; use --data)")
                 + ": the report has no pictures"
             )
         elif len(made) < len(wanted):

@@ -247,7 +247,7 @@ def _continue(max_turns: int) -> Any:
 
 
 def _run_metrics(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "overall_dataset_metrics.json"
+    path = RunFolder(run_dir).overall_metrics
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

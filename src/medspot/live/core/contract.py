@@ -29,14 +29,17 @@ declares the keys its driver presses as `key_table` (a `medspot.live.core.keys.K
 (Playwright's) names are the table.
 
 An environment family (one package of `medspot.live.envs`) declares itself with an `EnvEntry`:
-its factory, check kinds, locator keys, system packages, packaged tasks and hooks, as
-references; `medspot.live.envs.registry` lists the families.
+its environment class, check kinds, locator keys, toolsets, system packages, packaged tasks and
+hooks, as references; `medspot.live.envs.registry` lists the families. An environment made by
+its entry (`EnvEntry.create`) knows it (`entry_of`): an `Episode` checks its task against it.
+Core keeps no table of the families: what it needs of one, it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from medspot.errors import MedspotError
@@ -47,9 +50,9 @@ if TYPE_CHECKING:
     from medspot.live.core.actions import LiveAction
     from medspot.live.core.checks import CheckKinds
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
+    from medspot.live.core.toolspec import ToolsetInfo
 
 __all__ = [
-    "REGISTERED",
     "ActResult",
     "ElementInfo",
     "EnvEntry",
@@ -59,6 +62,7 @@ __all__ = [
     "PixelBox",
     "SpareCapable",
     "SparePlan",
+    "entry_of",
     "spare_plan",
 ]
 
@@ -85,6 +89,12 @@ class PixelBox:
 
     def contains(self, x: float, y: float) -> bool:
         return self.x1 <= x < self.x2 and self.y1 <= y < self.y2
+
+    def at(self, fx: float, fy: float) -> PixelBox:
+        """The 1x1 box at the fractions (fx, fy) of this box: a locator's `at` inside the
+        element it names (in the screen's box: a point of the screen)."""
+        x, y = self.x1 + fx * (self.x2 - self.x1), self.y1 + fy * (self.y2 - self.y1)
+        return PixelBox(x, y, x + 1, y + 1)
 
     def to_json(self) -> list[float]:
         """Its JSON form, `[x1, y1, x2, y2]` (the journals, Gymnasium's info)."""
@@ -208,7 +218,9 @@ class EnvEntry:
     """An environment family, as its package declares it (`ENTRY` in its `__init__`)."""
 
     name: str
-    factory: Callable[..., Environment]  # factory(workdir=..., **options): not started
+    # the environment class (or any callable making one): factory(workdir=..., **options), not
+    # started; its keyword parameters are the environment's options (`envs.envoptions`)
+    factory: Callable[..., Environment]
     summary: str
     check_kinds: CheckKinds  # the check kinds its `check` understands (names -> CheckKind)
     locator_keys: tuple[str, ...]  # the Locator keys its `locate` understands
@@ -230,9 +242,9 @@ class EnvEntry:
     # seeded studies), given to each check's `CheckParams.geometry_problem` when a task is
     # checked; None for a task whose start cannot be told (`task_check` says why)
     geometry: Callable[[LiveTask], object | None] | None = None
-    # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
-    # `toolset(name)` makes one: `medspot.live.core.tools`)
-    toolsets: tuple[str, ...] = ()
+    # the toolsets its environments offer beside the GUI (`--tools NAME`), declared here with
+    # what they offer; the environment's `toolset(name)` makes one (`medspot.live.core.tools`)
+    toolsets: tuple[ToolsetInfo, ...] = ()
     # what in the application, within reach of every task's actions, can destroy data (delete
     # or overwrite what a task's start holds: a Delete button, a save dialog that can name an
     # existing file), in words; None: nothing can. Such a task needs a collateral-harm rule in
@@ -240,8 +252,23 @@ class EnvEntry:
     # that change state; `medspot live audit` reports one without (`no_collateral_harm_rule`)
     destructive: str | None = None
 
+    def create(self, workdir: Path, **options: Any) -> Environment:
+        """A new environment of this family (not started): the factory called with `workdir`
+        and `options`, marked as this family's (`entry_of`)."""
+        env = self.factory(workdir=workdir, **options)
+        setattr(env, _ENTRY, self)
+        return env
 
-# Every environment family registered in this process, by name: `medspot.live.envs.registry`
-# fills it from its list (`ENVIRONMENTS`) when imported; core reads it (an `Episode` checks its
-# task against its environment's entry, when there is one).
-REGISTERED: dict[str, EnvEntry] = {}
+    def toolset(self, name: str) -> ToolsetInfo | None:
+        """The toolset `name` of this family, or None when it offers none such."""
+        return next((t for t in self.toolsets if t.name == name), None)
+
+
+_ENTRY = "entry"  # where `EnvEntry.create` marks the environment it made
+
+
+def entry_of(env: object) -> EnvEntry | None:
+    """The family whose entry made `env` (`EnvEntry.create`), or None for an environment made
+    otherwise (then no task is checked against a family for it)."""
+    entry = getattr(env, _ENTRY, None)
+    return entry if isinstance(entry, EnvEntry) else None

@@ -64,7 +64,8 @@ a target missing from that screen does not exist there: a `DataError` located at
 `start.prepare.K.target` (0-based, as the task file's validation names it), at once. After a fault
 the episode refuses every step until it is reset (`EpisodeError`, as before the first `reset()`).
 What is not an action is refused (`NotAnAction`) before anything is spent, and a task of
-another environment when the episode is made (a `DataError`). The Episode is synchronous and
+another environment when the episode is made (a `DataError`: the task checked against the
+`EnvEntry` that made the environment, `contract.entry_of`). The Episode is synchronous and
 must be used from the environment's own thread.
 """
 
@@ -98,12 +99,13 @@ from medspot.live.core.contract import (
     EnvironmentFault,
     Observation,
     PixelBox,
+    entry_of,
 )
 from medspot.live.core.executable import capabilities_of, unexecutable
 from medspot.live.core.harm import HarmEvent, penalty
 from medspot.live.core.rewards import EpisodeScore
 from medspot.live.core.subgoals import first_failed, progress, subgoals_of
-from medspot.live.core.taskcheck import check_task_for_env
+from medspot.live.core.taskcheck import check_task_for_entry
 from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset, run_tool
 
@@ -328,7 +330,9 @@ class Episode:
             raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
         if not isinstance(task, LiveTask):
             raise TypeError(f"Episode takes a LiveTask, not {type(task).__name__}")
-        check_task_for_env(task, env.name)  # a task of another environment: a DataError
+        entry = entry_of(env)  # the family that made it (`EnvEntry.create`)
+        if entry is not None:  # a task of another environment: a DataError
+            check_task_for_entry(task, entry)
         self.env = env
         self.task = task
         self.tools = tools  # the tools offered beside the GUI (the tools track), or none

@@ -1,13 +1,14 @@
 """A task checked against the environment that will run it, from what the environment declares
 (`EnvEntry`: its check kinds, locator keys and own task rules): for a task file
-(`medspot.live.envs.taskfiles`) and for a task an `Episode` is given."""
+(`medspot.live.envs.taskfiles`) and for a task an `Episode` is given (against the entry that
+made its environment). The entry is always given: core keeps no table of the families."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from medspot.errors import DataError, Location
-from medspot.live.core.contract import REGISTERED, EnvEntry
+from medspot.live.core.contract import EnvEntry
 from medspot.live.core.tasks import (
     CheckSpec,
     HarmCheckSpec,
@@ -17,7 +18,7 @@ from medspot.live.core.tasks import (
     location_of,
 )
 
-__all__ = ["check_against_entry", "check_task_for_env", "task_checks"]
+__all__ = ["check_against_entry", "check_task_for_entry", "task_checks"]
 
 
 def task_checks(task: LiveTask) -> list[tuple[str, CheckSpec]]:
@@ -102,14 +103,12 @@ def check_against_entry(parsed: LiveTaskFile, file: str, entry: EnvEntry) -> Non
             raise DataError(message, _where(file, i, task, place))
 
 
-def check_task_for_env(task: LiveTask, env: str) -> None:
+def check_task_for_entry(task: LiveTask, entry: EnvEntry) -> None:
     """A task object (from any file, or built in a program) checked against the environment
-    it is to run in, as a task file is: a task of another environment, whose check kinds,
-    locator keys or start keys this one does not have, is a `DataError` naming both. Nothing
-    is checked for an environment that is not registered."""
-    entry = REGISTERED.get(env)
-    if entry is None:
-        return
+    family `entry` it is to run in, as a task file is: a task of another environment, whose
+    check kinds, locator keys or start keys this one does not have, is a `DataError` naming
+    both."""
+    env = entry.name
     try:
         check_against_entry(LiveTaskFile(env=env, tasks=(task,)), f"task {task.id}", entry)
     except DataError as exc:

@@ -34,8 +34,8 @@ from medspot.errors import MedspotError
 from medspot.jsonsafe import json_safe
 from medspot.live.core.checks import CheckKinds
 from medspot.live.core.contract import EnvironmentFault
-from medspot.live.core.harm import HarmLabel
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.toolspec import ToolsetInfo, ToolSpec
 
 __all__ = [
     "BAD_TOOL_ARGS",
@@ -45,6 +45,7 @@ __all__ = [
     "ToolReach",
     "ToolSpec",
     "Toolset",
+    "ToolsetInfo",
     "check_tool_args",
     "run_tool",
     "tool_reach",
@@ -63,26 +64,6 @@ class ToolArgsError(MedspotError):
     def __init__(self, message: str, flag: str = BAD_TOOL_ARGS) -> None:
         super().__init__(message)
         self.flag = flag
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool as an agent sees it: name, what it does, its arguments' JSON schema (from
-    `params`, a pydantic model: the one definition of its arguments)."""
-
-    name: str
-    description: str
-    params: type[BaseModel]
-    changes_state: bool = False  # it may change the application's state (a deletion)
-    # the harm a call does on the wrong target (the tools track's harm, `core.harm`): what the
-    # task's harm rules judge when it is called (a deletion: data lost)
-    harm: HarmLabel | None = None
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        return schema
 
 
 @dataclass(frozen=True)

@@ -160,17 +160,14 @@ class DesktopDriver:
         self.alive()
         keys = locator.keys() - {"at"}
         if not keys and locator.at is not None:
-            x, y = locator.at[0] * self.viewport[0], locator.at[1] * self.viewport[1]
-            return PixelBox(x, y, x + 1, y + 1)
+            return PixelBox(0, 0, *self.viewport).at(*locator.at)
         q = NodeQuery(
             locator.role, locator.text, locator.contains, locator.description, locator.nth
         )
         box = self.box(self.cached_tree(False), q)
         if box is None or locator.at is None:
             return box
-        x = box.x1 + locator.at[0] * (box.x2 - box.x1)
-        y = box.y1 + locator.at[1] * (box.y2 - box.y1)
-        return PixelBox(x, y, x + 1, y + 1)
+        return box.at(*locator.at)
 
     def element_at(self, x: float, y: float) -> ElementInfo | None:
         self.alive()

@@ -682,11 +682,7 @@ class WebSession:
         if box is None:
             return None
         b = PixelBox(box[0], box[1], box[2], box[3])
-        if locator.at is not None:
-            fx, fy = locator.at
-            x, y = b.x1 + fx * (b.x2 - b.x1), b.y1 + fy * (b.y2 - b.y1)
-            return PixelBox(x, y, x + 1, y + 1)
-        return b
+        return b if locator.at is None else b.at(*locator.at)
 
     def element_at(self, x: float, y: float) -> ElementInfo | None:
         got = self.guard(self.page.evaluate, _ELEMENT_AT_JS, [x, y])

@@ -1,8 +1,9 @@
 """An environment's options (`--env-option KEY=VALUE`), typed and checked before anything starts.
 
-The options an environment takes are the keyword parameters of its factory (`EnvEntry.factory`)
-with their type hints; a factory that passes `**options` on to the class its return annotation
-names declares that class's constructor parameters instead. `workdir` is the runner's, never an
+The options an environment takes are the keyword parameters of its factory (`EnvEntry.factory`:
+the environment class, whose constructor's they are) with their type hints; a factory function
+that passes `**options` on to the class its return annotation names declares that class's
+constructor parameters instead. `workdir` is the runner's, never an
 option. Each value is converted to its parameter's type: text from the command line is read
 (`true`/`false`, numbers, `none` where None is allowed, `1280x800` or `1280,800` for a pair of
 numbers, shell words for a tuple of strings); a value of another type (from Python) is

@@ -3,7 +3,9 @@
 
 Adding an environment is a new package and its line here. `register_env` adds an environment
 defined elsewhere (a test's, a user's own) for this process. No environment module imports
-playwright or pyatspi at its top, so importing this one starts nothing heavy.
+playwright or pyatspi at its top, so importing this one starts nothing heavy. Core keeps no
+table of its own: what it needs of a family is handed to it (the `EnvEntry` that made an
+environment, `EnvEntry.create`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from medspot.errors import ConfigError
-from medspot.live.core.contract import REGISTERED, EnvEntry, Environment
+from medspot.live.core.contract import EnvEntry, Environment
 from medspot.live.envs import dicomscope, invesalius, ohif, orthanc_explorer
 from medspot.spelling import suggestion
 
@@ -31,8 +33,7 @@ ENVIRONMENTS: tuple[EnvEntry, ...] = (
     invesalius.ENTRY,
 )
 
-_ENVS = REGISTERED  # the lookups' table, core's too
-_ENVS.update({entry.name: entry for entry in ENVIRONMENTS})
+_ENVS: dict[str, EnvEntry] = {entry.name: entry for entry in ENVIRONMENTS}  # the lookups' table
 
 
 def register_env(entry: EnvEntry) -> None:
@@ -54,5 +55,6 @@ def env_entry(name: str) -> EnvEntry:
 
 
 def create_environment(name: str, **options: Any) -> Environment:
-    """A new environment of `name` (not started): its factory called with `options`."""
-    return env_entry(name).factory(**options)
+    """A new environment of `name` (not started), made by its entry (`EnvEntry.create`:
+    `options` given to its factory, `workdir` among them)."""
+    return env_entry(name).create(**options)

@@ -1,40 +1,26 @@
-"""The toolsets of the tools track by name (`--tools NAME`), known without starting an
-environment: what each offers (`ToolSpec`s), the check states it can change, and which
-environments have it (`EnvEntry.toolsets`). An environment makes a bound toolset with its
-`toolset(name)` (`medspot.live.core.tools`)."""
+"""The toolsets of the tools track (`--tools NAME`) by environment, known without starting
+one: each family declares its own (`EnvEntry.toolsets`: what each offers, the check states it
+can change); an environment makes a bound toolset with its `toolset(name)`
+(`medspot.live.core.tools`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from medspot.errors import ConfigError
 from medspot.live.core.tasks import LiveTask
-from medspot.live.core.tools import ToolReach, ToolSpec, tool_reach
-from medspot.live.envs.orthanc.tools import ORTHANC_TOOLS, TOOLSET, OrthancTools
+from medspot.live.core.tools import ToolReach, ToolsetInfo, ToolSpec, tool_reach
 from medspot.live.envs.registry import env_entry
 
-__all__ = ["TOOLSETS", "ToolsetInfo", "offered_tools", "tools_fields", "toolset_info"]
-
-
-@dataclass(frozen=True)
-class ToolsetInfo:
-    name: str
-    specs: tuple[ToolSpec, ...]
-    reads: frozenset[str]  # the check states (`CheckKind.reads`) its tools can change
-
-
-TOOLSETS: dict[str, ToolsetInfo] = {
-    TOOLSET: ToolsetInfo(TOOLSET, ORTHANC_TOOLS, OrthancTools.reads),
-}
+__all__ = ["ToolsetInfo", "offered_tools", "tools_fields", "toolset_info"]
 
 
 def toolset_info(env: str, name: str) -> ToolsetInfo:
     """The toolset `name` of environment `env` (`ConfigError` when it has none such)."""
-    info = TOOLSETS.get(name)
-    offered = env_entry(env).toolsets
-    if info is None or name not in offered:
-        has = ", ".join(offered) or "none"
+    entry = env_entry(env)
+    info = entry.toolset(name)
+    if info is None:
+        has = ", ".join(t.name for t in entry.toolsets) or "none"
         raise ConfigError(f"--tools {name}: {env} offers no such toolset (it offers: {has})")
     return info
 

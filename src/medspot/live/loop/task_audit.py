@@ -63,7 +63,6 @@ from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import tool_reach
 from medspot.live.envs.registry import env_entry
-from medspot.live.envs.toolsets import TOOLSETS
 from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.scheduler import LiveOptions
@@ -138,13 +137,12 @@ def destructive_reach(env: str, task: LiveTask) -> str | None:
     `--tools`), or None when nothing can."""
     entry = env_entry(env)
     what = [entry.destructive] if entry.destructive else []
-    for name in entry.toolsets:
-        info = TOOLSETS.get(name)
-        if info is None or not tool_reach(task, entry.check_kinds, info.reads).reachable:
+    for info in entry.toolsets:
+        if not tool_reach(task, entry.check_kinds, info.reads).reachable:
             continue
         changing = [s.name for s in info.specs if s.changes_state]
         if changing:
-            what.append(f"the {name} toolset's {', '.join(changing)} (--tools {name})")
+            what.append(f"the {info.name} toolset's {', '.join(changing)} (--tools {info.name})")
     return "; ".join(what) or None
 
 

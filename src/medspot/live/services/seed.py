@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,7 @@ __all__ = [
     "CATALOGUE",
     "LANDMARKS",
     "SEED_VERSION",
+    "Acquisition",
     "Catalogue",
     "PatientInfo",
     "SeedSet",
@@ -39,6 +42,8 @@ __all__ = [
     "build_catalogue",
     "catalogue_geometry",
     "seed_files",
+    "write_once",
+    "write_slice",
 ]
 
 SEED_VERSION = "v1"
@@ -61,10 +66,6 @@ class SeriesInfo:
     pixel_spacing: float  # mm, rows and columns
     slice_thickness: float  # mm, also the z step
     window: tuple[int, int]  # (center, width), in output (rescaled) units
-
-    def landmark_pixel(self, name: str) -> tuple[int, int]:
-        """The landmark's (column, row) in image pixels (same on every slice)."""
-        return LANDMARKS[name]
 
     def landmark_world(self, name: str, slice_index: int = 0) -> tuple[float, float, float]:
         """The landmark's patient coordinates (mm) on slice `slice_index` (0-based)."""
@@ -273,13 +274,40 @@ def _phantom(modality: str, k: int, n: int, rng: np.random.Generator) -> np.ndar
     return out
 
 
-def _write_instance(
-    path: Path, p: PatientInfo, s: StudyInfo, se: SeriesInfo, k: int, rng: np.random.Generator
+@dataclass(frozen=True, slots=True)
+class Acquisition:
+    """What the header of each slice of a synthetic series says beyond its patient, study and
+    series: the study's time and ID (StudyTime, StudyID), the body part, an MR's
+    (ScanningSequence, RepetitionTime, EchoTime), and whether SpacingBetweenSlices is written."""
+
+    time: str
+    study_id: str
+    body_part: str
+    mr: tuple[str, float, float]
+    spacing_between_slices: bool = False
+
+
+def _mr_sequence(se: SeriesInfo) -> tuple[str, float, float]:
+    return ("SE", 500, 15) if "T1" in se.short else ("SE", 3000, 90)
+
+
+def write_slice(
+    path: Path,
+    of: tuple[PatientInfo, StudyInfo, SeriesInfo],
+    k: int,
+    pixels: np.ndarray,
+    position: tuple[float, float, float],
+    how: Acquisition,
 ) -> None:
+    """Slice `k` (0-based) of a synthetic axial series as a DICOM file: `pixels` (12 bits
+    stored in 16), at `position` (ImagePositionPatient, mm), of the patient, study and series
+    `of`; the one writer of the seeded studies and of InVesalius's phantoms
+    (`envs.invesalius.phantoms`)."""
     from pydicom.dataset import Dataset as DicomDataset
     from pydicom.dataset import FileMetaDataset
     from pydicom.uid import UID, CTImageStorage, ExplicitVRLittleEndian, MRImageStorage
 
+    p, s, se = of
     sop_class = CTImageStorage if se.modality == "CT" else MRImageStorage
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID = sop_class
@@ -296,25 +324,27 @@ def _write_instance(
     ds.PatientSex = p.sex
     ds.StudyInstanceUID = s.uid
     ds.StudyDate = ds.SeriesDate = ds.ContentDate = s.date
-    ds.StudyTime = ds.SeriesTime = ds.ContentTime = "093000"
+    ds.StudyTime = ds.SeriesTime = ds.ContentTime = how.time
     ds.StudyDescription = s.description
     ds.AccessionNumber = s.accession
-    ds.StudyID = s.name.split("-")[0] + "1"
+    ds.StudyID = how.study_id
     ds.ReferringPhysicianName = "HOUSE^GREGORY"
     ds.InstitutionName = "MedSPOT Synthetic Hospital"
     ds.SeriesInstanceUID = se.uid
     ds.SeriesNumber = se.number
     ds.SeriesDescription = se.description
     ds.Modality = se.modality
-    ds.BodyPartExamined = s.description.split()[-1]
+    ds.BodyPartExamined = how.body_part
     ds.FrameOfReferenceUID = f"{s.uid}.0"
     ds.InstanceNumber = k + 1
-    ds.ImagePositionPatient = list(_origin(se.pixel_spacing, se.slice_thickness, k))
+    ds.ImagePositionPatient = list(position)
     ds.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
     ds.SliceThickness = se.slice_thickness
-    ds.SliceLocation = k * se.slice_thickness
+    if how.spacing_between_slices:
+        ds.SpacingBetweenSlices = se.slice_thickness
+    ds.SliceLocation = position[2]
     ds.PixelSpacing = [se.pixel_spacing, se.pixel_spacing]
-    ds.Rows = ds.Columns = SIZE
+    ds.Rows, ds.Columns = pixels.shape
     ds.SamplesPerPixel = 1
     ds.PhotometricInterpretation = "MONOCHROME2"
     ds.BitsAllocated = 16
@@ -326,9 +356,9 @@ def _write_instance(
         ds.RescaleIntercept, ds.RescaleSlope, ds.RescaleType = -1024, 1, "HU"
         ds.KVP, ds.ConvolutionKernel = 120, "STANDARD"
     else:
-        ds.MagneticFieldStrength, ds.ScanningSequence = 1.5, "SE"
-        ds.RepetitionTime, ds.EchoTime = (500, 15) if "T1" in se.short else (3000, 90)
-    ds.PixelData = _phantom(se.modality, k, se.slices, rng).tobytes()
+        ds.MagneticFieldStrength = 1.5
+        ds.ScanningSequence, ds.RepetitionTime, ds.EchoTime = how.mr
+    ds.PixelData = pixels.tobytes()
     ds.save_as(path, enforce_file_format=True)
 
 
@@ -339,10 +369,6 @@ class SeedSet:
     folder: Path
     catalogue: Catalogue
     files: dict[str, Path]
-
-    def patient_files(self, patient: str) -> list[Path]:
-        p = self.catalogue.patient(patient)
-        return [self.files[u] for s in p.studies for se in s.series for u in se.instance_uids]
 
 
 def _default_cache() -> Path:
@@ -359,25 +385,38 @@ def seed_files(cache: Path | None = None, seed: int = 0) -> SeedSet:
             for se in s.series:
                 for k, uid in enumerate(se.instance_uids):
                     files[uid] = folder / s.name / se.short / f"{k + 1:03d}.dcm"
-    done = folder / "catalogue.json"
-    if done.exists():
-        return SeedSet(folder, cat, files)
-    # private to this thread: environments of one process (threads executor) seed at once
+
+    def write(tmp: Path) -> None:
+        rng = np.random.default_rng(seed)
+        for p in cat.patients:
+            for s in p.studies:
+                for se in s.series:
+                    (tmp / s.name / se.short).mkdir(parents=True, exist_ok=True)
+                    how = Acquisition("093000", s.name.split("-")[0] + "1",
+                                      s.description.split()[-1], _mr_sequence(se))  # fmt: skip
+                    for k in range(se.slices):
+                        pixels = _phantom(se.modality, k, se.slices, rng)
+                        position = _origin(se.pixel_spacing, se.slice_thickness, k)
+                        write_slice(tmp / s.name / se.short / f"{k + 1:03d}.dcm",
+                                    (p, s, se), k, pixels, position, how)  # fmt: skip
+        (tmp / "catalogue.json").write_text(json.dumps(cat.to_json(), indent=1), encoding="utf-8")
+
+    write_once(folder, "catalogue.json", write)
+    return SeedSet(folder, cat, files)
+
+
+def write_once(folder: Path, marker: str, write: Callable[[Path], None]) -> None:
+    """`folder` made by `write` unless it holds `marker` (the file `write` writes last): into a
+    folder of this process and thread beside it (environments of one process, the threads
+    executor, write at once), then renamed into place; where another one won the race, its
+    copy is used."""
+    if (folder / marker).exists():
+        return
     tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}-{threading.get_ident()}")
-    rng = np.random.default_rng(seed)
-    for p in cat.patients:
-        for s in p.studies:
-            for se in s.series:
-                (tmp / s.name / se.short).mkdir(parents=True, exist_ok=True)
-                for k in range(se.slices):
-                    _write_instance(tmp / s.name / se.short / f"{k + 1:03d}.dcm", p, s, se, k, rng)
-    (tmp / "catalogue.json").write_text(json.dumps(cat.to_json(), indent=1), encoding="utf-8")
+    write(tmp)
     try:
         tmp.rename(folder)
     except OSError:  # another process won the race: use its copy
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
-        if not done.exists():
+        if not (folder / marker).exists():
             raise
-    return SeedSet(folder, cat, files)

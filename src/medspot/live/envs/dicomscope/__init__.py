@@ -1,18 +1,19 @@
 """The `dicomscope` environment: OFFIS DICOMscope under a private Xvfb, read through AT-SPI
-(`env`), the viewer's check kinds (`checks`), its task check and doctor (`hooks`), its packaged
-tasks (`tasks/`)."""
+(`env`), its check kinds (`checks`: the viewer's, beside the desktop's), its task check and
+doctor (`hooks`), its packaged tasks (`tasks/`)."""
 
 from importlib import resources
 
 from medspot.live.core.contract import EnvEntry
-from medspot.live.envs.dicomscope.env import CHECK_KINDS, LOCATOR_KEYS, NAME, PACKAGES, create
-from medspot.live.envs.dicomscope.hooks import doctor, task_check
+from medspot.live.envs.dicomscope.checks import CHECK_KINDS
+from medspot.live.envs.dicomscope.env import LOCATOR_KEYS, NAME, DicomscopeEnv
+from medspot.live.envs.dicomscope.hooks import PACKAGES, doctor, task_check
 
 __all__ = ["ENTRY"]
 
 ENTRY = EnvEntry(
     name=NAME,
-    factory=create,
+    factory=DicomscopeEnv,
     summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
     check_kinds=CHECK_KINDS,
     destructive="DICOMscope's Delete button (the Browser's toolbar: studies, series and images "

@@ -1,5 +1,6 @@
-"""The `dicomscope.*` check kinds: what DICOMscope's viewer shows as the application applied it,
-never what a text box holds.
+"""The `dicomscope` environment's check kinds (`CHECK_KINDS`: the desktop's `atspi.*` and
+`window.*`, and its own): the `dicomscope.*` kinds, what DICOMscope's viewer shows as the
+application applied it, never what a text box holds.
 
 DICOMscope's window centre / width and zoom factor fields show typed text before Enter applies
 it, so a check on a field passes on digits typed and never applied. These kinds read what the
@@ -54,10 +55,12 @@ from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tasks import StartSpec
 from medspot.live.drivers.atspi import AtspiTree
+from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.services.names import SeededSeries, SeededStudy
 from medspot.live.services.seed import CATALOGUE, Catalogue
 
 __all__ = [
+    "CHECK_KINDS",
     "VIEWER_KINDS",
     "DatabaseState",
     "FileSignature",
@@ -413,3 +416,6 @@ VIEWER_KINDS = CheckKinds(
               "a seeded image beyond the task's targets deleted or written over (the "
               "collateral-harm rule)"),
 )  # fmt: skip
+
+# every kind the environment's `check` understands
+CHECK_KINDS = DESKTOP_KINDS + VIEWER_KINDS

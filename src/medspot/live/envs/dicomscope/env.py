@@ -52,12 +52,11 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.optionpaths import CachePath, ProgramPath
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery, NodeState, state_diff
-from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.desktop import DesktopDriver
 from medspot.live.drivers.file_reads import FileReads
 from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
 from medspot.live.envs.dicomscope.checks import (
-    VIEWER_KINDS,
+    CHECK_KINDS,
     DatabaseState,
     FileSignature,
     ImageRef,
@@ -75,7 +74,7 @@ from medspot.live.envs.reset_clock import ResetClock
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["CHECK_KINDS", "JARS", "LOCATOR_KEYS", "NAME", "PACKAGES", "DicomscopeEnv", "create"]
+__all__ = ["JARS", "JNI_DIR", "LOCATOR_KEYS", "NAME", "SYSTEM_CFG", "DicomscopeEnv"]
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +95,7 @@ MODE_ROLES = ("toggle button", "radio button", "check box")
 STATUS_PANEL = "Info"  # its label logs the last event ("Ready.", "Loading 100%"): not state
 NEUTRAL_POINT = (1270, 12)  # the empty end of the toolbar: no widget reacts to the pointer
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at")
-CHECK_KINDS = DESKTOP_KINDS + VIEWER_KINDS
 IMAGE_FILES = image_files()  # database file name -> STUDY/SERIES/SLICE
-PACKAGES = (
-    "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
-    "python3-pyatspi", "dicomscope", "dcmtk", "libatk-wrapper-java", "libatk-wrapper-java-jni",
-    "default-jre-headless",
-)  # fmt: skip
 
 
 # A runner slot's spares (`SpareCapable`): two more DICOMscopes (each its Xvfb, bus, JVM, AT-SPI
@@ -114,7 +107,7 @@ SPARE = SparePlan(default=True, memory_mb=170, count=2)
 
 
 class DicomscopeEnv:
-    name = "dicomscope"
+    name = NAME
     spare = SPARE
     key_table = KEY_TABLE  # the keys xdotool presses (X keysyms)
 
@@ -608,7 +601,3 @@ class DicomscopeEnv:
         if self.desktop.window is not None:
             titles.append(self.x11.window_title(self.desktop.window))
         return tuple(titles)
-
-
-def create(workdir: Path, **options: Any) -> DicomscopeEnv:
-    return DicomscopeEnv(workdir, **options)

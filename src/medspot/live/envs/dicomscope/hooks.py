@@ -1,5 +1,6 @@
 """The `dicomscope` environment's hooks: what `medspot live tasks --validate` finds wrong in a
-task for it (`task_check`) and what `medspot live doctor` reports missing (`doctor`)."""
+task for it beyond its checks (`task_check`) and what `medspot live doctor` reports missing
+(`doctor`) beyond the Debian packages `medspot live setup` installs (`PACKAGES`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,16 @@ import shutil
 
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.envs.dicomscope.checks import image_problem, row_labels
-from medspot.live.envs.dicomscope.env import JARS, JNI_DIR, SYSTEM_CFG
+from medspot.live.envs.dicomscope.env import JARS, JNI_DIR, NAME, SYSTEM_CFG
 from medspot.live.services.names import locator_name_problems
 
-__all__ = ["doctor", "task_check"]
+__all__ = ["PACKAGES", "doctor", "task_check"]
+
+PACKAGES = (
+    "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
+    "python3-pyatspi", "dicomscope", "dcmtk", "libatk-wrapper-java", "libatk-wrapper-java-jni",
+    "default-jre-headless",
+)  # fmt: skip
 
 
 def _row_problem(loc: Locator) -> str | None:
@@ -41,8 +48,8 @@ def task_check(task: LiveTask) -> list[tuple[str, str]]:
         if why is not None:
             out.append(("start.file", why))
     if task.start.route is not None:
-        out.append(("start.route", "dicomscope has no routes (start.file opens an image)"))
-    out += [(f"start.{k}", "not a start key of dicomscope") for k in task.start.params]
+        out.append(("start.route", f"{NAME} has no routes (start.file opens an image)"))
+    out += [(f"start.{k}", f"not a start key of {NAME}") for k in task.start.params]
     for place, name, loc in task.step_locators():
         why = _row_problem(loc)
         if why is not None:

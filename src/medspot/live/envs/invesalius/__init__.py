@@ -1,29 +1,21 @@
 """The `invesalius` environment: InVesalius 3.1 under a private Xvfb, its state read by a probe
 inside the application (`env`, `instance`, `probe`, `probe_client`, `state`), the seeded
-phantoms with their true masks (`phantoms`, `names`, `geometry`), the `inv.*` check kinds
-(`checks`, `files`; the collateral-harm rule: `collateral`), its start keys (`start`), the
-widgets wx draws (`widgets`), its task check and doctor (in `env`) and its packaged tasks
-(`tasks/`)."""
+phantoms with their true masks (`phantoms`, `names`, `geometry`), its check kinds (`checks`,
+`files`; the collateral-harm rule: `collateral`), its start keys (`start`), the widgets wx draws
+(`widgets`), its task check, geometry and doctor (`hooks`) and its packaged tasks (`tasks/`)."""
 
 from importlib import resources
 
 from medspot.live.core.contract import EnvEntry
-from medspot.live.envs.invesalius.env import (
-    CHECK_KINDS,
-    LOCATOR_KEYS,
-    NAME,
-    PACKAGES,
-    create,
-    doctor,
-    task_check,
-    task_geometry,
-)
+from medspot.live.envs.invesalius.checks import CHECK_KINDS
+from medspot.live.envs.invesalius.env import LOCATOR_KEYS, NAME, InvesaliusEnv
+from medspot.live.envs.invesalius.hooks import PACKAGES, doctor, task_check, task_geometry
 
 __all__ = ["ENTRY"]
 
 ENTRY = EnvEntry(
     name=NAME,
-    factory=create,
+    factory=InvesaliusEnv,
     summary="InVesalius 3.1 (wxPython + VTK), a 3D segmentation workstation, under Xvfb; "
     "state read by a probe inside it, masks judged against the phantoms' truth",
     check_kinds=CHECK_KINDS,

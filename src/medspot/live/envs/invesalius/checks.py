@@ -1,6 +1,7 @@
-"""The check kinds of the `invesalius` environment (`inv.*`): InVesalius's state read by the
-probe inside the application, the masks' voxels compared with the phantoms' truth, the files an
-agent wrote; each judged by a pure function.
+"""The check kinds of the `invesalius` environment (`CHECK_KINDS`: its own `inv.*`, the
+collateral-harm rule of `collateral`, the desktop's `atspi.*` and `window.*`): InVesalius's state
+read by the probe inside the application, the masks' voxels compared with the phantoms' truth,
+the files an agent wrote; each judged by a pure function.
 
     {"kind": "inv.mask", "name": "Lesion", "threshold": [150, 250]}
     {"kind": "inv.mask", "name": "Mask 1", "present": false}
@@ -36,13 +37,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams, Regex
+from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
+from medspot.live.envs.invesalius.collateral import COLLATERAL_KINDS
 from medspot.live.envs.invesalius.files import ExportedFile, NiftiImage
-from medspot.live.envs.invesalius.geometry import (
-    angle_deg,
-    distance_mm,
-    landmark_world,
-    parse_landmark,
-)
+from medspot.live.envs.invesalius.geometry import distance_mm, landmark_world, parse_landmark
 from medspot.live.envs.invesalius.names import (
     ExportName,
     ExportPattern,
@@ -54,6 +52,7 @@ from medspot.live.envs.invesalius.regions import VIEWS, PhantomGeometry, view_re
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 
 __all__ = [
+    "CHECK_KINDS",
     "INV_KINDS",
     "WINDOW_PRESETS",
     "ExportSnapshot",
@@ -125,17 +124,25 @@ def mask_dice(
 # -- masks -------------------------------------------------------------------------------------
 
 
-class _Range(CheckParams):
+def _exactly_or_within(name: str, exact: int | None, low: int | None, high: int | None) -> None:
+    """A number given exactly (`name`), or a range [`min`, `max`] (one end may be open): a
+    `ValueError` for neither, both, or an empty range."""
+    if (exact is None) == (low is None and high is None):
+        raise ValueError(f"needs '{name}', or 'min' and/or 'max'")
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"min {low} > max {high}")
+
+
+class CountParams(CheckParams):
+    """How many there are: exactly `count`, or within [`min`, `max`]."""
+
     count: int | None = Field(None, ge=0)
     min: int | None = Field(None, ge=0)
     max: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
-    def _range(self) -> _Range:
-        if (self.count is None) == (self.min is None and self.max is None):
-            raise ValueError("needs 'count', or 'min' and/or 'max'")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min {self.min} > max {self.max}")
+    def _range(self) -> CountParams:
+        _exactly_or_within("count", self.count, self.min, self.max)
         return self
 
     def holds_for(self, n: int) -> bool:
@@ -224,11 +231,7 @@ def _mask(p: MaskParams, s: InvState) -> bool:
     return False
 
 
-class MaskCountParams(_Range):
-    pass
-
-
-def _mask_count(p: MaskCountParams, s: InvState) -> bool:
+def _mask_count(p: CountParams, s: InvState) -> bool:
     return p.holds_for(len(s.masks))
 
 
@@ -382,11 +385,7 @@ def _surface(p: SurfaceParams, s: InvState) -> bool:
     return False
 
 
-class SurfaceCountParams(_Range):
-    pass
-
-
-def _surface_count(p: SurfaceCountParams, s: InvState) -> bool:
+def _surface_count(p: CountParams, s: InvState) -> bool:
     return p.holds_for(len(s.surfaces))
 
 
@@ -502,25 +501,12 @@ def _measure(p: MeasureParams, s: InvState) -> bool:
     return ok == p.present
 
 
-class MeasureCountParams(_Range):
+class MeasureCountParams(CountParams):
     kind_of: Literal["linear", "angular"] | None = None
 
 
 def _measure_count(p: MeasureCountParams, s: InvState) -> bool:
     return p.holds_for(sum(1 for m in s.measures if p.kind_of in (None, m.kind)))
-
-
-def expected_length(vol: str, a: str, b: str, number: int) -> float:
-    """The distance (mm) between two landmarks on slice `number` (for writing tasks)."""
-    pa, pb = (landmark_world(vol, parse_landmark(x), number) for x in (a, b))
-    assert pa is not None and pb is not None
-    return distance_mm(pa, pb)
-
-
-def expected_angle(vol: str, a: str, vertex: str, b: str, number: int) -> float:
-    pts = [landmark_world(vol, parse_landmark(x), number) for x in (a, vertex, b)]
-    assert all(x is not None for x in pts)
-    return angle_deg(*pts)  # type: ignore[arg-type]
 
 
 # -- views, window, layout, project, dialogs ---------------------------------------------------
@@ -536,10 +522,7 @@ class SliceParams(CheckParams):
 
     @model_validator(mode="after")
     def _one(self) -> SliceParams:
-        if (self.slice is None) == (self.min is None and self.max is None):
-            raise ValueError("needs 'slice', or 'min' and/or 'max'")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min {self.min} > max {self.max}")
+        _exactly_or_within("slice", self.slice, self.min, self.max)
         return self
 
     def geometry_problem(self, geometry: object) -> tuple[str, str] | None:
@@ -802,12 +785,12 @@ def _file(p: FileParams, snap: ExportSnapshot) -> bool:
 INV_KINDS = CheckKinds(
     CheckKind("inv.mask", MaskParams, "inv", _mask,
               "a mask (name or regex) with a threshold, current, visible, voxel count"),
-    CheckKind("inv.mask_count", MaskCountParams, "inv", _mask_count, "the number of masks"),
+    CheckKind("inv.mask_count", CountParams, "inv", _mask_count, "the number of masks"),
     CheckKind("inv.mask_dice", DiceParams, "inv_voxels", _dice,
               "a mask's Dice coefficient with the phantom's true structures"),
     CheckKind("inv.surface", SurfaceParams, "inv", _surface,
               "a 3D surface: volume (vs the truth), transparency, colour, visibility"),
-    CheckKind("inv.surface_count", SurfaceCountParams, "inv", _surface_count,
+    CheckKind("inv.surface_count", CountParams, "inv", _surface_count,
               "the number of surfaces"),
     CheckKind("inv.measure", MeasureParams, "inv", _measure,
               "a linear or angular measurement: view, slice, value, end points"),
@@ -821,3 +804,6 @@ INV_KINDS = CheckKinds(
     CheckKind("inv.file", FileParams, "inv_files", _file,
               "a file in the export folder: STL volume, NIfTI mask Dice, untouched"),
 )  # fmt: skip
+
+# every kind the environment's `check` understands
+CHECK_KINDS = INV_KINDS + COLLATERAL_KINDS + DESKTOP_KINDS

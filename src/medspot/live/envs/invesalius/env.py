@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import re
 import shutil
-import subprocess
 import time
 import zlib
 from pathlib import Path
@@ -48,26 +46,17 @@ from medspot.live.core.contract import (
 )
 from medspot.live.core.optionpaths import CachePath, Folder, Program
 from medspot.live.drivers.atspi import AtspiTree, NodeQuery
-from medspot.live.drivers.atspi_checks import DESKTOP_KINDS
 from medspot.live.drivers.x11 import KEY_TABLE
 from medspot.live.envs.invesalius.checks import (
-    INV_KINDS,
+    CHECK_KINDS,
     DiceParams,
     ExportSnapshot,
     MaskReading,
     mask_dice,
 )
-from medspot.live.envs.invesalius.collateral import (
-    COLLATERAL_KINDS,
-    StartObjects,
-    read_collateral_state,
-)
+from medspot.live.envs.invesalius.collateral import StartObjects, read_collateral_state
 from medspot.live.envs.invesalius.files import read_export
-from medspot.live.envs.invesalius.geometry import (
-    landmark_plane_point,
-    parse_landmark,
-    to_phantom,
-)
+from medspot.live.envs.invesalius.geometry import landmark_plane_point, parse_landmark, to_phantom
 from medspot.live.envs.invesalius.instance import (
     APP_NAME,
     INVESALIUS_DIR,
@@ -77,7 +66,6 @@ from medspot.live.envs.invesalius.instance import (
 )
 from medspot.live.envs.invesalius.phantoms import phantom_files
 from medspot.live.envs.invesalius.probe_client import ProbeBusy
-from medspot.live.envs.invesalius.regions import PhantomGeometry
 from medspot.live.envs.invesalius.start import DEFAULT_VOLUME, InvStart, parse_start
 from medspot.live.envs.invesalius.state import InvState, MaskVoxels
 from medspot.live.envs.invesalius.widgets import merge_widgets
@@ -86,17 +74,12 @@ from medspot.live.envs.reset_clock import ResetClock
 if TYPE_CHECKING:
     from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 
-__all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check", "task_geometry"]
+__all__ = ["APP_MODULES", "LOCATOR_KEYS", "NAME", "InvesaliusEnv"]
 
 log = logging.getLogger(__name__)
 
 NAME = "invesalius"
-CHECK_KINDS = INV_KINDS + COLLATERAL_KINDS + DESKTOP_KINDS
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at", "landmark")
-PACKAGES = (
-    "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
-    "python3-pyatspi", "imagemagick", "invesalius",
-)  # fmt: skip
 # what InVesalius imports from the Python it runs on (`python`, checked before a run starts)
 APP_MODULES = ("wx", "vtkmodules", "numpy", "gdcm")
 InvPython = Annotated[str, Program(imports=APP_MODULES)]
@@ -445,8 +428,7 @@ class InvesaliusEnv:
             return self._landmark(inst, locator.landmark)
         keys = locator.keys() - {"at"}
         if not keys and locator.at is not None:
-            x, y = locator.at[0] * self.viewport[0], locator.at[1] * self.viewport[1]
-            return PixelBox(x, y, x + 1, y + 1)
+            return PixelBox(0, 0, *self.viewport).at(*locator.at)
         tree = self._tree(False)
         q = NodeQuery(locator.role, locator.text, locator.contains, locator.description,
                       locator.nth)  # fmt: skip
@@ -454,9 +436,7 @@ class InvesaliusEnv:
         box = hits[q.nth] if q.nth < len(hits) else None
         if box is None or locator.at is None:
             return box
-        x = box.x1 + locator.at[0] * (box.x2 - box.x1)
-        y = box.y1 + locator.at[1] * (box.y2 - box.y1)
-        return PixelBox(x, y, x + 1, y + 1)
+        return box.at(*locator.at)
 
     def _landmark(self, inst: InvInstance, text: str) -> PixelBox | None:
         lm = parse_landmark(text)
@@ -642,81 +622,3 @@ def _menu_open(tree: AtspiTree) -> bool:
 
 
 _MENU_ITEMS = frozenset({"menu item", "check menu item", "radio menu item"})
-
-
-def task_geometry(task: LiveTask) -> PhantomGeometry | None:
-    """The phantom the task's start loads, the geometry its checks' regions are validated
-    against (the registry's `geometry` hook: `CheckParams.geometry_problem`); None for a start
-    that is not valid (`task_check` says why)."""
-    try:
-        return PhantomGeometry(parse_start(task).volume)
-    except ValueError:
-        return None
-
-
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong for this environment beyond its
-    checks (whose structures, slices and landmarks `task_geometry` validates): the start keys,
-    the structures of the steps' landmarks in the task's volume."""
-    out: list[tuple[str, str]] = []
-    if task.start.route is not None:
-        out.append(("start.route", "invesalius has no routes"))
-    if task.start.file is not None:
-        out.append(("start.file", "invesalius starts from start.volume, not a file"))
-    try:
-        start = parse_start(task)
-    except ValueError as exc:
-        return [*out, ("start", str(exc))]
-    vol = start.volume
-    from medspot.live.envs.invesalius.names import unknown_structure
-
-    steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
-    steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
-    for place, step in steps:
-        for name, loc in (("target", step.target), ("to", step.to)):
-            if loc is None or loc.landmark is None:
-                continue
-            try:
-                lm = parse_landmark(loc.landmark)
-            except ValueError as exc:
-                out.append((f"{place}.{name}.landmark", str(exc)))
-                continue
-            why = unknown_structure(lm.structure, vol)
-            if why:
-                out.append((f"{place}.{name}.landmark", why))
-    return out
-
-
-def doctor() -> list[str]:
-    """What `medspot live doctor --env invesalius` reports beyond the Debian packages."""
-    from medspot.live.drivers.atspi import SYSTEM_PYTHON, atspi_available
-    from medspot.live.drivers.x11 import missing_x11_tools
-
-    problems = [f"{t} is not on PATH (apt-get install xvfb xdotool x11-apps dbus-x11)"
-                for t in missing_x11_tools()]  # fmt: skip
-    if shutil.which("import") is None:
-        problems.append("import is not on PATH (apt-get install imagemagick)")
-    if not (INVESALIUS_DIR / "app.py").exists():
-        problems.append(f"{INVESALIUS_DIR}/app.py is missing (apt-get install invesalius)")
-    elif not os.path.exists(SYSTEM_PYTHON):
-        problems.append(f"{SYSTEM_PYTHON} is missing (InVesalius runs on Debian's Python)")
-    else:
-        try:
-            out = processes.run(
-                [SYSTEM_PYTHON, "-c", "import " + ", ".join(APP_MODULES)],
-                capture_output=True, text=True, timeout=60, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problems.append(f"{SYSTEM_PYTHON} could not import InVesalius's modules ({exc})")
-        else:
-            if out.returncode != 0:
-                why = out.stderr.strip()[-200:]
-                problems.append(f"{SYSTEM_PYTHON} cannot import InVesalius's modules "
-                                f"(apt-get install invesalius): {why}")  # fmt: skip
-    if not atspi_available():
-        problems.append(f"{SYSTEM_PYTHON} cannot import pyatspi (apt-get install python3-pyatspi)")
-    return problems
-
-
-def create(workdir: Path, **options: Any) -> InvesaliusEnv:
-    return InvesaliusEnv(workdir, **options)

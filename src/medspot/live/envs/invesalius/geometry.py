@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medspot.live.envs.invesalius.phantoms import VolumeInfo, true_mask, volume
+from medspot.live.envs.invesalius.phantoms import true_mask, volume
 
 __all__ = [
     "LANDMARK",
@@ -37,7 +37,6 @@ __all__ = [
     "plane_of",
     "to_invesalius",
     "to_phantom",
-    "view_slice_of",
 ]
 
 PARTS = ("centre", "left", "right", "top", "bottom")
@@ -84,12 +83,6 @@ def plane_of(vol: np.ndarray, view: str, number: int) -> np.ndarray:
     else:
         raise ValueError(f"unknown view {view!r}")
     return out
-
-
-def view_slice_of(v: VolumeInfo, view: str, voxel: tuple[int, int, int]) -> int:
-    """The slice number a view shows a phantom voxel (z, row, column) on."""
-    k, r, c = voxel
-    return {"axial": k, "coronal": v.rows - 1 - r, "sagittal": c}[view]
 
 
 def landmark_plane_point(vol_name: str, lm: Landmark, number: int) -> tuple[float, float] | None:

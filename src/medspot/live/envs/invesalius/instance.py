@@ -22,7 +22,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -250,8 +249,3 @@ def retire(inst: InvInstance, seat: SpareSeat | None) -> None:
                 shutil.rmtree(inst.workdir, ignore_errors=True)
 
     threading.Thread(target=stop, name="medspot-invesalius-retire", daemon=True).start()
-
-
-def probe_state(inst: InvInstance, voxels: bool = True, timeout: float = 10.0) -> dict[str, Any]:
-    state: dict[str, Any] = inst.probe.call("state", {"voxels": voxels}, timeout=timeout)
-    return state

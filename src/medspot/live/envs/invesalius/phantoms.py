@@ -25,14 +25,20 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from medspot.cache import cache_root
+from medspot.live.services.seed import (
+    Acquisition,
+    PatientInfo,
+    SeriesInfo,
+    StudyInfo,
+    write_once,
+    write_slice,
+)
 
 __all__ = [
     "PHANTOM_VERSION",
@@ -114,13 +120,15 @@ class VolumeInfo:
         x = (np.arange(self.cols) - (self.cols - 1) / 2) * self.spacing
         return z, y, x
 
-    def voxel_of(self, point_mm: tuple[float, float, float]) -> tuple[int, int, int]:
-        """The (slice, row, col) voxel nearest to a world point (x, y, z)."""
-        x, y, z = point_mm
-        col = round(x / self.spacing + (self.cols - 1) / 2)
-        row = round(y / self.spacing + (self.rows - 1) / 2)
-        k = round(z / self.thickness + (self.slices - 1) / 2)
-        return (k, row, col)
+    def dicom_series(self, seed: int = 0) -> tuple[PatientInfo, StudyInfo, SeriesInfo]:
+        """The patient, study and series its DICOM files name (`services.seed.write_slice`)."""
+        uid = self.series_uid(seed)
+        se = SeriesInfo(f"{self.name}/3D", "3D", self.series_description, self.modality,
+                        self.slices, 1, uid, tuple(f"{uid}.{k}" for k in range(1, self.slices + 1)),
+                        self.spacing, self.thickness, self.window)  # fmt: skip
+        st = StudyInfo(self.name, self.patient, self.description, self.date,
+                       f"A3D{self.number:02d}", self.study_uid(seed), (se,))  # fmt: skip
+        return PatientInfo(self.patient, self.patient_id, self.birth_date, self.sex, (st,)), st, se
 
 
 _CT = VolumeInfo(
@@ -243,90 +251,30 @@ class PhantomSet:
 
 
 def _write_series(folder: Path, v: VolumeInfo, seed: int) -> None:
-    from pydicom.dataset import Dataset as DicomDataset
-    from pydicom.dataset import FileMetaDataset
-    from pydicom.uid import UID, CTImageStorage, ExplicitVRLittleEndian, MRImageStorage
-
     values = volume_values(v.name, seed)
     offset = 1024.0 if v.modality == "CT" else 0.0
     stored = np.clip(values + offset, 0, 4095).astype(np.uint16)
-    sop_class = CTImageStorage if v.modality == "CT" else MRImageStorage
     z, _, _ = v.world_axes()
     x0 = -(v.cols - 1) / 2 * v.spacing
     y0 = -(v.rows - 1) / 2 * v.spacing
+    how = Acquisition("101500", f"3D{v.number}", v.description.split()[1], ("GR", 8.1, 3.7),
+                      spacing_between_slices=True)  # fmt: skip
+    of = v.dicom_series(seed)
     for k in range(v.slices):
-        uid = f"{v.series_uid(seed)}.{k + 1}"
-        meta = FileMetaDataset()
-        meta.MediaStorageSOPClassUID = sop_class
-        meta.MediaStorageSOPInstanceUID = UID(uid)
-        meta.TransferSyntaxUID = ExplicitVRLittleEndian
-        meta.ImplementationClassUID = UID(f"{UID_ROOT}.1")
-        ds = DicomDataset()
-        ds.file_meta = meta
-        ds.SOPClassUID = sop_class
-        ds.SOPInstanceUID = uid
-        ds.PatientName = v.patient
-        ds.PatientID = v.patient_id
-        ds.PatientBirthDate = v.birth_date
-        ds.PatientSex = v.sex
-        ds.StudyInstanceUID = v.study_uid(seed)
-        ds.StudyDate = ds.SeriesDate = ds.ContentDate = v.date
-        ds.StudyTime = ds.SeriesTime = ds.ContentTime = "101500"
-        ds.StudyDescription = v.description
-        ds.AccessionNumber = f"A3D{v.number:02d}"
-        ds.StudyID = f"3D{v.number}"
-        ds.ReferringPhysicianName = "HOUSE^GREGORY"
-        ds.InstitutionName = "MedSPOT Synthetic Hospital"
-        ds.SeriesInstanceUID = v.series_uid(seed)
-        ds.SeriesNumber = 1
-        ds.SeriesDescription = v.series_description
-        ds.Modality = v.modality
-        ds.BodyPartExamined = v.description.split()[1]
-        ds.FrameOfReferenceUID = f"{v.study_uid(seed)}.0"
-        ds.InstanceNumber = k + 1
-        ds.ImagePositionPatient = [x0, y0, float(z[k])]
-        ds.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
-        ds.SliceThickness = v.thickness
-        ds.SpacingBetweenSlices = v.thickness
-        ds.SliceLocation = float(z[k])
-        ds.PixelSpacing = [v.spacing, v.spacing]
-        ds.Rows, ds.Columns = v.rows, v.cols
-        ds.SamplesPerPixel = 1
-        ds.PhotometricInterpretation = "MONOCHROME2"
-        ds.BitsAllocated = 16
-        ds.BitsStored = 12
-        ds.HighBit = 11
-        ds.PixelRepresentation = 0
-        ds.WindowCenter, ds.WindowWidth = v.window
-        if v.modality == "CT":
-            ds.RescaleIntercept, ds.RescaleSlope, ds.RescaleType = -1024, 1, "HU"
-            ds.KVP, ds.ConvolutionKernel = 120, "STANDARD"
-        else:
-            ds.MagneticFieldStrength, ds.ScanningSequence = 1.5, "GR"
-            ds.RepetitionTime, ds.EchoTime = 8.1, 3.7
-        ds.PixelData = stored[k].tobytes()
-        ds.save_as(folder / f"{k + 1:03d}.dcm", enforce_file_format=True)
+        write_slice(folder / f"{k + 1:03d}.dcm", of, k, stored[k], (x0, y0, float(z[k])), how)
 
 
 def phantom_files(cache: Path | None = None, seed: int = 0) -> PhantomSet:
     """Write the phantoms' DICOM series into `cache` (default: medspot's cache folder) once;
     reuse them afterwards."""
     folder = (cache or cache_root() / "live") / f"phantoms3d-{PHANTOM_VERSION}-s{seed}"
-    done = folder / "phantoms.json"
-    if done.exists():
-        return PhantomSet(folder)
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}-{threading.get_ident()}")
-    for v in VOLUMES.values():
-        (tmp / v.name).mkdir(parents=True, exist_ok=True)
-        _write_series(tmp / v.name, v, seed)
-    info = {v.name: {"patient": v.patient, "shape": list(v.shape)} for v in VOLUMES.values()}
-    (tmp / "phantoms.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
-    try:
-        tmp.rename(folder)
-    except OSError:  # another process won the race: use its copy
-        import shutil
 
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not done.exists():
-            raise
+    def write(tmp: Path) -> None:
+        for v in VOLUMES.values():
+            (tmp / v.name).mkdir(parents=True, exist_ok=True)
+            _write_series(tmp / v.name, v, seed)
+        info = {v.name: {"patient": v.patient, "shape": list(v.shape)} for v in VOLUMES.values()}
+        (tmp / "phantoms.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+
+    write_once(folder, "phantoms.json", write)
     return PhantomSet(folder)

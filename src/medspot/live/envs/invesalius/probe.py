@@ -94,20 +94,19 @@ def _colour(c: Any) -> list[float]:
         return []
 
 
-def _slice_viewers() -> list[Any]:
-    vs = mod("invesalius.data.viewer_slice")
+def _viewers(module: str) -> list[Any]:
+    """The main window's `Viewer`s of an InVesalius module (`viewer_slice`, `viewer_volume`)."""
+    viewer = mod(f"invesalius.data.{module}").Viewer
     frame = _frame()
-    if frame is None:
-        return []
-    return [w for w in _walk(frame) if isinstance(w, vs.Viewer)]
+    return [] if frame is None else [w for w in _walk(frame) if isinstance(w, viewer)]
+
+
+def _slice_viewers() -> list[Any]:
+    return _viewers("viewer_slice")
 
 
 def _volume_viewers() -> list[Any]:
-    vv = mod("invesalius.data.viewer_volume")
-    frame = _frame()
-    if frame is None:
-        return []
-    return [w for w in _walk(frame) if isinstance(w, vv.Viewer)]
+    return _viewers("viewer_volume")
 
 
 def _full_mask(mask: Any) -> Any:
@@ -295,15 +294,20 @@ def _undo_state() -> dict[str, Any]:
     return {"index": int(h.index), "length": len(h.history)}
 
 
-def _dialogs() -> list[dict[str, Any]]:
-    """The application's top-level windows other than the main frame that are shown (wx
-    dialogs and frames; GTK's own message and file dialogs are read through AT-SPI)."""
-    wx = mod("wx")
+def _other_windows() -> list[Any]:
+    """The application's top-level windows other than the main frame (and the splash) that
+    are shown: wx dialogs and frames (GTK's own message and file dialogs are not wx's)."""
     frame = _frame()
+    return [t for t in mod("wx").GetTopLevelWindows()
+            if t is not frame and t.IsShown() and not _is_splash(t)]  # fmt: skip
+
+
+def _dialogs() -> list[dict[str, Any]]:
+    """The application's other windows (`_other_windows`; GTK's own message and file dialogs
+    are read through AT-SPI)."""
+    wx = mod("wx")
     out = []
-    for t in wx.GetTopLevelWindows():
-        if t is frame or not t.IsShown() or _is_splash(t):
-            continue
+    for t in _other_windows():
         kind = "dialog" if isinstance(t, wx.Dialog) else type(t).__name__
         modal = bool(t.IsModal()) if isinstance(t, wx.Dialog) else False
         out.append({"title": str(t.GetTitle()), "kind": kind, "modal": modal, "box": _rect(t)})
@@ -870,11 +874,8 @@ def _dismiss() -> list[str]:
     """Close the application's own windows other than the main frame (modal ones end with
     Cancel); GTK's native dialogs are the harness's (Escape)."""
     wx = mod("wx")
-    frame = _frame()
     closed = []
-    for t in wx.GetTopLevelWindows():
-        if t is frame or not t.IsShown() or _is_splash(t):
-            continue
+    for t in _other_windows():
         closed.append(str(t.GetTitle()))
         if isinstance(t, wx.Dialog) and t.IsModal():
             t.EndModal(wx.ID_CANCEL)

@@ -28,61 +28,29 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from medspot.errors import DataError
 from medspot.live.core.actions import Click, Drag
-from medspot.live.core.contract import (
-    EnvironmentFault,
-    Observation,
-    PixelBox,
-    SparePlan,
-)
+from medspot.live.core.contract import EnvironmentFault, Observation, PixelBox, SparePlan
 from medspot.live.core.optionpaths import CachePath, FolderPath, ProgramPath
 from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.drivers.web import WebSession
-from medspot.live.drivers.web_checks import PAGE_KINDS
-from medspot.live.envs.ohif.package import OHIF_PACKAGE, OHIF_VERSION, ensure_ohif, installed_dist
+from medspot.live.envs.ohif.checks import CHECK_KINDS, LANDMARK_JS, READY_JS, STATE_JS, OhifState
+from medspot.live.envs.ohif.package import installed_dist
 from medspot.live.envs.ohif.server import OhifServer
-from medspot.live.envs.ohif.state import (
-    LANDMARK_JS,
-    OHIF_KINDS,
-    READY_JS,
-    STATE_JS,
-    OhifState,
-)
-from medspot.live.envs.orthanc.checks import ORTHANC_KINDS
 from medspot.live.envs.orthanc.web import OrthancWebEnv
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.services.names import (
-    NameTable,
-    instance_names,
-    locator_name_problems,
-    template_problems,
-)
+from medspot.live.services.names import NameTable, instance_names
 from medspot.live.services.seed import LANDMARKS, MARKER_RADIUS
 
-__all__ = [
-    "CHECK_KINDS",
-    "LOCATOR_KEYS",
-    "NAME",
-    "PACKAGES",
-    "SOFTWARE_GL_ARGS",
-    "OhifEnv",
-    "create",
-    "doctor",
-    "setup",
-    "task_check",
-]
+__all__ = ["LOCATOR_KEYS", "NAME", "SOFTWARE_GL_ARGS", "OhifEnv"]
 
 log = logging.getLogger(__name__)
 NAME = "ohif"
-CHECK_KINDS = OHIF_KINDS + PAGE_KINDS + ORTHANC_KINDS
 LOCATOR_KEYS = ("data_cy", "css", "text", "contains", "role", "nth", "at", "landmark")
-PACKAGES = ("orthanc", "orthanc-dicomweb", "chromium", "fonts-dejavu-core")
 SOFTWARE_GL_ARGS = (
     "--use-gl=angle",
     "--use-angle=swiftshader",
@@ -423,7 +391,7 @@ class OhifEnv(OrthancWebEnv):
     # -- the contract -------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """The viewer's state as the checks read it (see `medspot.live.envs.ohif.state`)."""
+        """The viewer's state as the checks read it (see `medspot.live.envs.ohif.checks`)."""
         got = self.web.eval(STATE_JS)
         return got if isinstance(got, dict) else {}
 
@@ -459,62 +427,5 @@ class OhifEnv(OrthancWebEnv):
             return PixelBox(x - half, y - half, x + half, y + half)
         if locator.keys() <= {"at", "nth"} and locator.at is not None:
             box = self.web.eval(_ACTIVE_VIEWPORT_JS)
-            if box is None:
-                return None
-            fx, fy = locator.at
-            x, y = box[0] + fx * (box[2] - box[0]), box[1] + fy * (box[3] - box[1])
-            return PixelBox(x, y, x + 1, y + 1)
+            return None if box is None else PixelBox(*box).at(*locator.at)
         return self.web.locate(locator)
-
-
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong in a task for this environment beyond
-    its checks (the registry's `task_check` hook): the start route, `start.measure`, landmark
-    locators."""
-    out: list[tuple[str, str]] = []
-    route = task.start.route
-    if route is not None:
-        if not route.startswith("/"):
-            out.append(("start.route", f"must start with '/': {route!r}"))
-        out += [("start.route", why) for why in template_problems(route, ("study", "series"))]
-    if task.start.file is not None:
-        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
-    for k, v in task.start.params.items():
-        if k != "measure":
-            out.append((f"start.{k}", f"not a start key of {NAME}"))
-        elif not isinstance(v, list) or not all(
-            isinstance(pq, list) and len(pq) == 2 and all(x in LANDMARKS for x in pq) for pq in v
-        ):
-            out.append(
-                ("start.measure", f"a list of [landmark, landmark] pairs of {sorted(LANDMARKS)}")
-            )
-    steps = [(f"steps.{k}", s) for k, s in enumerate(task.steps)]
-    steps += [(f"start.prepare.{k}", s) for k, s in enumerate(task.start.prepare)]
-    for place, step in steps:
-        for name, loc in (("target", step.target), ("to", step.to)):
-            if loc is not None and loc.landmark is not None and loc.landmark not in LANDMARKS:
-                out.append((f"{place}.{name}", f"unknown landmark {loc.landmark!r} "
-                                               f"(known: {sorted(LANDMARKS)})"))  # fmt: skip
-    out += locator_name_problems(task)
-    return out
-
-
-def setup() -> str:
-    """`medspot live setup --env ohif`: fetch, check and unpack the pinned viewer (npm)."""
-    dist = ensure_ohif()
-    return f"{OHIF_PACKAGE}@{OHIF_VERSION} (integrity checked) in {dist}"
-
-
-def doctor() -> list[str]:
-    """What `medspot live doctor --env ohif` reports beyond the Debian packages."""
-    if installed_dist() is not None:
-        return []
-    problem = f"{OHIF_PACKAGE}@{OHIF_VERSION} is not in the cache: medspot live setup --env ohif"
-    if shutil.which("npm") is None:
-        problem += " (needs npm: apt-get install npm)"
-    return [problem]
-
-
-def create(workdir: Path, **options: Any) -> OhifEnv:
-    """The registry factory: `create_environment("ohif", workdir=..., ...)`."""
-    return OhifEnv(workdir, **options)

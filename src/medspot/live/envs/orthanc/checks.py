@@ -39,7 +39,7 @@ from medspot.live.services.names import (
 from medspot.live.services.orthanc import OrthancIds, OrthancServer
 from medspot.live.services.seed import CATALOGUE, Catalogue
 
-__all__ = ["ORTHANC_KINDS", "OrthancState", "orthanc_names", "read_orthanc_state"]
+__all__ = ["ORTHANC_KINDS", "CountRange", "OrthancState", "orthanc_names", "read_orthanc_state"]
 
 
 @dataclass(frozen=True)
@@ -113,25 +113,40 @@ class SeriesGoneParams(SeriesParams):
         return None if start.prepare else f"{_SEEDED}: {self.series} is deleted first"
 
 
-class CountParams(CheckParams):
-    """`count` (exactly), or `min` and/or `max` (inclusive); within one `series`, `study` or
-    `patient`, or over the whole database."""
+class CountRange(CheckParams):
+    """A number of things: `count` (exactly), or `min` and/or `max` (inclusive); the
+    parameters of the Orthanc-backed environments' counting kinds (`holds_for(n)`)."""
 
     count: int | None = Field(None, ge=0)
     min: int | None = Field(None, ge=0)
     max: int | None = Field(None, ge=0)
-    series: SeededSeries | None = None
-    study: SeededStudy | None = None
-    patient: SeededPatient | None = None
 
     @model_validator(mode="after")
-    def _one_rule(self) -> CountParams:
+    def _one_rule(self) -> CountRange:
         if self.count is None and self.min is None and self.max is None:
             raise ValueError("needs 'count', 'min' or 'max'")
         if self.count is not None and (self.min is not None or self.max is not None):
             raise ValueError("'count' or 'min'/'max', not both")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"min {self.min} > max {self.max}: no state satisfies it")
+        return self
+
+    def holds_for(self, n: int) -> bool:
+        if self.count is not None:
+            return n == self.count
+        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+
+
+class CountParams(CountRange):
+    """`count` (exactly), or `min` and/or `max` (inclusive); within one `series`, `study` or
+    `patient`, or over the whole database."""
+
+    series: SeededSeries | None = None
+    study: SeededStudy | None = None
+    patient: SeededPatient | None = None
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> CountParams:
         if sum(x is not None for x in (self.series, self.study, self.patient)) > 1:
             raise ValueError("at most one of 'series', 'study', 'patient'")
         return self
@@ -147,11 +162,6 @@ class CountParams(CheckParams):
                 se.slices for s in CATALOGUE.patient(self.patient).studies for se in s.series
             )
         return None
-
-    def holds_for(self, n: int) -> bool:
-        if self.count is not None:
-            return n == self.count
-        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
 
     def needs_change(self, start: StartSpec) -> str | None:
         if start.prepare:

@@ -32,10 +32,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.harm import COLLATERAL_HARM
-from medspot.live.core.tools import ToolArgsError, ToolOutcome, ToolSpec, check_tool_args
+from medspot.live.core.tools import (
+    ToolArgsError,
+    ToolOutcome,
+    ToolsetInfo,
+    ToolSpec,
+    check_tool_args,
+)
 from medspot.live.services.orthanc import OrthancRefused, OrthancServer
 
-__all__ = ["MAX_ATTR_CHARS", "ORTHANC_ID", "ORTHANC_TOOLS", "TOOLSET", "OrthancTools"]
+__all__ = [
+    "MAX_ATTR_CHARS",
+    "ORTHANC_ID",
+    "ORTHANC_TOOLS",
+    "ORTHANC_TOOLSET",
+    "TOOLSET",
+    "OrthancTools",
+]
 
 TOOLSET = "orthanc"
 _LEVELS = ("patients", "studies", "series", "instances")
@@ -167,18 +180,9 @@ class OrthancTools:
             + (f" (first {_MAX_FOUND})" if len(rows) > len(shown) else "")
         ]
         for r in shown:
-            tags = {**(r.get("PatientMainDicomTags") or {}), **(r.get("MainDicomTags") or {})}
-            lines.append(
-                f"- {r.get('ID')}: " + json.dumps(tags, ensure_ascii=False, sort_keys=True)
-            )
-        data = [
-            {
-                "id": r.get("ID"),
-                "tags": _tags(r),
-                "parent": r.get("ParentPatient") or r.get("ParentStudy"),
-            }
-            for r in shown
-        ]
+            tags = json.dumps(_tags(r), ensure_ascii=False, sort_keys=True)
+            lines.append(f"- {r.get('ID')}: {tags}")
+        data = [{"id": r.get("ID"), "tags": _tags(r), "parent": _parent(r)} for r in shown]
         return ToolOutcome("\n".join(lines), {"found": len(rows), "resources": data})
 
     def _find_patients(self, p: FindPatients) -> ToolOutcome:
@@ -254,6 +258,10 @@ class OrthancTools:
             f"bytes) on the server side",
             {"saved": True, "level": level, "id": p.id, "bytes": len(data)},
         )
+
+
+# the toolset as the Orthanc-backed families declare it (`EnvEntry.toolsets`)
+ORTHANC_TOOLSET = ToolsetInfo(TOOLSET, ORTHANC_TOOLS, OrthancTools.reads)
 
 
 class _NotFound(Exception):

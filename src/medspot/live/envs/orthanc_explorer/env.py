@@ -21,34 +21,17 @@ from medspot.live.core.contract import Observation, SparePlan
 from medspot.live.core.optionpaths import CachePath, ProgramPath
 from medspot.live.core.tasks import LiveTask
 from medspot.live.drivers.web import WebSession
-from medspot.live.drivers.web_checks import PAGE_KINDS
-from medspot.live.envs.orthanc.checks import ORTHANC_KINDS, orthanc_names
+from medspot.live.envs.orthanc.checks import orthanc_names
 from medspot.live.envs.orthanc.web import OrthancWebEnv
-from medspot.live.envs.orthanc_explorer.webviewer import WEBVIEWER_KINDS, read_viewer
+from medspot.live.envs.orthanc_explorer.checks import CHECK_KINDS, read_viewer
 from medspot.live.envs.reset_clock import ResetClock
-from medspot.live.services.names import (
-    TEMPLATE,
-    NameTable,
-    locator_name_problems,
-    template_problems,
-)
+from medspot.live.services.names import TEMPLATE, NameTable
 
-__all__ = [
-    "CHECK_KINDS",
-    "LOCATOR_KEYS",
-    "NAME",
-    "PACKAGES",
-    "OrthancExplorerEnv",
-    "create",
-    "doctor",
-    "task_check",
-]
+__all__ = ["LOCATOR_KEYS", "NAME", "OrthancExplorerEnv"]
 
 log = logging.getLogger(__name__)
 NAME = "orthanc-explorer"
-CHECK_KINDS = ORTHANC_KINDS + PAGE_KINDS + WEBVIEWER_KINDS
 LOCATOR_KEYS = ("css", "text", "contains", "role", "nth", "at")
-PACKAGES = ("orthanc", "orthanc-webviewer", "orthanc-dicomweb", "chromium", "fonts-dejavu-core")
 # jQuery Mobile is idle: no ajax running, no page transition, the hash route's page shown, and
 # no clicked link (jQM marks it `ui-btn-active` until its page is shown) still on its way; that
 # last sign is trusted for 2 s at most (a stale mark must not hang the settle)
@@ -194,42 +177,3 @@ class OrthancExplorerEnv(OrthancWebEnv):
 
     def readers(self) -> dict[str, Any]:
         return {**super().readers(), "webviewer": lambda p: read_viewer(self.web)}
-
-
-def task_check(task: LiveTask) -> list[tuple[str, str]]:
-    """What `medspot live tasks --validate` finds wrong in a task's start for this
-    environment (the registry's `task_check` hook)."""
-    out: list[tuple[str, str]] = []
-    route = task.start.route
-    if route is not None:
-        if not route.startswith(("#", "/")):
-            out.append(("start.route", f"must start with '#' or '/': {route!r}"))
-        out += [("start.route", why) for why in template_problems(route)]
-    if task.start.file is not None:
-        out.append(("start.file", f"{NAME} opens no files (a start route instead)"))
-    out += [(f"start.{k}", f"not a start key of {NAME}") for k in task.start.params]
-    out += locator_name_problems(task)
-    return out
-
-
-def doctor() -> list[str]:
-    """What `medspot live doctor --env orthanc-explorer` reports beyond the Debian packages."""
-    import os
-
-    from medspot.live.services.orthanc import PLUGINS, orthanc_binary
-
-    problems = []
-    if orthanc_binary() is None:
-        problems.append("the Orthanc executable is not on PATH (apt-get install orthanc)")
-    plugins = os.listdir(PLUGINS) if os.path.isdir(PLUGINS) else []
-    for lib, pkg in (("WebViewer", "orthanc-webviewer"), ("DicomWeb", "orthanc-dicomweb")):
-        if not any(lib in f for f in plugins):
-            problems.append(f"no {lib} plugin in {PLUGINS} (apt-get install {pkg})")
-    if not os.access("/usr/bin/chromium", os.X_OK):
-        problems.append("/usr/bin/chromium is missing (apt-get install chromium)")
-    return problems
-
-
-def create(workdir: Path, **options: Any) -> OrthancExplorerEnv:
-    """The registry factory: `create_environment("orthanc-explorer", workdir=..., ...)`."""
-    return OrthancExplorerEnv(workdir, **options)

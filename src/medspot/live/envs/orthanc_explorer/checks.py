@@ -1,5 +1,6 @@
-"""The `webviewer.*` check kinds: the Orthanc Web Viewer's state (its slider and cornerstone's
-viewport), read from the page.
+"""The `orthanc-explorer` environment's check kinds (`CHECK_KINDS`): the Orthanc database's
+(`orthanc.*`, shared), the page's (`web.*`) and its own `webviewer.*`, the Orthanc Web Viewer's
+state (its slider and cornerstone's viewport), read from the page.
 
     {"kind": "webviewer.slice", "slice": 3}
     {"kind": "webviewer.inverted", "value": true}
@@ -13,9 +14,11 @@ from pydantic import Field
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams
 from medspot.live.drivers.web import WebSession
+from medspot.live.drivers.web_checks import PAGE_KINDS
+from medspot.live.envs.orthanc.checks import ORTHANC_KINDS
 from medspot.live.services.seed import Catalogue
 
-__all__ = ["WEBVIEWER_KINDS", "ViewerState", "read_viewer"]
+__all__ = ["CHECK_KINDS", "WEBVIEWER_KINDS", "ViewerState", "read_viewer"]
 
 VIEWER_JS = """() => {
   const s = window.jQuery && jQuery('#slider');
@@ -67,3 +70,6 @@ WEBVIEWER_KINDS = CheckKinds(
     CheckKind("webviewer.inverted", InvertedParams, "webviewer", _inverted,
               "the Web Viewer's image is inverted (value false: it is not)"),
 )  # fmt: skip
+
+# every kind the environment's `check` understands
+CHECK_KINDS = ORTHANC_KINDS + PAGE_KINDS + WEBVIEWER_KINDS

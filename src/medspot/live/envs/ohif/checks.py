@@ -1,4 +1,6 @@
-"""The OHIF Viewer's application state, read from the page, and the `ohif.*` checks on it.
+"""The `ohif` environment's check kinds (`CHECK_KINDS`: its own `ohif.*`, the page's `web.*`
+and the Orthanc database's `orthanc.*`), and the OHIF Viewer's application state they read,
+read from the page.
 
 `STATE_JS` reads, in one call, what the checks need from the viewer's own services
 (`window.services`: viewport grid, cornerstone viewports, measurement service) and from
@@ -34,10 +36,13 @@ from pydantic import Field, model_validator
 
 from medspot.live.core.checks import CheckKind, CheckKinds, CheckParams, pattern_matches_anything
 from medspot.live.core.tasks import StartSpec
+from medspot.live.drivers.web_checks import PAGE_KINDS
+from medspot.live.envs.orthanc.checks import ORTHANC_KINDS, CountRange
 from medspot.live.services.names import Landmark, SeededSeries, SeededStudy
 from medspot.live.services.seed import LANDMARKS, Catalogue
 
 __all__ = [
+    "CHECK_KINDS",
     "LANDMARK_JS",
     "OHIF_KINDS",
     "READY_JS",
@@ -294,23 +299,10 @@ def _measurement(p: MeasurementParams, s: OhifState) -> bool:
     return found == p.present
 
 
-class CountParams(CheckParams):
+class CountParams(CountRange):
     """`count` measurements (of `tool`, or of any tool), or between `min` and `max`."""
 
-    count: int | None = Field(None, ge=0)
-    min: int | None = Field(None, ge=0)
-    max: int | None = Field(None, ge=0)
     tool: str | None = None
-
-    @model_validator(mode="after")
-    def _one_rule(self) -> CountParams:
-        if self.count is None and self.min is None and self.max is None:
-            raise ValueError("needs 'count', 'min' or 'max'")
-        if self.count is not None and (self.min is not None or self.max is not None):
-            raise ValueError("'count' or 'min'/'max', not both")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min {self.min} > max {self.max}: no state satisfies it")
-        return self
 
     def vacuous(self) -> str | None:
         if self.count is None and not self.min and self.max is None:
@@ -331,10 +323,7 @@ def _count(p: CountParams, s: OhifState) -> bool:
     if not s.viewer:
         return False
     ms = s.raw.get("measurements") or []
-    n = sum(1 for m in ms if p.tool is None or m.get("tool") == p.tool)
-    if p.count is not None:
-        return n == p.count
-    return (p.min is None or n >= p.min) and (p.max is None or n <= p.max)
+    return p.holds_for(sum(1 for m in ms if p.tool is None or m.get("tool") == p.tool))
 
 
 # -- the viewport ------------------------------------------------------------------------------
@@ -521,3 +510,6 @@ OHIF_KINDS = CheckKinds(
               "the series a viewport shows"),
     CheckKind("ohif.slice_index", SliceParams, "ohif", _slice, "the image a viewport shows"),
 )  # fmt: skip
+
+# every kind the environment's `check` understands
+CHECK_KINDS = OHIF_KINDS + PAGE_KINDS + ORTHANC_KINDS

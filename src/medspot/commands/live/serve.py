@@ -20,21 +20,11 @@ from medspot.commands._common import (
     whole_number,
 )
 from medspot.commands._runlog import run_log
+from medspot.commands.live._common import env_args, task_ids
 from medspot.errors import ConfigError
 from medspot.limits import MAX_IDLE_TIMEOUT_S, MAX_PORT, MIN_IDLE_TIMEOUT_S
 
-__all__ = ["register_serve"]
-
-LIVE_LOG = "live.log"
-
-
-def _task_ids(raw: str | None) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    ids = tuple(t.strip() for t in raw.split(",") if t.strip())
-    if not ids:
-        raise ConfigError(f"--tasks {raw!r} names no task id (leave --tasks out to offer all)")
-    return ids
+__all__ = ["idle_timeout", "register"]
 
 
 def idle_timeout(text: str) -> float:
@@ -67,6 +57,7 @@ def _transport(args: argparse.Namespace) -> str:
 def _serve(args: argparse.Namespace) -> int:
     from medspot.live.envs.registry import env_entry
     from medspot.live.serve.host import ServeOptions
+    from medspot.runfolder.layout import LIVE_LOG
 
     env_entry(args.env)
     if args.mcp == args.openenv:
@@ -74,8 +65,8 @@ def _serve(args: argparse.Namespace) -> int:
     transport = _transport(args)
     out = Path(args.out)
     opts = ServeOptions(
-        spec=env_spec(args, _task_ids(args.tasks)), out=out, mode=args.mode,
-        concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
+        spec=env_spec(args, task_ids(args.tasks, "leave --tasks out to offer all")), out=out,
+        mode=args.mode, concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
         protocol="mcp" if args.mcp else "openenv",
     )  # fmt: skip
     args.run_folder = out
@@ -96,7 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
         return run_openenv(opts, sock, args.idle_timeout)
 
 
-def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`medspot live serve` under `medspot live`."""
     from medspot.live.serve import IDLE_TIMEOUT_S
 
@@ -104,7 +95,7 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve", help="serve an environment's tasks to your own agent (MCP or OpenEnv)",
         description=__doc__,
     )  # fmt: skip
-    s.add_argument("--env", required=True, metavar="ENV", help="a live environment")
+    env_args(s)
     which = s.add_argument_group("protocol (one of)")
     which.add_argument("--mcp", action="store_true",
                        help="an MCP server (pip install 'medspot[mcp]')")  # fmt: skip
