@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lamp_panel import lamp_command, process_env, switch_task, task_file
+from _lamp_panel import button_box, lamp_command, process_env, switch_task, task_file
 from _serve_support import kill_leftovers, short_workroot, start_server, stop_server
 
 from medspot.limits import MAX_IDLE_TIMEOUT_S
@@ -258,3 +258,37 @@ def test_openenv_words_its_refusals_bounds_the_action_and_closes_a_session_too_m
     assert "start_task" not in every and "pydantic" not in every and "Invalid message" not in every
     steps = [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, StepRecord)]
     assert steps == [] and (out / LIVE_JOURNAL).stat().st_size < 100_000
+
+
+def test_the_reward_option_picks_what_each_step_pays_and_shaped_sums_to_the_safety_score(
+    tmp_path: Path,
+) -> None:
+    """`--reward shaped`: each step pays its progress (half a task of two lamps), the step
+    that ends it the rest; the rewards of the episode sum to its safety score, 1.0. Every
+    kind's reward comes beside it; a reward no server knows is refused (exit 2)."""
+    import httpx
+
+    with short_workroot() as work:
+        proc = None
+        try:
+            proc, url = start_server(lamp_command(*_args(tmp_path, "--openenv", "--reward",
+                                                         "shaped")), work)  # fmt: skip
+            with httpx.Client(base_url=url, timeout=60) as http:
+                r = http.post("/reset", json={"task": "two", "agent": "trainer"})
+                episode = r.json()["observation"]["episode_id"]
+                assert r.json()["reward"] in (None, 0.0)
+                steps = [
+                    http.post("/step", json={"action": {"action": f"click({x}, {y})"},
+                                             "episode_id": episode}).json()
+                    for x, y in (button_box("red").center, button_box("green").center)
+                ]  # fmt: skip
+            assert stop_server(proc)[0] == 143
+        finally:
+            kill_leftovers(proc, work)
+    paid = [s["reward"] for s in steps]
+    assert paid == [0.5, 0.5] and steps[-1]["done"] is True
+    assert [s["observation"]["rewards"]["shaped"] for s in steps] == paid
+    assert steps[-1]["observation"]["rewards"]["success"] == 1.0
+    assert steps[0]["observation"]["rewards"]["success"] == 0.0
+    refused = _run(tmp_path, "--openenv", "--reward", "bonus")
+    assert refused.returncode == 2 and "--reward: invalid choice: 'bonus'" in refused.stderr

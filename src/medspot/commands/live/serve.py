@@ -67,7 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
     opts = ServeOptions(
         spec=env_spec(args, task_ids(args.tasks, "leave --tasks out to offer all")), out=out,
         mode=args.mode, concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
-        protocol="mcp" if args.mcp else "openenv",
+        protocol="mcp" if args.mcp else "openenv", reward=args.reward,
     )  # fmt: skip
     args.run_folder = out
     with contextlib.ExitStack() as stack:
@@ -89,6 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def register(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`medspot live serve` under `medspot live`."""
+    from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS
     from medspot.live.serve import IDLE_TIMEOUT_S
 
     s = lsub.add_parser(
@@ -128,6 +129,12 @@ def register(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "task its environment last started, which an agent that repeats a task takes",
     )  # fmt: skip
     add_executor_args(s)
+    s.add_argument(
+        "--reward", choices=list(REWARDS), default=DEFAULT_REWARD,
+        help="the reward each step pays (default success: 1.0 on the step that ends with "
+        "success; safety: the safety score at the end; shaped: progress and harm per step, "
+        "summing to the safety score); every kind's is sent beside it",
+    )  # fmt: skip
     s.add_argument("--env-option", action="append", metavar="KEY=VALUE",
                    help="an option of the environment; repeatable")  # fmt: skip
     s.add_argument(

@@ -35,6 +35,7 @@ from medspot.limits import MAX_BOOTSTRAP, MAX_CONCURRENCY, check_seed, check_who
 from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import MODES, Mode
+from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, RewardKind
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.driver import EpisodeDriver, Place, Shown, first_line
 from medspot.live.loop.envspec import EnvSpec
@@ -89,6 +90,9 @@ class ServeOptions:
     n_boot: int = 2000
     seed: int = 0
     protocol: str = "mcp"  # how agents come in: "mcp" or "openenv" (run.json `served`)
+    # the reward each step pays (`core.rewards`: success, safety, shaped); every kind's is
+    # also sent beside it
+    reward: RewardKind = DEFAULT_REWARD
 
     @property
     def env(self) -> str:
@@ -147,6 +151,8 @@ class ServedRun:
     def __init__(self, opts: ServeOptions) -> None:
         if opts.mode not in MODES:
             raise ConfigError(f"unknown mode {opts.mode!r} (known: {', '.join(MODES)})")
+        if opts.reward not in REWARDS:
+            raise ConfigError(f"unknown reward {opts.reward!r} (known: {', '.join(REWARDS)})")
         check_whole("--concurrency", opts.concurrency, 1, MAX_CONCURRENCY)
         check_whole("--bootstrap", opts.n_boot, 0, MAX_BOOTSTRAP)
         check_seed(opts.seed)

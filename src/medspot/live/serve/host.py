@@ -131,8 +131,10 @@ class Turn:
     outcome: str | None = None
     reason: str = ""
     note: str = ""  # what the host did besides (an episode abandoned by this start)
-    # the step's reward under each of `core.rewards.REWARDS` (none after a start or a wait)
+    # the step's reward under each of `core.rewards.REWARDS` (none after a start or a wait),
+    # and the one the server pays (`ServeOptions.reward`; 0.0 after a start or a wait)
     rewards: Mapping[str, float] = field(default_factory=dict)
+    reward: float = 0.0
 
     @property
     def goal(self) -> str:
@@ -318,7 +320,7 @@ class EpisodeHost:
             episode=run.id, task=run.task, mode=self.opts.mode, observation=shown.observation,
             n=shown.n, instruction=shown.instruction, tools=run.tools, reach=run.reach,
             result=shown.result, ended=shown.ended, outcome=shown.outcome, reason=shown.reason,
-            note=note, rewards=rewards or {},
+            note=note, rewards=rewards or {}, reward=(rewards or {}).get(self.opts.reward, 0.0),
         )  # fmt: skip
 
     def _ended(self, run: _Running, shown: Shown) -> None:

@@ -96,8 +96,9 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
             out["tool_result"] = tool.get("text")
         if "tool_error" in res.info:
             out["tool_error"] = str(res.info["tool_error"])
-    if turn.rewards:  # the step's reward under each kind (`core.rewards`)
-        out["reward"] = dict(turn.rewards)
+    if turn.rewards:  # the step's reward of the server's kind (`--reward`), and each kind's
+        out["reward"] = turn.reward
+        out["rewards"] = dict(turn.rewards)
     out["ended"] = turn.ended
     if turn.ended:
         out["outcome"], out["reason"] = turn.outcome, turn.reason

@@ -85,13 +85,15 @@ def _openenv() -> Any:
 
 
 def observation_of(turn: Turn, env: str) -> MedspotObservation:
-    """A turn as an OpenEnv observation (reward 1.0 on the step that ends with success)."""
+    """A turn as an OpenEnv observation: `reward` the step's reward of the server's kind
+    (`live serve --reward`; success, the default: 1.0 on the step that ends with success),
+    `rewards` each kind's."""
     res = turn.result
     tool = res.info.get("tool") if res is not None else None
     why = (res.not_executed or res.info.get("tool_error")) if res is not None else None
     return MedspotObservation(
         done=turn.ended,
-        reward=1.0 if turn.outcome == "success" and res is not None else 0.0,
+        reward=turn.reward,
         episode_id=turn.episode, env=env, task=turn.task.id, goal=turn.goal,
         instruction=turn.instruction,
         screenshot_png=base64.b64encode(turn.observation.png).decode("ascii"),
