@@ -1,6 +1,6 @@
-"""The Python examples of docs/live/library.md ("Use it from Python", "Gymnasium") run as written, each
-as a script of its own, on the real orthanc-explorer environment (the session's seeded studies
-as the default cache), and leave no process and no temporary folder behind."""
+"""The Python examples of docs/live/library.md ("Use it from Python", "Gymnasium") run as
+written, each as a script of its own, on the real orthanc-explorer environment (the session's
+seeded studies as the default cache), and leave no process and no temporary folder behind."""
 
 from __future__ import annotations
 

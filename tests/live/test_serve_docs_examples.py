@@ -1,5 +1,5 @@
-"""The Python agents of docs/live/serving.md "MCP" and "OpenEnv" run as written (each a script of its
-own, `medspot` on the PATH, the session's seeded studies as the default cache) on the real
+"""The Python agents of docs/live/serving.md "MCP" and "OpenEnv" run as written (each a script of
+its own, `medspot` on the PATH, the session's seeded studies as the default cache) on the real
 orthanc-explorer environment, the run folders they leave go through the commands the sections
 name (`medspot report`, `medspot leaderboard`), and nothing is left running."""
 
