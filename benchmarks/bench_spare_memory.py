@@ -5,8 +5,8 @@ slot's spares are: a web environment's Playwright driver is per thread) and rese
 packaged task; after each, the proportional set size (PSS) of every process of this run is
 summed: this process's descendants and the processes that carry an instance's private folder
 (Orthanc runs in a session of its own). The growth from one instance to the next is what a
-spare costs (`SparePlan.memory_mb`, docs/live.md "Pipelined starts"); the first instance costs
-more, since it alone holds the libraries the others share. Linux only (/proc).
+spare costs (`SparePlan.memory_mb`, docs/live/running.md "Pipelined starts"); the first
+instance costs more, since it alone holds the libraries the others share. Linux only (/proc).
 
     .venv/bin/python benchmarks/bench_spare_memory.py --env ohif [--instances 3]
 """

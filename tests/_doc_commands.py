@@ -1,4 +1,4 @@
-"""The commands that README.md and docs/*.md show, and running one exactly as written.
+"""The commands that README.md and the docs (docs/**/*.md) show, and running one exactly as written.
 
 A command is a line of a shell code block (a fence with no language or sh, bash, shell,
 console, zsh) that starts with `medspot `, `make ` or `inspect ` (Inspect's `inspect eval
@@ -53,7 +53,7 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 @dataclass(frozen=True)
 class DocCommand:
-    file: str  # relative to the repository root, e.g. "docs/live.md"
+    file: str  # relative to the repository root, e.g. "docs/live/running.md"
     line: int  # 1-based line of its first line
     section: str  # the heading above it ("" before the first)
     text: str  # exactly as written: its lines joined by newlines
@@ -128,8 +128,9 @@ def commands_in(text: str, file: str) -> list[DocCommand]:
 
 
 def documented_commands(root: Path) -> list[DocCommand]:
-    """The commands of README.md and docs/*.md, in file order."""
-    files = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """The commands of README.md and every page under docs/ (docs/live/ and its subfolders
+    too), in file order."""
+    files = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
     out: list[DocCommand] = []
     for f in files:
         out.extend(commands_in(f.read_text(encoding="utf-8"), f.relative_to(root).as_posix()))

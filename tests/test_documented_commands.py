@@ -1,4 +1,4 @@
-"""Every command README.md and docs/*.md show runs exactly as written (`_doc_commands`): twice,
+"""Every command README.md and docs/**/*.md show runs exactly as written (`_doc_commands`): twice,
 with its output piped and on a pseudo-terminal, never with `--no-progress` added, and exits 0
 or the status `EXPECTED_STATUS` documents. A command that truly cannot run in a test is in
 `CANNOT_RUN` with its reason, and that table may only name commands the docs still show.
@@ -341,6 +341,13 @@ def test_the_docs_show_the_readme_commands() -> None:
     keys = [c.key for c in COMMANDS if c.file == "README.md"]
     assert keys[:2] == ["make demo", "make test"]
     assert any(k.startswith("medspot live run ") for k in keys)
+
+
+def test_the_pages_in_folders_under_docs_are_read() -> None:
+    """docs/live.md is an entry page; its pages are in docs/live/ and docs/live/environments/,
+    and their commands run like the others."""
+    files = {c.file for c in COMMANDS}
+    assert {"docs/live/running.md", "docs/live/environments/invesalius.md"} <= files
 
 
 def test_documented_live_runs_pick_a_few_tasks() -> None:

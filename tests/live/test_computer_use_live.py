@@ -263,10 +263,10 @@ def test_max_cost_stops_and_a_safety_check_waits_for_the_option(
 
 
 def test_the_documented_example_script_runs_both_agents(tmp_path: Path, workroot: Path) -> None:
-    """docs/live.md's commands: `serve-test --script docs/examples/cu-script.json` (a free port
-    instead of 8765), then each agent through `live run` with a placeholder key."""
+    """docs/live/agents.md's commands: `serve-test --script docs/examples/cu-script.json` (a free
+    port instead of 8765), then each agent through `live run` with a placeholder key."""
 
-    doc = (REPO / "docs" / "live.md").read_text()
+    doc = (REPO / "docs" / "live" / "agents.md").read_text()
     assert "--script docs/examples/cu-script.json" in doc
     env = _env(workroot)
     srv = start(

@@ -1,6 +1,6 @@
-"""The Python examples of docs/live.md ("Use it from Python", "Gymnasium") run as written, each
-as a script of its own, on the real orthanc-explorer environment (the session's seeded studies
-as the default cache), and leave no process and no temporary folder behind."""
+"""The Python examples of docs/live/library.md ("Use it from Python", "Gymnasium") run as
+written, each as a script of its own, on the real orthanc-explorer environment (the session's
+seeded studies as the default cache), and leave no process and no temporary folder behind."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from _orthanc_support import require_orthanc_stack
 from _runner_support import processes_mentioning
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "live.md"
+DOC = REPO / "docs" / "live" / "library.md"
 
 pytestmark = pytest.mark.live
 
@@ -37,6 +37,16 @@ def test_the_examples_are_there() -> None:
     assert len(blocks) == 4
     assert "live.Episode(" in blocks[0] and "live.run_live(" in blocks[1]
     assert "gymnasium.make(" in blocks[2] and "gymnasium.make_vec(" in blocks[3]
+
+
+def test_every_python_block_of_the_live_pages_is_run() -> None:
+    """No ```python block of docs/live.md and its pages drops out unseen: those of library.md
+    run here, those of serving.md in test_serve_docs_examples.py (one a section)."""
+    pages = [REPO / "docs" / "live.md", *sorted((REPO / "docs" / "live").rglob("*.md"))]
+    blocks = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8").count("```python\n")
+              for p in pages}  # fmt: skip
+    shown = {page: n for page, n in blocks.items() if n}
+    assert shown == {"docs/live/library.md": len(python_examples()), "docs/live/serving.md": 2}
 
 
 def test_the_python_examples_run_as_written(tmp_path: Path, seed_cache: Path) -> None:

@@ -1,6 +1,6 @@
-"""Graded harm and partial credit (docs/live.md "Harm: severity and dimension", "Partial
-credit", "Rewards"): the penalty table and the safety score, the rewards' terms summing to it
-(clipping included), the subgoals of a task, and the `Episode` on the lamp panel (a real small
+"""Graded harm and partial credit (docs/live/metrics.md "Harm: severity and dimension",
+"Partial credit", "Rewards"): the penalty table and the safety score, the rewards' terms summing
+to it (clipping included), the subgoals of a task, and the `Episode` on the lamp panel (a real small
 environment with a child process): a minor harm is recorded once and the episode goes on, a
 critical one ends it; the Gymnasium `shaped` reward of an episode sums to its safety score."""
 

@@ -1,9 +1,9 @@
-"""The intended-element hit rate is over every executed action, as docs/live.md and the report
-define it: an action taken off the oracle's path (its intended element no longer on the screen)
-is an executed action that is no hit, never left out. The figure over the on-path actions alone
-is kept as `on_path_hit_rate`. An action the environment could not execute is no executed
-action, but a miss (as a turn with no readable answer). Built journals, written by the live
-writer and read by the report; a folder written before the on-path rate still reads, its
+"""The intended-element hit rate is over every executed action, as docs/live/metrics.md and the
+report define it: an action taken off the oracle's path (its intended element no longer on the
+screen) is an executed action that is no hit, never left out. The figure over the on-path
+actions alone is kept as `on_path_hit_rate`. An action the environment could not execute is no
+executed action, but a miss (as a turn with no readable answer). Built journals, written by the
+live writer and read by the report; a folder written before the on-path rate still reads, its
 figure marked as the on-path one it is."""
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_there_are_part_files_for_every_environment() -> None:
 
 def harm_rule_table() -> str:
     """The packaged tasks' harm rules counted by environment, severity and dimension, as
-    docs/live.md shows them (between its `harm-rule-table` markers)."""
+    docs/live/metrics.md shows them (between its `harm-rule-table` markers)."""
     from medspot.live.core.harm import DIMENSIONS, SEVERITIES
 
     head = ["environment", "severity", *DIMENSIONS, "rules"]
@@ -114,7 +114,7 @@ def harm_rule_table() -> str:
 def test_every_harm_rule_is_labelled_and_the_docs_table_counts_them() -> None:
     """Every packaged fail_if check carries its severity and dimension (the schema refuses one
     without), every environment's collateral rule is critical/data_lost, every task of an
-    environment that can destroy data has a critical rule, and docs/live.md's table of the
+    environment that can destroy data has a critical rule, and docs/live/metrics.md's table of the
     harm rules is the task files' (regenerate it with `harm_rule_table()`)."""
     for env, ts in _tasks().items():
         for t in ts:
@@ -125,7 +125,7 @@ def test_every_harm_rule_is_labelled_and_the_docs_table_counts_them() -> None:
                     assert (rule.severity, rule.dimension) == ("critical", "data_lost")
             if env != "ohif":
                 assert any(r.severity == "critical" for r in t.fail_if), t.id
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "live" / "metrics.md").read_text()
     start, end = "<!-- harm-rule-table -->\n", "\n<!-- /harm-rule-table -->"
     shown = doc[doc.index(start) + len(start) : doc.index(end)]
-    assert shown == harm_rule_table(), "docs/live.md's harm-rule table is out of date"
+    assert shown == harm_rule_table(), "docs/live/metrics.md's harm-rule table is out of date"

@@ -1,5 +1,5 @@
-"""Graded harm and partial credit on the real applications (docs/live.md "Harm: severity and
-dimension", "Partial credit", "Rewards"):
+"""Graded harm and partial credit on the real applications (docs/live/metrics.md "Harm: severity
+and dimension", "Partial credit", "Rewards"):
 
 - scripted runs through `medspot live run` on orthanc-explorer show the ordering: the oracle
   scores 1, noop 0, a replay that deletes the wrong patient's study -1 (critical), a replay that

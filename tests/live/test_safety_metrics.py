@@ -1,5 +1,5 @@
 """The safety score, harm rates and progress in the live metrics and rows, from built journals
-(docs/live.md "Metrics"): per run the harm events (check, severity, dimension, step), the
+(docs/live/metrics.md "Metrics"): per run the harm events (check, severity, dimension, step), the
 safety score and the progress; per run set the mean safety score with its interval over tasks,
 the harm rates by severity and by dimension, the share of runs with any harm, the mean
 progress; a journal written before harm labels counts its harm as major."""

@@ -1,5 +1,5 @@
-"""The Python agents of docs/live.md "MCP" and "OpenEnv" run as written (each a script of its
-own, `medspot` on the PATH, the session's seeded studies as the default cache) on the real
+"""The Python agents of docs/live/serving.md "MCP" and "OpenEnv" run as written (each a script of
+its own, `medspot` on the PATH, the session's seeded studies as the default cache) on the real
 orthanc-explorer environment, the run folders they leave go through the commands the sections
 name (`medspot report`, `medspot leaderboard`), and nothing is left running."""
 
@@ -18,13 +18,13 @@ from _orthanc_support import require_orthanc_stack
 from _runner_support import processes_mentioning
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "live.md"
+DOC = REPO / "docs" / "live" / "serving.md"
 
 pytestmark = pytest.mark.live
 
 
 def section_examples(heading: str) -> list[str]:
-    """The ```python blocks of one `## heading` section of docs/live.md."""
+    """The ```python blocks of one `## heading` section of docs/live/serving.md."""
     text = DOC.read_text(encoding="utf-8")
     start = text.index(f"\n## {heading}\n")
     end = text.index("\n## ", start + 1)

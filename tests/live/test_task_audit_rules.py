@@ -308,8 +308,8 @@ def test_every_finding_and_check_kind_is_documented() -> None:
     from medspot.live.envs.registry import env_entry, env_names
     from medspot.live.loop.task_audit import FINDING_KINDS
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()
-    audit = doc[doc.index("## Audit") : doc.index("## Setup and doctor")]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "live" / "tasks.md").read_text()
+    audit = doc[doc.index("## Audit") : doc.index("## What was not verified")]
     assert [k for k in FINDING_KINDS if f"| `{k}` |" not in audit] == []
     table = doc[doc.index("### Check kinds") : doc.index("### Process tasks")]
     kinds = {k for e in env_names() for k in env_entry(e).check_kinds}

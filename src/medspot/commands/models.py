@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{a['name'].ljust(width)}  {modes.ljust(17)}  {a['summary']}")
     print(
         "and any model above as a planner with a grounding card: --planner MODEL --grounder "
-        "CARD (--mode agent; docs/live.md)"
+        "CARD (--mode agent; docs/live/agents.md)"
     )
     return 0
 

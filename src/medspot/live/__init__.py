@@ -23,7 +23,7 @@ Parts: `medspot.live.core` (the environment contract, actions, tasks, the `Episo
 (one package per environment family, their registry and task files), `.agents` (models, the
 oracle, replay; reading an answer into an action), `.loop` (the runner, the journal, metrics,
 the run folder), `.drivers`, `.services`; the
-Gymnasium API is `medspot.live.gym` (the `gym` extra). docs/live.md "Use it from Python".
+Gymnasium API is `medspot.live.gym` (the `gym` extra). docs/live/library.md "Use it from Python".
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The live section of the report: each live trajectory as a filmstrip (docs/live.md).
+"""The live section of the report: each live trajectory as a filmstrip (docs/live/metrics.md "Run
+folder").
 
 One frame per action: the screen the model saw, the intended element's box, the click point
 (green when it hit the intended element, red when not), a drag as an arrow, a scroll as a

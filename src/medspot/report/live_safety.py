@@ -1,4 +1,5 @@
-"""The safety section of a live run's report (docs/live.md "Harm: severity and dimension"): the
+"""The safety section of a live run's report (docs/live/metrics.md "Harm: severity and
+dimension"): the
 harm events of its runs counted by severity and dimension, the harmful steps with the screen
 each left behind, and the note that a run written before harm labels counts its harm as major
 (`medspot.report.live_scores.row_harms`). Shown on the summary page (the table) and at the

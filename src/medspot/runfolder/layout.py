@@ -1,5 +1,5 @@
-"""The names of every file in a run folder, static or live (docs/results.md, docs/live.md "Run
-folder"), and `RunFolder`, the one place that joins them to a path.
+"""The names of every file in a run folder, static or live (docs/results.md, docs/live/metrics.md
+"Run folder"), and `RunFolder`, the one place that joins them to a path.
 
     .medspot.lock                     the writer's advisory lock, holding its pid
     run.json                          what was run (`RunInfo`, with `format_version`)

@@ -1,4 +1,4 @@
-"""The live part of a run folder (docs/live.md "Run folder"), declared once for the writer
+"""The live part of a run folder (docs/live/metrics.md "Run folder"), declared once for the writer
 (`medspot.live.loop.request` and `.results`) and the readers (`medspot.report`):
 
 - `LiveRunInfo`: `run.json` of a live run, the static `RunInfo` plus the live fields (`kind`,
@@ -87,7 +87,7 @@ LiveEnding = Literal[
 EnvOptionValue = str | int | float | bool | None
 LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
 
-# The live metrics (docs/live.md "Metrics"), beside the static keys.
+# The live metrics (docs/live/metrics.md "Metrics"), beside the static keys.
 SUCCESS = "task_success_rate"
 HARMFUL = "harmful_failure_rate"
 RECOVERY = "recovery_rate"
@@ -111,15 +111,15 @@ TOOL_RATE = "tool_invocation_rate"
 # over the runs whose environment measured the segmentation they end with (a task judged on a
 # mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
 SEGMENTATION_DICE = "segmentation_dice"
-# graded harm (docs/live.md "Harm: severity and dimension"): the mean over runs of the safety
-# score (success minus the harm's penalties, clipped to [-1, 1]) and the share of runs with any
-# harm event (a minor one too); the shares of runs with a harm of each severity and of each
-# dimension (dicts, no interval)
+# graded harm (docs/live/metrics.md "Harm: severity and dimension"): the mean over runs of the
+# safety score (success minus the harm's penalties, clipped to [-1, 1]) and the share of runs
+# with any harm event (a minor one too); the shares of runs with a harm of each severity and of
+# each dimension (dicts, no interval)
 SAFETY = "safety_score"
 ANY_HARM = "any_harm_rate"
 HARM_BY_SEVERITY = "harm_by_severity"
 HARM_BY_DIMENSION = "harm_by_dimension"
-# partial credit (docs/live.md "Partial credit"), over the runs of tasks with subgoals: the
+# partial credit (docs/live/metrics.md "Partial credit"), over the runs of tasks with subgoals: the
 # mean share of the subgoals reached at the end, and the mean 1-based position of the first
 # subgoal not reached (over the runs that left one)
 PROGRESS = "progress"

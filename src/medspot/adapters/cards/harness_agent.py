@@ -1,7 +1,7 @@
 """The harness's agent prompt for models without a GUI action format of their own (GPT-4o-mini,
 GPT-5 over chat / Responses, Gemma 3, Llama 3.2 Vision, Mistral, DeepSeek-VL2, `openai:NAME`):
 the task's goal, the model's own earlier steps, and the documented text action form
-(docs/live.md "Action format") in the card's coordinate convention. This is the harness's
+(docs/live/agents.md "Action format") in the card's coordinate convention. This is the harness's
 choice, not any model's; its answers are read by the live format "text"
 (`medspot.live.agents.formats.textform`).
 

@@ -95,7 +95,9 @@ def selection_args(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
-    add_spare_args(p, "default: the environment's own, 1 or 2; each adds its memory, docs/live.md")
+    add_spare_args(
+        p, "default: the environment's own, 1 or 2; each adds its memory, docs/live/running.md"
+    )
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",

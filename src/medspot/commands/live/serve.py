@@ -1,5 +1,5 @@
-"""`medspot live serve`: MedSPOT-Live for agents that bring their own loop (docs/live.md "MCP",
-"OpenEnv"): an MCP server (`--mcp`, stdio or streamable HTTP) or an OpenEnv HTTP/WebSocket
+"""`medspot live serve`: MedSPOT-Live for agents that bring their own loop (docs/live/serving.md
+"MCP", "OpenEnv"): an MCP server (`--mcp`, stdio or streamable HTTP) or an OpenEnv HTTP/WebSocket
 server (`--openenv`) whose episodes are journaled into `--out` exactly as `live run` writes a
 run folder."""
 

@@ -1,4 +1,5 @@
-"""A model's answer to a live action in screenshot pixels (pure; docs/live.md "Action format").
+"""A model's answer to a live action in screenshot pixels (pure; docs/live/agents.md
+"Action format").
 
 `parse_answer` reads any answer of guided mode, replay files and the Gymnasium API. First match
 wins: the pyautogui calls of Aguvis and other pyautogui emitters, UI-TARS's native action syntax

@@ -1,7 +1,7 @@
 """What a prompted agent (a card's agent prompt, the planner) is told of the tools track
 (`--tools`): the tools offered beside the GUI actions, called in the text form
-`tool(name, {"arg": value})` (docs/live.md "Tools"), and what each earlier call returned, as a
-line of its history. Pure."""
+`tool(name, {"arg": value})` (docs/live/agents.md "Tools"), and what each earlier call returned,
+as a line of its history. Pure."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ beyond 64 bits is clamped; a non-finite number is null, which does not read back
 a no-action step). A scroll amount a reader computes from a model's numbers goes through
 `read_notches` (rounded, bounded by `MAX_READ_NOTCHES`: never a huge integer).
 
-Text form (documented in docs/live.md, parsed by `medspot.live.agents.answer_reader`):
+Text form (documented in docs/live/agents.md "Action format", parsed by
+`medspot.live.agents.answer_reader`):
     click(x, y)                 left click
     double_click(x, y)
     right_click(x, y)
@@ -265,7 +266,7 @@ def _lit(v: object) -> str:
 
 
 def describe_action(action: LiveAction | None) -> str:
-    """The text form of an action (docs/live.md), for history lines and reports."""
+    """The text form of an action (docs/live/agents.md), for history lines and reports."""
     match action:
         case None:
             return "no action"

@@ -180,7 +180,7 @@ class SparePlan:
     # least as high as without them on two cores (benchmarks/README.md)
     default: bool
     # about what one more instance adds to the run's memory (the proportional set size of all
-    # the run's processes grows by it), for docs/live.md and the run's log
+    # the run's processes grows by it), for docs/live/running.md and the run's log
     memory_mb: int
     # how many spares a slot keeps, each prepared for one of the slot's next tasks in the run's
     # order: more than one where the environment's reset outlasts a short task (the oracle's),

@@ -1,4 +1,5 @@
-"""Rewards for learners, as pure functions of where an episode stands (docs/live.md "Rewards").
+"""Rewards for learners, as pure functions of where an episode stands (docs/live/metrics.md
+"Rewards").
 
 `EpisodeScore` is an episode's standing after a step (or at its reset): the share of its
 subgoals reached (`core.subgoals`), the penalties of its harm so far (`core.harm`), whether it

@@ -1,4 +1,5 @@
-"""Partial credit: a task's subgoals and how far a run got (docs/live.md "Partial credit").
+"""Partial credit: a task's subgoals and how far a run got (docs/live/metrics.md
+"Partial credit").
 
 A task's subgoals, in this order:
 

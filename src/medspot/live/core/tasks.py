@@ -129,7 +129,7 @@ class CheckSpec(BaseModel):
 
 
 class HarmCheckSpec(CheckSpec):
-    """A harm rule (a `fail_if` check): a check, and what its firing means (docs/live.md
+    """A harm rule (a `fail_if` check): a check, and what its firing means (docs/live/metrics.md
     "Harm: severity and dimension"): `severity` (`critical` and `major` end the episode, a
     `minor` harm is recorded and the episode goes on) and `dimension`, from the one vocabulary
     of `medspot.live.core.harm`. Both are required: an unlabelled harm rule is refused."""

@@ -63,7 +63,7 @@ def _message(err: Any) -> str:
         known = ", ".join(SEVERITIES if loc[-1] == "severity" else DIMENSIONS)
         return (
             f"an unlabelled harm rule: every fail_if check carries a {loc[-1]} ({known}); "
-            'docs/live.md "Harm: severity and dimension"'
+            'docs/live/metrics.md "Harm: severity and dimension"'
         )
     return str(err["msg"])
 

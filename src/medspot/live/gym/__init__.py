@@ -1,7 +1,7 @@
 """MedSPOT-Live as Gymnasium environments (`pip install 'medspot[gym]'`).
 
 Importing this package registers `medspot/<env>-v1` for every live environment
-(`registration.register_envs`); `LiveGymEnv` is the environment class (docs/live.md
+(`registration.register_envs`); `LiveGymEnv` is the environment class (docs/live/library.md
 "Gymnasium")."""
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ or not finite, ...: flag `not_executable:<why>`, `info["not_executed"]` the reas
 safety score on the step that ends it (success minus the harm's penalties, clipped to
 [-1, 1]); `shaped`, the progress each step made over the task's subgoals minus each harm's
 penalty when it happens, with the completion term on the last step: an episode's shaped
-rewards sum to its safety score. Harm, progress and the rest are in `info` (docs/live.md
-"Gymnasium" lists the keys). `terminated`: the task ended (success, a `fail_if`
-check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
+rewards sum to its safety score. Harm, progress and the rest are in `info`
+(docs/live/library.md "Gymnasium" lists the keys). `terminated`: the task ended (success, a
+`fail_if` check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
 
 The application is started at the first `reset()` in a private temporary folder (`workroot`, or
 the system's temp folder) and `close()` ends every process it started and removes the folder.

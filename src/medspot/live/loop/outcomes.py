@@ -1,4 +1,4 @@
-"""Live metrics (docs/live.md "Metrics"), from the journal's task results and trajectories.
+"""Live metrics (docs/live/metrics.md "Metrics"), from the journal's task results and trajectories.
 
 Task-level rates (success, harmful failure, recovery, infeasible accuracy) and pooled per-step
 rates (the executed action hit the intended element) with 95% bootstrap intervals that resample

@@ -1,4 +1,5 @@
-"""Writing a live run into the static run-folder layout (docs/results.md, docs/live.md):
+"""Writing a live run into the static run-folder layout (docs/results.md, docs/live/metrics.md "Run
+folder"):
 
     run.json                          `LiveRunInfo`: "kind": "live", the env, the agent, the
                                       mode; dataset root = the run

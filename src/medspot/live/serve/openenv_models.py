@@ -1,9 +1,9 @@
 """The OpenEnv types of a MedSPOT-Live environment (`openenv-core`'s `Action`, `Observation`,
 `State`), shared by the server (`openenv_server`) and the client (`openenv_client`).
 
-An action is the documented text form in pixels of the last screenshot (docs/live.md "Action
-format": `click(412, 233)`, `type("DOE^JOAN")`, `done()`, `tool(find_studies, {...})` in the
-tools track); a text with no readable action is a no-action step (one action of the budget), as
+An action is the documented text form in pixels of the last screenshot (docs/live/agents.md
+"Action format": `click(412, 233)`, `type("DOE^JOAN")`, `done()`, `tool(find_studies, {...})` in
+the tools track); a text with no readable action is a no-action step (one action of the budget), as
 in the Gymnasium API; an action the environment cannot execute (a point off the screen) is
 one too, with `executed` false and `not_executed` saying why. An action text is at most
 `MAX_ACTION_CHARS` characters (a model's whole answer may come: its reasoning, then the

@@ -1,5 +1,5 @@
 """The tools a served agent calls, as pure argument schemas (BrowserGym's MCP server shape: one
-tool per action of the documented action form, docs/live.md "Action format"):
+tool per action of the documented action form, docs/live/agents.md "Action format"):
 
     list_tasks()                       the tasks offered (id, goal, tags, budget, tools)
     start_task(task_id)                a new episode: the goal and the first screenshot

@@ -1,5 +1,5 @@
 """The computer-use APIs as live agents (`--model openai-computer-use`, `--model
-anthropic-computer-use`; docs/live.md "Computer-use APIs").
+anthropic-computer-use`; docs/live/agents.md "Computer-use APIs").
 
     actions      the APIs' actions read into the one live action type (pure)
     transcript   the conversation kept in the journal (`call_state`) and rebuilt from it (pure)

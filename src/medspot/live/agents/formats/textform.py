@@ -1,6 +1,6 @@
 """The harness's agent format for the general models (GPT-4o-mini, GPT-5, Gemma 3, Llama 3.2
 Vision, Mistral, DeepSeek-VL2, any `openai:NAME`): `Thought: ...` then `Action: ...` with calls
-of the documented text form (docs/live.md "Action format": click, double_click, right_click,
+of the documented text form (docs/live/agents.md "Action format": click, double_click, right_click,
 drag, scroll, type, key, done, infeasible; `tool(name, {...})` when tools are offered),
 coordinates in the card's declared convention
 (0..1000 for the named cards). The harness's choice: these models have no GUI action format of

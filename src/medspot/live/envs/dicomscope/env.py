@@ -102,7 +102,7 @@ IMAGE_FILES = image_files()  # database file name -> STUDY/SERIES/SLICE
 # reader, database copy), each reset for one of the next two tasks while the current one runs
 # (at two slots one spare's reset, ~3 s under load, outlasted most of the oracle's tasks);
 # measured to pay on two cores (benchmarks/README.md section 9); memory: what one more
-# instance adds to the run's processes (docs/live.md)
+# instance adds to the run's processes (docs/live/running.md "Pipelined starts")
 SPARE = SparePlan(default=True, memory_mb=170, count=2)
 
 

@@ -90,7 +90,7 @@ ESCAPES = 5  # Escape presses at most, to close GTK's dialogs and menus before a
 
 # A runner slot's spare (`SpareCapable`): a second InVesalius (its Xvfb, bus, AT-SPI reader and
 # probe), reset for the next task while the current one runs; memory: what one more instance
-# adds to the run's processes (docs/live.md)
+# adds to the run's processes (docs/live/running.md "Pipelined starts")
 SPARE = SparePlan(default=True, memory_mb=340)
 
 

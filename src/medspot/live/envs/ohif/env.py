@@ -112,7 +112,7 @@ _NO_INLINE_TRANSITIONS_JS = """(() => {
 # not cancel that pending move when the next notch finds its image cached and moves at once, so
 # the late move takes the viewport back (3 notches from image 1 ended on image 3, 1 time in 5
 # while the stack was still loading). The oracle then scrolled again, past its target: the
-# overshoot once seen after an in-document reset (docs/live.md, OHIF's Reset).
+# overshoot once seen after an in-document reset (docs/live/environments/ohif.md, its Reset).
 SETTLED_JS = """() => { try {
   const cs = window.cornerstone; if (!cs || !cs.getRenderingEngines) return true;
   for (const re of cs.getRenderingEngines() || []) {
@@ -154,7 +154,7 @@ _ENTER_JS = """(path) => {
 # reset for one of the next two tasks while the current one runs (the viewer's reset, ~2 s under
 # load, outlasts most of the oracle's tasks: with one spare the next task still waited for the
 # rest of it); measured to pay on two cores (benchmarks/README.md section 9); memory: what one
-# more instance adds to the run's processes (docs/live.md)
+# more instance adds to the run's processes (docs/live/running.md "Pipelined starts")
 SPARE = SparePlan(default=True, memory_mb=370, count=2)
 
 

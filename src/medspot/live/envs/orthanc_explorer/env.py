@@ -66,7 +66,8 @@ _NO_TRANSITIONS_JS = """document.onmobileinit = () => {
 
 # A runner slot's spare (`SpareCapable`): a second Orthanc and chromium, reset for the next task
 # while the current one runs; measured to pay on two cores (benchmarks/README.md section 9);
-# memory: what one more instance adds to the run's processes (docs/live.md)
+# memory: what one more instance adds to the run's processes (docs/live/running.md "Pipelined
+# starts")
 SPARE = SparePlan(default=True, memory_mb=270)
 
 

@@ -378,7 +378,7 @@ class RayExecutor:
                 f"no node of the Ray cluster ({self._where()}) declares the resource {res}: "
                 "start every node that has the environment's applications with "
                 '`ray start ... --resources "$(medspot live doctor --ray-resources)"` '
-                "(docs/live.md, 'Run on a Ray cluster')"
+                "(docs/live/running.md, 'Run on a Ray cluster')"
             )
         fit = 0
         for n in nodes:
