@@ -29,7 +29,6 @@ __all__ = [
     "refuse_repeated_runs",
     "repeats_mismatch",
     "run_mode",
-    "run_passes",
     "run_repeats",
     "run_tools",
     "same_task",
@@ -171,12 +170,6 @@ def repeats_mismatch(runs: Sequence[Run]) -> str | None:
         detail = ", ".join(f"{r.name}: {k}" for r, k in zip(runs, ks, strict=True) if k)
         return f"the live runs were made with different --repeats ({detail})"
     return None
-
-
-def run_passes(run: Run) -> int:
-    """The model calls a run made per step: 1, or a zoom-in run's passes (`--zoom K`)."""
-    zoom = run.info.zoom
-    return zoom.passes if zoom is not None else 1
 
 
 def passes_label(run: Run) -> str:

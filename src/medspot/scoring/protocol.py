@@ -75,9 +75,6 @@ class Protocol:
         return "upstream" if self.name.startswith("upstream-") else "native"
 
     # -- knobs applied to one step --------------------------------------------------------------
-    def action_counts(self, action_type: str) -> bool:
-        return self.evaluable_types is None or action_type in self.evaluable_types
-
     def targets(self, step: Step) -> tuple[Box, ...]:
         """The boxes a step is judged against under this protocol (empty: not evaluable)."""
         types = self.evaluable_types
