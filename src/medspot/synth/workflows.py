@@ -159,29 +159,31 @@ def _open_study(p: _Plan) -> str:
     return p.say("Open the study {f}.", "Load the DICOM file {f} into the viewer.", f=f)
 
 
+def _view_choice(
+    p: _Plan, submenu: str, tool: str, value: str, done: ScreenState, dropdown: str = ""
+) -> None:
+    """Choose `value` in the View menu's `submenu` or, half of the time, in the dropdown of the
+    toolbar button `tool` (`dropdown`: how a step names it; default "<tool> dropdown")."""
+    if p.rng.random() < 0.5:
+        p.open_menu("View")
+        p.open_submenu("View", submenu)
+        p.choose(f"item:View/{submenu}", value, done, "submenu")
+    else:
+        p.tool(tool, replace(p.state, menu=f"@{tool}"))
+        p.choose(f"item:@{tool}", value, done, dropdown or f"{tool} dropdown")
+
+
 def _layout(p: _Plan) -> str:
     lay = p.rng.choice([x for x in LAYOUTS if x != p.state.layout])
     done = replace(p.state, layout=lay, menu=None, submenu=None)
-    if p.rng.random() < 0.5:
-        p.open_menu("View")
-        p.open_submenu("View", "Layout")
-        p.choose("item:View/Layout", lay, done, "submenu")
-    else:
-        p.tool("layout", replace(p.state, menu="@layout"))
-        p.choose("item:@layout", lay, done, "layout dropdown")
+    _view_choice(p, "Layout", "layout", lay, done)
     return p.say("Change the viewport layout to {l}.", "Display the images in a {l} grid.", l=lay)
 
 
 def _preset(p: _Plan) -> str:
     pre = p.rng.choice([x for x in PRESETS if x != p.state.preset])
     done = replace(p.state, preset=pre, menu=None, submenu=None)
-    if p.rng.random() < 0.5:
-        p.open_menu("View")
-        p.open_submenu("View", "Window/Level")
-        p.choose("item:View/Window/Level", pre, done, "submenu")
-    else:
-        p.tool("wl", replace(p.state, menu="@wl"))
-        p.choose("item:@wl", pre, done, "preset dropdown")
+    _view_choice(p, "Window/Level", "wl", pre, done, "preset dropdown")
     return p.say("Apply the {x} window/level preset.", "Set the window to the {x} preset.", x=pre)
 
 
