@@ -214,26 +214,26 @@ def _lesion(p: _Plan, mark: str) -> None:
         p.step("region:lesion", ins, "lesion_annotation", p.state)
 
 
-def _measure(p: _Plan) -> str:
+def _pick_tool(p: _Plan, tool: str, submenu: str, item: str) -> None:
+    """Pick the tool `tool` on the toolbar or, half of the time, as `item` in the Tools menu's
+    `submenu`."""
     if p.rng.random() < 0.5:
-        p.tool("measure", replace(p.state, tool="measure"))
+        p.tool(tool, replace(p.state, tool=tool))
     else:
         p.open_menu("Tools")
-        p.open_submenu("Tools", "Measure")
-        done = replace(p.state, menu=None, submenu=None, tool="measure")
-        p.choose("item:Tools/Measure", "Distance", done, "submenu")
+        p.open_submenu("Tools", submenu)
+        done = replace(p.state, menu=None, submenu=None, tool=tool)
+        p.choose(f"item:Tools/{submenu}", item, done, "submenu")
+
+
+def _measure(p: _Plan) -> str:
+    _pick_tool(p, "measure", "Measure", "Distance")
     _lesion(p, "distance")
     return p.say("Measure the diameter of the lesion.", "Measure a distance across the lesion.")
 
 
 def _annotate(p: _Plan) -> str:
-    if p.rng.random() < 0.5:
-        p.tool("annotate", replace(p.state, tool="annotate"))
-    else:
-        p.open_menu("Tools")
-        p.open_submenu("Tools", "Annotate")
-        done = replace(p.state, menu=None, submenu=None, tool="annotate")
-        p.choose("item:Tools/Annotate", "Text Label", done, "submenu")
+    _pick_tool(p, "annotate", "Annotate", "Text Label")
     _lesion(p, "label")
     return p.say("Annotate the lesion with a text label.", "Add a text annotation to the lesion.")
 
