@@ -29,7 +29,6 @@ __all__ = [
     "TaskFailureSource",
     "WpsPosition",
     "get_protocol",
-    "protocol_names",
 ]
 
 BoxSelection = Literal["any", "first"]
@@ -228,10 +227,6 @@ PRESETS: dict[str, Protocol] = {
         ),
     )
 }
-
-
-def protocol_names() -> tuple[str, ...]:
-    return tuple(PRESETS)
 
 
 def get_protocol(name: str, tolerance_px: float | None = None) -> Protocol:
