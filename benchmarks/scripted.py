@@ -15,7 +15,6 @@ import hashlib
 import math
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset, Step
@@ -75,9 +74,7 @@ class ScriptedAnswers:
                 continue
             rel = step.image_path
             if rel not in digests:
-                digests[rel] = hashlib.sha256(
-                    Path(dataset.image_file(step)).read_bytes()
-                ).hexdigest()
+                digests[rel] = hashlib.sha256((dataset.root / rel).read_bytes()).hexdigest()
             key = (digests[rel], step.instruction)
             if key not in self.by_key:  # same screenshot and instruction: same answer
                 self.by_key[key] = self._entry(step)

@@ -28,7 +28,7 @@ def test_target_boxes_are_drawn(placeholder_root: Path) -> None:
     ds = load_dataset(placeholder_root, apps=["Weasis"], check_images=False)
     step = ds.step("Weasis/0/1")
     box = step.boxes[0]
-    with Image.open(ds.image_file(step)) as im:
+    with Image.open(ds.root / step.image_path) as im:
         w, h = im.size
         rgb = im.convert("RGB")
         mid_y = int((box.y1 + box.y2) / 2 * h)

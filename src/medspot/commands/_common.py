@@ -116,6 +116,14 @@ def parse_apps(text: str | None) -> list[str] | None:
     return apps
 
 
+def add_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, doc: str | None
+) -> argparse.ArgumentParser:
+    """The parser of the command `name`: `help` its line in `medspot --help`, its module's
+    docstring (`doc`) its description."""
+    return sub.add_parser(name, help=help, description=doc)
+
+
 def add_data_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument(
         "--data",

@@ -14,6 +14,7 @@ from pathlib import Path
 from medspot.adapters.options import AdapterOptions
 from medspot.commands._common import (
     adapter_options,
+    add_command,
     concurrency_number,
     positive_float,
     positive_int,
@@ -48,10 +49,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "check-model",
-        help="check a model's coordinate frame on synthetic screens",
-        description=__doc__,
+    p = add_command(
+        sub, "check-model", "check a model's coordinate frame on synthetic screens", __doc__
     )
     p.add_argument("model", metavar="MODEL", help="a name from `medspot models`, or openai:NAME")
     p.add_argument("--backend", choices=["openai", "hf"], default=None)

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from medspot.commands._common import bootstrap_number, seed_number
+from medspot.commands._common import add_command, bootstrap_number, seed_number
 
 __all__ = ["register"]
 
@@ -33,9 +33,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "compare", help="paired comparison of two runs (bootstrap, McNemar)", description=__doc__
-    )
+    p = add_command(sub, "compare", "paired comparison of two runs (bootstrap, McNemar)", __doc__)
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from medspot.cache import cache_root
 from medspot.commands._common import (
+    add_command,
     bootstrap_number,
     concurrency_number,
     positive_int,
@@ -131,9 +132,7 @@ def _table(rows: list[tuple[str, dict[str, float | None], int, float]]) -> str:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "demo", help="offline demo: synthetic suite, ocr and random, report", description=__doc__
-    )
+    p = add_command(sub, "demo", "offline demo: synthetic suite, ocr and random, report", __doc__)
     p.add_argument(
         "--out",
         default="results/demo",

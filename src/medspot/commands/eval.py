@@ -10,6 +10,7 @@ import time
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_command,
     add_data_args,
     add_model_args,
     add_protocol_args,
@@ -144,9 +145,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "eval", help="run a model on the benchmark and score it", description=__doc__
-    )
+    p = add_command(sub, "eval", "run a model on the benchmark and score it", __doc__)
     add_data_args(p)
     add_model_args(p)
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default results/MODEL)")

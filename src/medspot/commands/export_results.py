@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medspot.commands._common import add_command
+
 if TYPE_CHECKING:
     from medspot.runfolder.reader import Run
 
@@ -126,10 +128,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "export-results",
-        help="finished runs as hub Eval Results (hf-eval) or Every Eval Ever records (eee)",
-        description=__doc__,
+        "finished runs as hub Eval Results (hf-eval) or Every Eval Ever records (eee)",
+        __doc__,
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--format", choices=("hf-eval", "eee"), required=True)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import bootstrap_number
+from medspot.commands._common import add_command, bootstrap_number
 
 __all__ = ["register"]
 
@@ -40,10 +40,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "import-inspect",
-        help="read a log of `inspect eval medspot/medspot` into a run folder",
-        description=__doc__,
+        "read a log of `inspect eval medspot/medspot` into a run folder",
+        __doc__,
     )
     p.add_argument(
         "log", metavar="LOG", help="the Inspect log (.eval or .json), or its --log-dir folder"

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import bootstrap_number
+from medspot.commands._common import add_command, bootstrap_number
 
 __all__ = ["register"]
 
@@ -50,10 +50,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "import-upstream",
-        help="read the MedSPOT authors' results folder into a run folder",
-        description=__doc__,
+        "read the MedSPOT authors' results folder into a run folder",
+        __doc__,
     )
     p.add_argument("dir", metavar="DIR", help="their results folder (holds <App>_Annotation/)")
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="the run folder to write")

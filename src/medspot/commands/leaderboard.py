@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from medspot.commands._common import add_command
+
 __all__ = ["register"]
 
 
@@ -48,10 +50,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "leaderboard",
-        help="rank runs: metrics with intervals as md, csv or latex",
-        description=__doc__,
+    p = add_command(
+        sub, "leaderboard", "rank runs: metrics with intervals as md, csv or latex", __doc__
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--format", choices=("md", "csv", "latex"), default="md")

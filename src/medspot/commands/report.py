@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import bootstrap_number, positive_int
+from medspot.commands._common import add_command, bootstrap_number, positive_int
 
 __all__ = ["register"]
 
@@ -39,9 +39,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "report", help="an offline HTML report of one or more runs", description=__doc__
-    )
+    p = add_command(sub, "report", "an offline HTML report of one or more runs", __doc__)
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the report")
     p.add_argument(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import add_protocol_args
+from medspot.commands._common import add_command, add_protocol_args
 from medspot.errors import ConfigError
 
 __all__ = ["register"]
@@ -69,9 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "score", help="re-score a run from its predictions (no model call)", description=__doc__
-    )
+    p = add_command(sub, "score", "re-score a run from its predictions (no model call)", __doc__)
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument(
         "--out", default=None, metavar="DIR2", help="write the results here instead of into RUN_DIR"

@@ -142,9 +142,6 @@ class Dataset:
     def has_step(self, uid: str) -> bool:
         return uid in self._by_step
 
-    def image_file(self, step: Step) -> Path:
-        return self.root / step.image_path
-
     @property
     def app_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.apps)

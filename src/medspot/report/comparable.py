@@ -8,7 +8,7 @@ of `--mixed` tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from medspot.errors import ConfigError
@@ -25,10 +25,10 @@ __all__ = [
     "passes_label",
     "passes_mismatch",
     "protocol_mismatch",
+    "refuse_mixed_runs",
     "refuse_repeated_runs",
     "repeats_mismatch",
     "run_mode",
-    "run_passes",
     "run_repeats",
     "run_tools",
     "same_task",
@@ -172,12 +172,6 @@ def repeats_mismatch(runs: Sequence[Run]) -> str | None:
     return None
 
 
-def run_passes(run: Run) -> int:
-    """The model calls a run made per step: 1, or a zoom-in run's passes (`--zoom K`)."""
-    zoom = run.info.zoom
-    return zoom.passes if zoom is not None else 1
-
-
 def passes_label(run: Run) -> str:
     """How a row names a multi-pass run ("zoom x2, crop 0.5"); "" for a single-pass run."""
     zoom = run.info.zoom
@@ -196,6 +190,27 @@ def passes_mismatch(runs: Sequence[Run]) -> str | None:
         detail = ", ".join(f"{r.name}: {lab}" for r, lab in zip(runs, labels, strict=True))
         return f"the runs mix single-pass and multi-pass (zoom-in) runs ({detail})"
     return None
+
+
+def refuse_mixed_runs(runs: Sequence[Run], verb: str, anyway: str, *, protocol_at: int) -> None:
+    """Refuse `runs` that break a rule of this module, with the first rule's problem and the
+    advice worded for the command: `verb` what it does to runs ("rank", "compare"), `anyway`
+    what `--mixed` makes it do; the protocol rule is checked `protocol_at`-th (from 0). Live and
+    static runs first, then K, both before the data (live and static data differ, and K
+    changes the task rows)."""
+    rules: list[tuple[Callable[[Sequence[Run]], str | None], str]] = [
+        (kind_mismatch, f"{verb} runs of one kind, or pass --mixed"),
+        (repeats_mismatch, f"{verb} runs of one K, or pass --mixed"),
+        (data_mismatch, f"{verb} runs over the same data, or pass --mixed"),
+        (mode_mismatch, f"{verb} runs of one mode, or pass --mixed"),
+        (tools_mismatch, f"{verb} runs offered the same tools, or pass --mixed"),
+        (passes_mismatch, f"{verb} single-pass and zoom-in runs apart, or pass --mixed"),
+    ]
+    rules.insert(protocol_at, (protocol_mismatch, f"or pass --mixed to {anyway}"))
+    for mismatch, advice in rules:
+        problem = mismatch(runs)
+        if problem is not None:
+            raise ConfigError(f"{problem}; {advice}")
 
 
 def refuse_repeated_runs(runs: Sequence[Run]) -> None:

@@ -16,16 +16,10 @@ import numpy as np
 
 from medspot.errors import ConfigError
 from medspot.report.comparable import (
-    data_mismatch,
-    kind_mismatch,
-    mode_mismatch,
     passes_label,
-    passes_mismatch,
-    protocol_mismatch,
-    repeats_mismatch,
+    refuse_mixed_runs,
     run_tools,
     same_task,
-    tools_mismatch,
 )
 from medspot.report.live_scores import (
     LIVE_METRIC_LABELS,
@@ -185,29 +179,8 @@ def compare_runs(
 ) -> Comparison:
     """Compare run `b` against run `a` on the tasks both scored (status "scored"); with
     `live_metric`, two live runs also on that per-run metric."""
-    kinds_problem = kind_mismatch([a, b])
-    if kinds_problem is not None and not mixed:
-        raise ConfigError(f"{kinds_problem}; compare runs of one kind, or pass --mixed")
-    protocol_problem = protocol_mismatch([a, b])
-    if protocol_problem is not None and not mixed:
-        raise ConfigError(f"{protocol_problem}; or pass --mixed to compare anyway")
-    repeats_problem = repeats_mismatch([a, b])  # before the data: K changes the task rows
-    if repeats_problem is not None and not mixed:
-        raise ConfigError(f"{repeats_problem}; compare runs of one K, or pass --mixed")
-    data_problem = data_mismatch([a, b])
-    if data_problem is not None and not mixed:
-        raise ConfigError(f"{data_problem}; compare runs over the same data, or pass --mixed")
-    mode_problem = mode_mismatch([a, b])
-    if mode_problem is not None and not mixed:
-        raise ConfigError(f"{mode_problem}; compare runs of one mode, or pass --mixed")
-    tools_problem = tools_mismatch([a, b])
-    if tools_problem is not None and not mixed:
-        raise ConfigError(f"{tools_problem}; compare runs offered the same tools, or pass --mixed")
-    passes_problem = passes_mismatch([a, b])
-    if passes_problem is not None and not mixed:
-        raise ConfigError(
-            f"{passes_problem}; compare single-pass and zoom-in runs apart, or pass --mixed"
-        )
+    if not mixed:
+        refuse_mixed_runs([a, b], "compare", "compare anyway", protocol_at=1)
     scored_a = {t.task_id: t for t in a.tasks if t.status == "scored"}
     scored_b = {t.task_id: t for t in b.tasks if t.status == "scored"}
     common = tuple(tid for tid in scored_a if tid in scored_b)

@@ -19,13 +19,11 @@ from medspot.errors import ConfigError
 from medspot.report.comparable import (
     data_key,
     data_mismatch,
-    kind_mismatch,
     mode_mismatch,
     passes_label,
     passes_mismatch,
-    protocol_mismatch,
+    refuse_mixed_runs,
     refuse_repeated_runs,
-    repeats_mismatch,
     run_mode,
     run_repeats,
     run_tools,
@@ -177,30 +175,9 @@ def build_leaderboard(
                 "every run is incomplete (" + ", ".join(left_out) + "); finish them, or pass "
                 "--include-incomplete to rank them anyway"
             )
-    kinds_problem = kind_mismatch(runs)  # before the data: live and static data differ
-    if kinds_problem is not None and not mixed:
-        raise ConfigError(f"{kinds_problem}; rank runs of one kind, or pass --mixed")
-    repeats_problem = repeats_mismatch(runs)  # before the data: K changes the task rows
-    if repeats_problem is not None and not mixed:
-        raise ConfigError(f"{repeats_problem}; rank runs of one K, or pass --mixed")
-    data_problem = data_mismatch(runs)
-    if data_problem is not None and not mixed:
-        raise ConfigError(f"{data_problem}; rank runs over the same data, or pass --mixed")
-    mode_problem = mode_mismatch(runs)
-    if mode_problem is not None and not mixed:
-        raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
-    tools_problem = tools_mismatch(runs)
-    if tools_problem is not None and not mixed:
-        raise ConfigError(f"{tools_problem}; rank runs offered the same tools, or pass --mixed")
-    passes_problem = passes_mismatch(runs)
-    if passes_problem is not None and not mixed:
-        raise ConfigError(
-            f"{passes_problem}; rank single-pass and zoom-in runs apart, or pass --mixed"
-        )
+    if not mixed:
+        refuse_mixed_runs(runs, "rank", "list them anyway", protocol_at=6)
     protocols = tuple(dict.fromkeys(r.protocol for r in runs))
-    protocol_problem = protocol_mismatch(runs)
-    if protocol_problem is not None and not mixed:
-        raise ConfigError(f"{protocol_problem}; or pass --mixed to list them anyway")
     keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
     live = {r.path: run_score(r, live_metric) for r in runs} if live_metric else {}
     if live_metric is not None:
@@ -241,12 +218,12 @@ def build_leaderboard(
         keys=keys,
         protocols=protocols,
         sort_key=sort,
-        mixed_data=data_problem is not None,
+        mixed_data=data_mismatch(runs) is not None,
         left_out=left_out,
         repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
-        mixed_passes=passes_problem is not None,
-        mixed_modes=mode_problem is not None,
-        mixed_tools=tools_problem is not None,
+        mixed_passes=passes_mismatch(runs) is not None,
+        mixed_modes=mode_mismatch(runs) is not None,
+        mixed_tools=tools_mismatch(runs) is not None,
     )
 
 

@@ -29,7 +29,6 @@ __all__ = [
     "TaskFailureSource",
     "WpsPosition",
     "get_protocol",
-    "protocol_names",
 ]
 
 BoxSelection = Literal["any", "first"]
@@ -75,9 +74,6 @@ class Protocol:
         return "upstream" if self.name.startswith("upstream-") else "native"
 
     # -- knobs applied to one step --------------------------------------------------------------
-    def action_counts(self, action_type: str) -> bool:
-        return self.evaluable_types is None or action_type in self.evaluable_types
-
     def targets(self, step: Step) -> tuple[Box, ...]:
         """The boxes a step is judged against under this protocol (empty: not evaluable)."""
         types = self.evaluable_types
@@ -231,10 +227,6 @@ PRESETS: dict[str, Protocol] = {
         ),
     )
 }
-
-
-def protocol_names() -> tuple[str, ...]:
-    return tuple(PRESETS)
 
 
 def get_protocol(name: str, tolerance_px: float | None = None) -> Protocol:

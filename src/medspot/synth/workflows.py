@@ -159,29 +159,31 @@ def _open_study(p: _Plan) -> str:
     return p.say("Open the study {f}.", "Load the DICOM file {f} into the viewer.", f=f)
 
 
+def _view_choice(
+    p: _Plan, submenu: str, tool: str, value: str, done: ScreenState, dropdown: str = ""
+) -> None:
+    """Choose `value` in the View menu's `submenu` or, half of the time, in the dropdown of the
+    toolbar button `tool` (`dropdown`: how a step names it; default "<tool> dropdown")."""
+    if p.rng.random() < 0.5:
+        p.open_menu("View")
+        p.open_submenu("View", submenu)
+        p.choose(f"item:View/{submenu}", value, done, "submenu")
+    else:
+        p.tool(tool, replace(p.state, menu=f"@{tool}"))
+        p.choose(f"item:@{tool}", value, done, dropdown or f"{tool} dropdown")
+
+
 def _layout(p: _Plan) -> str:
     lay = p.rng.choice([x for x in LAYOUTS if x != p.state.layout])
     done = replace(p.state, layout=lay, menu=None, submenu=None)
-    if p.rng.random() < 0.5:
-        p.open_menu("View")
-        p.open_submenu("View", "Layout")
-        p.choose("item:View/Layout", lay, done, "submenu")
-    else:
-        p.tool("layout", replace(p.state, menu="@layout"))
-        p.choose("item:@layout", lay, done, "layout dropdown")
+    _view_choice(p, "Layout", "layout", lay, done)
     return p.say("Change the viewport layout to {l}.", "Display the images in a {l} grid.", l=lay)
 
 
 def _preset(p: _Plan) -> str:
     pre = p.rng.choice([x for x in PRESETS if x != p.state.preset])
     done = replace(p.state, preset=pre, menu=None, submenu=None)
-    if p.rng.random() < 0.5:
-        p.open_menu("View")
-        p.open_submenu("View", "Window/Level")
-        p.choose("item:View/Window/Level", pre, done, "submenu")
-    else:
-        p.tool("wl", replace(p.state, menu="@wl"))
-        p.choose("item:@wl", pre, done, "preset dropdown")
+    _view_choice(p, "Window/Level", "wl", pre, done, "preset dropdown")
     return p.say("Apply the {x} window/level preset.", "Set the window to the {x} preset.", x=pre)
 
 
@@ -212,26 +214,26 @@ def _lesion(p: _Plan, mark: str) -> None:
         p.step("region:lesion", ins, "lesion_annotation", p.state)
 
 
-def _measure(p: _Plan) -> str:
+def _pick_tool(p: _Plan, tool: str, submenu: str, item: str) -> None:
+    """Pick the tool `tool` on the toolbar or, half of the time, as `item` in the Tools menu's
+    `submenu`."""
     if p.rng.random() < 0.5:
-        p.tool("measure", replace(p.state, tool="measure"))
+        p.tool(tool, replace(p.state, tool=tool))
     else:
         p.open_menu("Tools")
-        p.open_submenu("Tools", "Measure")
-        done = replace(p.state, menu=None, submenu=None, tool="measure")
-        p.choose("item:Tools/Measure", "Distance", done, "submenu")
+        p.open_submenu("Tools", submenu)
+        done = replace(p.state, menu=None, submenu=None, tool=tool)
+        p.choose(f"item:Tools/{submenu}", item, done, "submenu")
+
+
+def _measure(p: _Plan) -> str:
+    _pick_tool(p, "measure", "Measure", "Distance")
     _lesion(p, "distance")
     return p.say("Measure the diameter of the lesion.", "Measure a distance across the lesion.")
 
 
 def _annotate(p: _Plan) -> str:
-    if p.rng.random() < 0.5:
-        p.tool("annotate", replace(p.state, tool="annotate"))
-    else:
-        p.open_menu("Tools")
-        p.open_submenu("Tools", "Annotate")
-        done = replace(p.state, menu=None, submenu=None, tool="annotate")
-        p.choose("item:Tools/Annotate", "Text Label", done, "submenu")
+    _pick_tool(p, "annotate", "Annotate", "Text Label")
     _lesion(p, "label")
     return p.say("Annotate the lesion with a text label.", "Add a text annotation to the lesion.")
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import style
+from medspot.adapters.cards.common import instruction_text, style
 from medspot.adapters.cards.harness_agent import agent_style
 from medspot.adapters.parsing import anchored_answer
 
@@ -67,9 +67,7 @@ def parse_native(text: str, sent: tuple[int, int], original: tuple[int, int]) ->
 
 
 def cogagent_9b() -> ModelCard:
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.cogagent(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.cogagent)
     native = PromptSpec(user_text="", max_new_tokens=256)
     upstream = PromptSpec(user_text="", max_new_tokens=256)
     return ModelCard(

@@ -21,9 +21,11 @@ __all__ = [
     "harness_style",
     "harness_text",
     "history_lines",
+    "instruction_text",
     "native_only_card",
     "pyautogui_anchor",
     "simple_parser",
+    "sized_text",
     "style",
     "with_history",
 ]
@@ -77,6 +79,26 @@ def with_history(instruction: str, req: StepRequest) -> str:
 def harness_text(req: StepRequest) -> str:
     """models.md 1.4: the instruction, then the rel1000 point request."""
     return f"{with_history(req.instruction, req)}\n{HARNESS_SUFFIX}"
+
+
+def instruction_text(prompt: Callable[[str], str]) -> TextFn:
+    """The user text of a prompt written around the instruction alone."""
+
+    def text(req: StepRequest) -> str:
+        return prompt(req.instruction)
+
+    return text
+
+
+def sized_text(prompt: Callable[[str, int, int], str]) -> TextFn:
+    """The user text of a prompt written around the instruction and the screenshot's width and
+    height in pixels."""
+
+    def text(req: StepRequest) -> str:
+        w, h = req.image_size
+        return prompt(req.instruction, w, h)
+
+    return text
 
 
 def style(text: TextFn, base: PromptSpec, parse: Parser, convention: Convention) -> StyleSpec:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.common import instruction_text, simple_parser, style, with_history
 from medspot.adapters.cards.harness_agent import harness_agent_style
 
 __all__ = ["INSTALL_HINT", "deepseek_vl2"]
@@ -30,9 +30,7 @@ def deepseek_vl2(name: str = "deepseek-vl2") -> ModelCard:
         # The hf backend puts `<image>\n` in front (the deepseek_vl2 conversation format).
         return f"<|ref|>{with_history(req.instruction, req)}<|/ref|>."
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.deepseek(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.deepseek)
     native = PromptSpec(user_text="", max_new_tokens=64, keep_special_tokens=True)
     upstream = PromptSpec(user_text="", max_new_tokens=20)
     return ModelCard(

@@ -3,10 +3,10 @@ prompt natively; the authors' pixel prompts under `upstream`."""
 
 from __future__ import annotations
 
-from medspot.adapters.base import Convention, StepRequest
+from medspot.adapters.base import Convention
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import harness_style, style
+from medspot.adapters.cards.common import harness_style, instruction_text, sized_text, style
 from medspot.adapters.cards.harness_agent import harness_agent_style
 
 __all__ = ["gemma_3_27b", "llama_32_11b_vision", "mistral"]
@@ -18,9 +18,7 @@ _STATUS = (
 
 
 def gemma_3_27b() -> ModelCard:
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.gemma3(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.gemma3)
     return ModelCard(
         name="gemma-3-27b",
         title="Gemma-3-27B-it",
@@ -44,9 +42,7 @@ def gemma_3_27b() -> ModelCard:
 
 
 def llama_32_11b_vision() -> ModelCard:
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.llama(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.llama)
     return ModelCard(
         name="llama-3.2-11b-vision",
         title="Llama-3.2-11B-Vision-Instruct",
@@ -82,10 +78,7 @@ _MISTRAL = {
 def mistral(name: str = "mistral-small-3.1-24b") -> ModelCard:
     checkpoint, title = _MISTRAL[name]
 
-    def upstream_text(req: StepRequest) -> str:
-        w, h = req.image_size
-        return upstream_prompts.mistral(req.instruction, w, h)
-
+    upstream_text = sized_text(upstream_prompts.mistral)
     return ModelCard(
         name=name,
         title=title,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.common import instruction_text, simple_parser, style, with_history
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 
 __all__ = ["UGROUND_TEMPLATE", "os_atlas_7b", "uground_v1_7b"]
@@ -34,9 +34,7 @@ def os_atlas_7b() -> ModelCard:
             f'command "{instr}" (with bbox)?'
         )
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.osatlas(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.osatlas)
     return ModelCard(
         name="os-atlas-7b",
         title="OS-Atlas-Base-7B",
@@ -67,9 +65,7 @@ def uground_v1_7b() -> ModelCard:
     def native_text(req: StepRequest) -> str:
         return UGROUND_TEMPLATE.replace("{instruction}", with_history(req.instruction, req))
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.uground(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.uground)
     return ModelCard(
         name="uground-v1-7b",
         title="UGround-V1-7B",

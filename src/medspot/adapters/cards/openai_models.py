@@ -5,7 +5,13 @@ from __future__ import annotations
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import harness_parser, harness_style, simple_parser, style
+from medspot.adapters.cards.common import (
+    harness_parser,
+    harness_style,
+    simple_parser,
+    sized_text,
+    style,
+)
 from medspot.adapters.cards.harness_agent import harness_agent_style
 from medspot.errors import ConfigError
 
@@ -26,10 +32,7 @@ _GPT_STATUS = (
 def _upstream_gpt(base: PromptSpec) -> StyleSpec:
     """evaluate_gpt*.py: text before image, original size PNG, their six-pattern reader."""
 
-    def text(req: StepRequest) -> str:
-        w, h = req.image_size
-        return upstream_prompts.gpt(req.instruction, w, h)
-
+    text = sized_text(upstream_prompts.gpt)
     return style(text, base, upstream_parsers.gpt, Convention.ABS_ORIGINAL)
 
 

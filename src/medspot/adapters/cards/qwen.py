@@ -5,7 +5,13 @@ from __future__ import annotations
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.common import (
+    instruction_text,
+    simple_parser,
+    sized_text,
+    style,
+    with_history,
+)
 from medspot.adapters.cards.qwen_agent import qwen3_agent, qwen25_agent
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 
@@ -27,10 +33,7 @@ def qwen2_vl_7b() -> ModelCard:
         # models/qwen2vl.py, ground_only_positive): image first, this text, special tokens kept.
         return QWEN2VL_GROUNDING.format(with_history(req.instruction, req))
 
-    def upstream_text(req: StepRequest) -> str:
-        w, h = req.image_size
-        return upstream_prompts.qwen2vl(req.instruction, w, h)
-
+    upstream_text = sized_text(upstream_prompts.qwen2vl)
     native = PromptSpec(user_text="", max_new_tokens=64, keep_special_tokens=True)
     upstream = PromptSpec(user_text="", max_new_tokens=64, resize=QWEN_DEFAULT_RESIZE)
     return ModelCard(
@@ -63,9 +66,7 @@ def qwen2_5_vl_7b() -> ModelCard:
             "output its bbox coordinates in JSON format."
         )
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.qwen2_5vl(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.qwen2_5vl)
     native = PromptSpec(user_text="", max_new_tokens=128, resize=QWEN_DEFAULT_RESIZE)
     upstream = PromptSpec(user_text="", max_new_tokens=64, resize=QWEN_DEFAULT_RESIZE)
     return ModelCard(
@@ -98,9 +99,7 @@ def qwen3_vl_8b() -> ModelCard:
             "points, and output their point coordinates in JSON format."
         )
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.qwen3vl(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.qwen3vl)
     native = PromptSpec(user_text="", max_new_tokens=128)
     # The script ran qwen-vl-utils with its default factor 28 before the processor.
     upstream = PromptSpec(user_text="", max_new_tokens=64, resize=QWEN_DEFAULT_RESIZE)

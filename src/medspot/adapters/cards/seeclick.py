@@ -5,7 +5,7 @@ from __future__ import annotations
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import style, with_history
+from medspot.adapters.cards.common import instruction_text, style, with_history
 from medspot.adapters.parsing import anchored_answer
 
 __all__ = ["parse_native", "seeclick"]
@@ -27,9 +27,7 @@ def seeclick() -> ModelCard:
     def native_text(req: StepRequest) -> str:
         return upstream_prompts.seeclick(with_history(req.instruction, req))
 
-    def upstream_text(req: StepRequest) -> str:
-        return upstream_prompts.seeclick(req.instruction)
-
+    upstream_text = instruction_text(upstream_prompts.seeclick)
     native = PromptSpec(user_text="", max_new_tokens=64)
     upstream = PromptSpec(user_text="", max_new_tokens=64)
     return ModelCard(

@@ -8,7 +8,7 @@ from dataclasses import replace
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
 from medspot.adapters.cards import upstream_parsers, upstream_prompts
-from medspot.adapters.cards.common import Parser, style, with_history
+from medspot.adapters.cards.common import Parser, instruction_text, style, with_history
 from medspot.adapters.cards.harness_agent import AGENT_MAX_TOKENS, agent_style
 from medspot.adapters.conventions import UI_TARS_RESIZE
 from medspot.adapters.parsing import anchored_answer
@@ -130,9 +130,7 @@ def parse_action(convention: Convention) -> Parser:
 
 
 def _upstream(base: PromptSpec) -> StyleSpec:
-    def text(req: StepRequest) -> str:
-        return upstream_prompts.tars(req.instruction)
-
+    text = instruction_text(upstream_prompts.tars)
     return style(text, base, upstream_parsers.tars, Convention.ABS_ORIGINAL)
 
 

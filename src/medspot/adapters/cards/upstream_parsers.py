@@ -25,7 +25,6 @@ __all__ = [
     "deepseek",
     "gemma3",
     "gpt",
-    "gpt_extract_pixel_point",
     "gui_actor",
     "llama",
     "mistral",
@@ -112,11 +111,6 @@ def _over_original(
     if clamp:
         return lambda x, y: _point(_clamp(x / w), _clamp(y / h))
     return lambda x, y: _point(x / w, y / h)
-
-
-def gpt_extract_pixel_point(text: str) -> tuple[float, float] | None:
-    """`extract_pixel_point` of evaluate_gpt4omini.py / evaluate_gpt5.py, verbatim."""
-    return _search(_GPT_PATTERNS, text, re.IGNORECASE)
 
 
 def gpt(text: str | None, sent: Size, original: Size) -> ParsedAnswer:

@@ -67,27 +67,12 @@ class PlannerGrounderAgent:
         return min(self.planner.max_concurrency, self.grounder.max_concurrency)
 
     def _planner_request(self, turn: AgentTurn) -> StepRequest:
-        return StepRequest(
-            step_uid=f"{turn.env}/{turn.task.id}/{turn.n}",
-            task_uid=f"{turn.env}/{turn.task.id}",
-            image_rel=turn.screen_rel,
-            image_path=turn.screen_path,
-            image_size=turn.size,
-            instruction=with_tools(turn.task.instruction, turn.tools),
-            history=own_memories(turn, plan_memory),
-            seed=turn.seed,
-        )
+        instruction = with_tools(turn.task.instruction, turn.tools)
+        history = own_memories(turn, plan_memory)
+        return turn.step_request(_task_uid(turn), str(turn.n), instruction, history=history)
 
     def _grounder_request(self, turn: AgentTurn, element: str, i: int) -> StepRequest:
-        return StepRequest(
-            step_uid=f"{turn.env}/{turn.task.id}/{turn.n}/ground{i}",
-            task_uid=f"{turn.env}/{turn.task.id}",
-            image_rel=turn.screen_rel,
-            image_path=turn.screen_path,
-            image_size=turn.size,
-            instruction=element,
-            seed=turn.seed,
-        )
+        return turn.step_request(_task_uid(turn), f"{turn.n}/ground{i}", element)
 
     async def _ground(self, turn: AgentTurn, step: PlanStep) -> _Grounded:
         if step.kind == "act":
@@ -147,12 +132,10 @@ class PlannerGrounderAgent:
 
     def _pending(self, turn: AgentTurn) -> tuple[PlanStep, list[PlanStep], Any] | None:
         """The steps left of the previous turn's planner answer, if any."""
-        if not turn.previous:
+        queued = turn.queued()
+        if queued is None:
             return None
-        state = turn.previous[-1].answer.call_state or {}
-        pending = state.get("pending")
-        if not isinstance(pending, list) or not pending:
-            return None
+        pending, state = queued
         steps = [PlanStep.from_json(d) for d in pending]
         return steps[0], steps[1:], state.get("answer_n")
 
@@ -199,3 +182,7 @@ class PlannerGrounderAgent:
 
     async def aclose(self) -> None:
         await asyncio.gather(self.planner.aclose(), self.grounder.aclose())
+
+
+def _task_uid(turn: AgentTurn) -> str:
+    return f"{turn.env}/{turn.task.id}"

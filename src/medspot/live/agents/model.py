@@ -71,18 +71,15 @@ class ModelAgent:
         agent = turn.mode == "agent"
         # a repeat after the first is another request (the seeded baselines answer afresh)
         task_uid = f"{turn.env}/{turn.task.id}" + (f"@{turn.repeat + 1}" if turn.repeat else "")
-        return StepRequest(
-            step_uid=f"{task_uid}/{turn.n}",
-            task_uid=task_uid,
-            image_rel=turn.screen_rel,
-            image_path=turn.screen_path,
-            image_size=turn.size,
-            instruction=with_tools(turn.task.instruction, turn.tools)
-            if agent
-            else turn.step.instruction,
+        instruction = (
+            with_tools(turn.task.instruction, turn.tools) if agent else turn.step.instruction
+        )
+        return turn.step_request(
+            task_uid,
+            str(turn.n),
+            instruction,
             task_overview=None if agent else turn.task.instruction,
             history=self.memories(turn),
-            seed=turn.seed,
         )
 
     async def _predict(self, req: StepRequest) -> tuple[Prediction, int, float]:
@@ -98,12 +95,10 @@ class ModelAgent:
 
     def _queued(self, turn: AgentTurn, fmt: AgentFormat) -> AgentAnswer | None:
         """The next action left from the previous answer, if any (no model call)."""
-        if not turn.previous:
+        queued = turn.queued()
+        if queued is None:
             return None
-        state = turn.previous[-1].answer.call_state or {}
-        pending = state.get("pending")
-        if not isinstance(pending, list) or not pending:
-            return None
+        pending, state = queued
         try:
             action = action_from_json(pending[0])
         except ActionFormatError as e:  # a journal of a version that let it through

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, SkipValidation
 
+from medspot.adapters.base import StepRequest
 from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ModelCallError
 from medspot.live.core.actions import LiveAction, action_to_json
@@ -63,6 +64,39 @@ class AgentTurn:
     @property
     def size(self) -> tuple[int, int]:
         return self.observation.width, self.observation.height
+
+    def step_request(
+        self,
+        task_uid: str,
+        call: str,
+        instruction: str,
+        *,
+        task_overview: str | None = None,
+        history: tuple[str, ...] = (),
+    ) -> StepRequest:
+        """A static model's request about this turn's screen: the step `task_uid/call`."""
+        return StepRequest(
+            step_uid=f"{task_uid}/{call}",
+            task_uid=task_uid,
+            image_rel=self.screen_rel,
+            image_path=self.screen_path,
+            image_size=self.size,
+            instruction=instruction,
+            task_overview=task_overview,
+            history=history,
+            seed=self.seed,
+        )
+
+    def queued(self) -> tuple[list[Any], dict[str, Any]] | None:
+        """What the previous turn's answer left to do (the non-empty `pending` list of its
+        `call_state`) and that state, None when nothing is left."""
+        if not self.previous:
+            return None
+        state = self.previous[-1].answer.call_state or {}
+        pending = state.get("pending")
+        if not isinstance(pending, list) or not pending:
+            return None
+        return pending, state
 
 
 class TurnCall(ModelCall):

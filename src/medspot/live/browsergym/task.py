@@ -32,8 +32,6 @@ An application that fails (Orthanc died, the page never settled) raises `Environ
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -49,7 +47,7 @@ from medspot.live.core.contract import ActResult, Environment
 from medspot.live.core.episode import Episode, EpisodeError, StepResult
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options
-from medspot.live.envs.registry import create_environment
+from medspot.live.envs.registry import close_and_remove, create_in_private_folder
 
 __all__ = [
     "HARM_REWARD",
@@ -102,15 +100,6 @@ def _env_options(env: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return check_env_options(env, options)
 
 
-def _close_quietly(env: Environment, workdir: Path) -> None:
-    try:
-        env.close()
-    except Exception as e:  # closing a broken environment may fail too
-        log.warning("closing a live environment: %s", e)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
 class MedspotBrowserTask(AbstractBrowserTask):  # type: ignore[misc]
     """One task (`task`) of the web environment `env_name` (see the module docstring).
 
@@ -151,19 +140,10 @@ class MedspotBrowserTask(AbstractBrowserTask):  # type: ignore[misc]
 
     def setup(self, page: Any) -> tuple[str, dict[str, Any]]:
         self.teardown()
-        root = self.workroot
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="medspot-bgym-", dir=root))
-        try:
-            env = create_environment(self.env_name, workdir=workdir, **self.env_options)
-        except TypeError as e:  # an option the factory does not take
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise ConfigError(f"{self.env_name}: {e} (an environment option)") from None
-        except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
-        self._finalizer = weakref.finalize(self, _close_quietly, env, workdir)
+        env, workdir = create_in_private_folder(
+            self.env_name, self.workroot, "medspot-bgym-", self.env_options
+        )
+        self._finalizer = weakref.finalize(self, close_and_remove, env, workdir)
         if not isinstance(env, PageDriven):
             self.teardown()
             raise ConfigError(f"{self.env_name} is not a web environment: BrowserGym drives pages")

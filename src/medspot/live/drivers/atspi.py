@@ -36,7 +36,6 @@ __all__ = [
     "NodeQuery",
     "NodeState",
     "atspi_available",
-    "dump_tree",
     "state_diff",
 ]
 
@@ -93,16 +92,6 @@ class NodeQuery:
     description: str | None = None  # exact description (Java tooltip)
     nth: int = 0
 
-    @classmethod
-    def from_params(cls, p: Mapping[str, Any]) -> NodeQuery:
-        def s(k: str) -> str | None:
-            v = p.get(k)
-            return None if v is None else str(v)
-
-        return cls(
-            s("role"), s("text") or s("name"), s("contains"), s("description"), int(p.get("nth", 0))
-        )
-
     def matches(self, n: AtspiNode) -> bool:
         if self.role is not None and n.role != self.role:
             return False
@@ -141,39 +130,6 @@ def _parse(doc: Any) -> tuple[AtspiNode, ...]:
             )
         )
     return tuple(out)
-
-
-def dump_tree(
-    env: Mapping[str, str],
-    app: str = "",
-    *,
-    showing_only: bool = False,
-    timeout: float = 20.0,
-    python: str = SYSTEM_PYTHON,
-) -> AtspiTree:
-    """Read the accessible tree of the applications whose name contains `app` (with
-    `showing_only`, without the insides of hidden widgets: much faster, enough for boxes)."""
-    argv = [python, str(DUMP_SCRIPT), app] + (["--showing"] if showing_only else [])
-    try:
-        out = processes.run(
-            argv,
-            env=dict(env),
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise EnvironmentFault(f"AT-SPI tree dump did not answer within {timeout:.0f} s") from None
-    except OSError as exc:
-        raise EnvironmentFault(f"cannot run {python}: {exc.strerror}") from None
-    if out.returncode != 0:
-        err = out.stderr.decode(errors="replace").strip()[-300:]
-        raise EnvironmentFault(f"AT-SPI tree dump failed: {err}")
-    try:
-        doc = json.loads(out.stdout)
-    except json.JSONDecodeError:
-        raise EnvironmentFault("AT-SPI tree dump printed no JSON") from None
-    return AtspiTree(_parse(doc))
 
 
 # What `AtspiTree.state()` leaves out: where the keyboard focus is (it follows the last click)

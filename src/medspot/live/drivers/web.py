@@ -430,11 +430,6 @@ class WebSession:
         for script in self.init_js:
             self.context.add_init_script(script)
 
-    def fresh_page(self, url: str) -> float:
-        """`new_page()`, then `url` loaded and settled."""
-        self.new_page()
-        return self.goto(url)
-
     def new_page(self) -> None:
         """Start over cheaply: the context is kept (a new one costs ~0.1-0.7 s; its HTTP cache
         stays), the storage of the pages' origins and the cookies are cleared, every page is

@@ -10,6 +10,11 @@ environment, `EnvEntry.create`).
 
 from __future__ import annotations
 
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from medspot.errors import ConfigError
@@ -20,11 +25,15 @@ from medspot.spelling import suggestion
 __all__ = [
     "ENVIRONMENTS",
     "EnvEntry",
+    "close_and_remove",
     "create_environment",
+    "create_in_private_folder",
     "env_entry",
     "env_names",
     "register_env",
 ]
+
+log = logging.getLogger(__name__)
 
 ENVIRONMENTS: tuple[EnvEntry, ...] = (
     orthanc_explorer.ENTRY,
@@ -58,3 +67,35 @@ def create_environment(name: str, **options: Any) -> Environment:
     """A new environment of `name` (not started), made by its entry (`EnvEntry.create`:
     `options` given to its factory, `workdir` among them)."""
     return env_entry(name).create(**options)
+
+
+def create_in_private_folder(
+    name: str, root: Path | None, prefix: str, options: Mapping[str, Any]
+) -> tuple[Environment, Path]:
+    """A new environment of `name` (not started) in a fresh private folder under `root`
+    (default: the temp folder), and that folder; an option its factory does not take is the
+    caller's error (ConfigError). The folder is removed when the environment cannot be made."""
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    try:
+        return create_environment(name, workdir=workdir, **options), workdir
+    except TypeError as e:  # an option the factory does not take
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise ConfigError(f"{name}: {e} (an environment option)") from None
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def close_and_remove(env: Environment | None, workdir: Path | None) -> None:
+    """End the application's processes and remove its private folder (also at exit); a
+    failure to close is logged, the folder goes anyway."""
+    try:
+        if env is not None:
+            env.close()
+    except Exception as e:  # closing a broken environment may fail too
+        log.warning("closing a live environment: %s", e)
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import io
 import logging
-import shutil
-import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -66,7 +64,7 @@ from medspot.live.core.contract import (
 from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepResult
 from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, START, RewardKind, step_reward
 from medspot.live.core.subgoals import progress
-from medspot.live.envs.registry import create_environment
+from medspot.live.envs.registry import close_and_remove, create_in_private_folder
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
 from medspot.live.loop.envspec import EnvSpec
 from medspot.spelling import suggestion
@@ -84,18 +82,6 @@ def _present(info: dict[str, Any]) -> dict[str, Any]:
     """`info` without its None values: a key with no value is absent (what Gymnasium's vector
     envs batch correctly, with their `_key` masks; a None next to a bool or a dict is not)."""
     return {k: v for k, v in info.items() if v is not None}
-
-
-def _close_quietly(live: Environment | None, workdir: Path | None) -> None:
-    """End the application's processes and remove its private folder (also at exit)."""
-    try:
-        if live is not None:
-            live.close()
-    except Exception as e:  # closing a broken environment may fail too
-        log.warning("closing a live environment: %s", e)
-    finally:
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 class LiveGymEnv(gymnasium.Env[Obs, Any]):
@@ -163,20 +149,11 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
 
     def _build(self) -> None:
         """A fresh environment object in a fresh private folder (no process started yet)."""
-        root = self._workroot
-        if root is not None:
-            root.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="medspot-gym-", dir=root))
-        try:
-            live = create_environment(self.env_name, workdir=workdir, **self._env_options)
-        except TypeError as e:  # an option the factory does not take
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise ConfigError(f"{self.env_name}: {e} (an environment option)") from None
-        except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
+        live, workdir = create_in_private_folder(
+            self.env_name, self._workroot, "medspot-gym-", self._env_options
+        )
         self.live, self._workdir, self._started, self._faulted = live, workdir, False, False
-        self._finalizer = weakref.finalize(self, _close_quietly, live, workdir)
+        self._finalizer = weakref.finalize(self, close_and_remove, live, workdir)
 
     def _discard(self) -> None:
         if self._finalizer is not None:

@@ -172,6 +172,13 @@ def _unsupported(item_id: str, name: str, note: str, cursor: Point | None) -> Cu
     return CuItem(item_id, name, "unsupported", None, note, cursor)
 
 
+def _typing(item_id: str, name: str, text: Any, cursor: Point | None) -> CuItem:
+    """A typing action (both APIs name it `type`), unsupported without readable text."""
+    if not isinstance(text, str):
+        return _unsupported(item_id, name, "no readable text", cursor)
+    return CuItem(item_id, name, "act", TypeText(text), cursor=cursor)
+
+
 def _on_screen(dmap: DisplayMap, point: Point | None) -> Point | None:
     """`point` in the screenshot's pixels; None when it maps to no finite point (1e308 times
     a scale overflows)."""
@@ -261,10 +268,7 @@ def openai_item(
             return _unsupported(item_id, name, "no readable keys", cursor)
         return CuItem(item_id, name, "act", Key(openai_keys(keys)), cursor=cursor)
     if name == "type":
-        text = action.get("text")
-        if not isinstance(text, str):
-            return _unsupported(item_id, name, "no readable text", cursor)
-        return CuItem(item_id, name, "act", TypeText(text), cursor=cursor)
+        return _typing(item_id, name, action.get("text"), cursor)
     if name == "scroll":
         sy, sx = _num(action.get("scroll_y", 0)), _num(action.get("scroll_x", 0))
         if at is None or sy is None or sx is None:
@@ -332,10 +336,7 @@ def anthropic_item(
             return _unsupported(item_id, action, "needs start_coordinate and coordinate", cursor)
         return CuItem(item_id, action, "act", Drag(*begin, *at), cursor=at)
     if action == "type":
-        text = tool_input.get("text")
-        if not isinstance(text, str):
-            return _unsupported(item_id, action, "no readable text", cursor)
-        return CuItem(item_id, action, "act", TypeText(text), cursor=cursor)
+        return _typing(item_id, action, tool_input.get("text"), cursor)
     if action == "key":
         text = tool_input.get("text")
         if not isinstance(text, str) or not text.strip():

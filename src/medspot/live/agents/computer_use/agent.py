@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medspot.adapters.backends.openai import sanitize_url
 from medspot.adapters.backends.pricing import PriceTable
 from medspot.adapters.base import Usage
+from medspot.adapters.keys import GIVEN, ApiKey
 from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.errors import ConfigError
 from medspot.jsonsafe import json_safe
-from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, ending_from_text
+from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, Point, ending_from_text
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending, turn_logs
 from medspot.live.agents.tools_prompt import tool_result_line
 from medspot.live.agents.turn import AgentAnswer, AgentTurn, AnsweredCallError
@@ -139,6 +141,7 @@ class ComputerUseAgent(ABC):
     """A computer-use API as a live agent; subclasses make one API call (`_request`)."""
 
     api: str = ""  # the transcript's api tag
+    api_name: str = ""  # the API's own name, in `describe()`
     name: str = ""
 
     def __init__(
@@ -146,6 +149,10 @@ class ComputerUseAgent(ABC):
         *,
         model: str,
         prices: PriceTable,
+        tool: str,
+        url: str,
+        timeout: float,
+        api_key: ApiKey | str,
         acknowledge_safety_checks: bool = False,
         concurrency: int = 4,
         retry: RetryPolicy | None = None,
@@ -155,6 +162,17 @@ class ComputerUseAgent(ABC):
         self.acknowledge = acknowledge_safety_checks
         self._concurrency = max(1, int(concurrency))
         self.retry = retry or RetryPolicy()
+        self.tool = tool
+        self.timeout = float(timeout)
+        self.url = sanitize_url(url)  # as the run folder records it
+        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
+        self.key_source = key.source
+        self._secrets = (key.value,)  # the key first: `_key`
+        self._client: Any = None  # the API's asynchronous client (a subclass makes it)
+
+    @property
+    def _key(self) -> str:
+        return self._secrets[0]
 
     @property
     def max_concurrency(self) -> int:
@@ -167,15 +185,41 @@ class ComputerUseAgent(ABC):
         """The display size the API is told for this screen."""
 
     @abstractmethod
-    async def _request(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> CallResult:
+    async def _create(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> Any:
         """One API call continuing the conversation `logs` (the current turn last, with its
-        events so far); raises `ModelCallError` / `TransientModelError` on failure."""
+        events so far), its response as it came; raises `ModelCallError` /
+        `TransientModelError` on failure."""
 
     @abstractmethod
-    def describe(self) -> dict[str, Any]: ...
+    def _read(
+        self, resp: Any, dmap: DisplayMap, cursor: Point | None, offered: frozenset[str]
+    ) -> CallResult:
+        """What a response says (`cursor`: the pointer before it; `offered`: the names of the
+        tools track's tools). A reply that is not the API's shape is a failed call
+        (`TransientModelError`: retried, then an error asked again on resume), never read as
+        the model's turn."""
+
+    async def _request(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> CallResult:
+        """One API call continuing the conversation `logs`, and what its response says."""
+        resp = await self._create(turn, logs, dmap)
+        offered = frozenset(s.name for s in turn.tools)
+        return self._read(resp, dmap, pending(logs).cursor, offered)
 
     @abstractmethod
-    async def aclose(self) -> None: ...
+    def _settings(self) -> dict[str, Any]:
+        """This API's settings as `describe()` lists them (the tool, the server, ...)."""
+
+    def describe(self) -> dict[str, Any]:
+        price = self.prices.get(self.model)
+        return {
+            "name": self.name, "kind": "computer-use", "api": self.api_name,
+            "api_model": self.model, **self._settings(),
+            "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
+            "api_key_env": self.key_source,
+        }  # fmt: skip
+
+    async def aclose(self) -> None:
+        await self._client.close()
 
     # -- the turn -----------------------------------------------------------------------------
 

@@ -33,16 +33,17 @@ from medspot.adapters.backends.anthropic_api import (
     import_anthropic,
     map_anthropic_error,
 )
-from medspot.adapters.backends.openai import check_base_url, redact_secrets, sanitize_url
+from medspot.adapters.backends.openai import check_base_url, redact_secrets
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
-from medspot.adapters.keys import ANTHROPIC_KEY_ENV, GIVEN, ApiKey, api_key
+from medspot.adapters.keys import ANTHROPIC_KEY_ENV, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
 from medspot.errors import ConfigError, TransientModelError
 from medspot.live.agents.computer_use.actions import (
     CuItem,
     DisplayMap,
+    Point,
     anthropic_item,
     fit_display,
 )
@@ -54,7 +55,7 @@ from medspot.live.agents.computer_use.agent import (
     tool_item,
     tool_outputs,
 )
-from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending
+from medspot.live.agents.computer_use.transcript import TurnLog, call_items
 from medspot.live.agents.turn import AgentTurn
 
 __all__ = [
@@ -269,6 +270,7 @@ def _block(d: Mapping[str, Any]) -> dict[str, Any] | None:
 
 class AnthropicComputerUseAgent(ComputerUseAgent):
     api = "anthropic"
+    api_name = "anthropic-messages"
     name = "anthropic-computer-use"
 
     def __init__(
@@ -286,18 +288,15 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         anthropic = import_anthropic("anthropic-computer-use")
         if base_url is not None:
             check_base_url(base_url)
-        super().__init__(model=model, prices=prices or PriceTable(), concurrency=concurrency,
-                         retry=retry)  # fmt: skip
-        self.tool = tool
+        super().__init__(
+            model=model, prices=prices or PriceTable(), tool=tool,
+            url=base_url or ANTHROPIC_URL, timeout=timeout, api_key=api_key,
+            concurrency=concurrency, retry=retry,
+        )  # fmt: skip
         self.beta = TOOL_BETAS[tool]
-        self.timeout = float(timeout)
-        self.url = sanitize_url(base_url or ANTHROPIC_URL)
-        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
-        self.key_source = key.source
-        self._secrets = (key.value,)
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(
-            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=self._key, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -337,7 +336,7 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         return {"type": self.tool, "name": "computer", "display_width_px": w,
                 "display_height_px": h}  # fmt: skip
 
-    async def _request(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> CallResult:
+    async def _create(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> Any:
         size = dmap.display if dmap.scaled else None
 
         def image(path: Path) -> dict[str, Any]:
@@ -364,19 +363,11 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
                 self._anthropic, e, self.url, self.timeout,
                 lambda t: redact_secrets(t, self._secrets),
             ) from None  # fmt: skip
-        offered = frozenset(s.name for s in turn.tools)
-        return self._read(resp, dmap, pending(logs).cursor, offered)
+        return resp
 
     def _read(
-        self,
-        resp: Any,
-        dmap: DisplayMap,
-        cursor: tuple[float, float] | None,
-        offered: frozenset[str] = frozenset(),
+        self, resp: Any, dmap: DisplayMap, cursor: Point | None, offered: frozenset[str]
     ) -> CallResult:
-        """What a message says. A reply that is not the Messages API's shape is a failed call
-        (`TransientModelError`: retried, then an error asked again on resume), never read as
-        the model's turn."""
         try:
             content, tokens = _content(resp), _usage(resp)
         except ValueError as e:
@@ -415,15 +406,6 @@ class AnthropicComputerUseAgent(ComputerUseAgent):
         return CallResult(event=event, text=text, raw=json.loads(json.dumps(raw)),
                           usage=tokens, flags=flags)  # fmt: skip
 
-    def describe(self) -> dict[str, Any]:
-        price = self.prices.get(self.model)
-        return {
-            "name": self.name, "kind": "computer-use", "api": "anthropic-messages",
-            "api_model": self.model, "tool": self.tool, "beta": self.beta,
-            "base_url": self.url, "timeout_s": self.timeout,
-            "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
-            "api_key_env": self.key_source,
-        }  # fmt: skip
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _settings(self) -> dict[str, Any]:
+        return {"tool": self.tool, "beta": self.beta, "base_url": self.url,
+                "timeout_s": self.timeout}  # fmt: skip

@@ -29,15 +29,14 @@ from medspot.adapters.backends.openai import (
     check_base_url,
     map_openai_error,
     redact_secrets,
-    sanitize_url,
 )
 from medspot.adapters.backends.pricing import PriceTable, load_price_table
 from medspot.adapters.base import Usage
-from medspot.adapters.keys import GIVEN, OPENAI_KEY_ENV, ApiKey, api_key
+from medspot.adapters.keys import OPENAI_KEY_ENV, ApiKey, api_key
 from medspot.adapters.options import AdapterOptions
 from medspot.adapters.retry import RetryPolicy
 from medspot.errors import AdapterUnavailable, ConfigError, TransientModelError
-from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, openai_item
+from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, Point, openai_item
 from medspot.live.agents.computer_use.agent import (
     CallResult,
     ComputerUseAgent,
@@ -46,7 +45,7 @@ from medspot.live.agents.computer_use.agent import (
     tool_item,
     tool_outputs,
 )
-from medspot.live.agents.computer_use.transcript import TurnLog, call_items, last_call, pending
+from medspot.live.agents.computer_use.transcript import TurnLog, call_items, last_call
 from medspot.live.agents.turn import AgentTurn
 
 __all__ = ["DEFAULT_MODEL", "TOOLS", "OpenAIComputerUseAgent", "tool_for"]
@@ -133,6 +132,7 @@ def _functions(turn: AgentTurn) -> list[dict[str, Any]]:
 
 class OpenAIComputerUseAgent(ComputerUseAgent):
     api = "openai"
+    api_name = "openai-responses"
     name = "openai-computer-use"
 
     def __init__(
@@ -156,18 +156,13 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             ) from None
         check_base_url(base_url)
         super().__init__(
-            model=model, prices=prices or PriceTable(), concurrency=concurrency, retry=retry,
+            model=model, prices=prices or PriceTable(), tool=tool, url=base_url,
+            timeout=timeout, api_key=api_key, concurrency=concurrency, retry=retry,
             acknowledge_safety_checks=acknowledge_safety_checks,
         )  # fmt: skip
-        self.tool = tool
-        self.timeout = float(timeout)
-        self.url = sanitize_url(base_url)
-        key = ApiKey(api_key, GIVEN) if isinstance(api_key, str) else api_key
-        self.key_source = key.source
-        self._secrets = (key.value,)
         self._openai = openai
         self._client = openai.AsyncOpenAI(
-            api_key=key.value, base_url=base_url, timeout=self.timeout, max_retries=0
+            api_key=self._key, base_url=base_url, timeout=self.timeout, max_retries=0
         )
 
     @classmethod
@@ -242,7 +237,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
                 {"type": "input_image", "image_url": url, "detail": "auto"}]})  # fmt: skip
         return out, str(prev.get("response_id") or "") or None
 
-    async def _request(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> CallResult:
+    async def _create(self, turn: AgentTurn, logs: list[TurnLog], dmap: DisplayMap) -> Any:
         items, previous_id = self._input(turn, logs)
         kind = "browser" if turn.observation.url is not None else "desktop"
         body: dict[str, Any] = {
@@ -257,19 +252,11 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             raise map_openai_error(
                 self._openai, e, self.url, self.timeout, lambda t: redact_secrets(t, self._secrets)
             ) from None
-        offered = frozenset(s.name for s in turn.tools)
-        return self._read(resp, dmap, pending(logs).cursor, offered)
+        return resp
 
     def _read(
-        self,
-        resp: Any,
-        dmap: DisplayMap,
-        cursor: tuple[float, float] | None,
-        offered: frozenset[str] = frozenset(),
+        self, resp: Any, dmap: DisplayMap, cursor: Point | None, offered: frozenset[str]
     ) -> CallResult:
-        """What a response says. A reply that is not the Responses API's shape is a failed
-        call (`TransientModelError`: retried, then an error asked again on resume), never
-        read as the model saying it is done."""
         try:
             output, usage = _output(resp), _usage(resp)
         except ValueError as e:
@@ -334,15 +321,6 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
             flags=flags, pending_checks=checks,
         )  # fmt: skip
 
-    def describe(self) -> dict[str, Any]:
-        price = self.prices.get(self.model)
-        return {
-            "name": self.name, "kind": "computer-use", "api": "openai-responses",
-            "api_model": self.model, "tool": self.tool, "base_url": self.url,
-            "timeout_s": self.timeout, "acknowledge_safety_checks": self.acknowledge,
-            "price_per_1m": [price.input_per_m, price.output_per_m] if price else None,
-            "api_key_env": self.key_source,
-        }  # fmt: skip
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _settings(self) -> dict[str, Any]:
+        return {"tool": self.tool, "base_url": self.url, "timeout_s": self.timeout,
+                "acknowledge_safety_checks": self.acknowledge}  # fmt: skip

@@ -314,6 +314,18 @@ def _dialogs() -> list[dict[str, Any]]:
     return out
 
 
+def _inner_aui_managers(frame: Any) -> list[Any]:
+    """The AUI managers of the windows inside `frame` (the view panes'), not the frame's own."""
+    wx = mod("wx")
+    aui = getattr(wx, "aui", None) or mod("wx.aui")
+    out = []
+    for w in _walk(frame):
+        mgr = getattr(w, "aui_manager", None)
+        if mgr is not None and w is not frame and isinstance(mgr, aui.AuiManager):
+            out.append(mgr)
+    return out
+
+
 def _layout() -> dict[str, Any]:
     frame = _frame()
     out: dict[str, Any] = {"task_panel": None, "panes": {}}
@@ -321,12 +333,7 @@ def _layout() -> dict[str, Any]:
         return out
     with contextlib.suppress(Exception):
         out["task_panel"] = bool(frame.aui_manager.GetPane("Tasks").IsShown())
-    wx = mod("wx")
-    aui = getattr(wx, "aui", None) or mod("wx.aui")
-    for w in _walk(frame):
-        mgr = getattr(w, "aui_manager", None)
-        if mgr is None or w is frame or not isinstance(mgr, aui.AuiManager):
-            continue
+    for mgr in _inner_aui_managers(frame):
         for i, p in enumerate(mgr.GetAllPanes()):
             name = str(p.name)
             if re.fullmatch(r"[0-9a-f]{32}", name):  # a name wx made up (an address): unnamed
@@ -854,12 +861,7 @@ def _restore_maximized() -> None:
     frame = _frame()
     if frame is None:
         return
-    wx = mod("wx")
-    aui = getattr(wx, "aui", None) or mod("wx.aui")
-    for w in _walk(frame):
-        mgr = getattr(w, "aui_manager", None)
-        if mgr is None or w is frame or not isinstance(mgr, aui.AuiManager):
-            continue
+    for mgr in _inner_aui_managers(frame):
         shown = [bool(p.IsShown()) for p in mgr.GetAllPanes()]
         mgr.RestoreMaximizedPane()  # (this wxPython's panes do not say they are maximized)
         if [bool(p.IsShown()) for p in mgr.GetAllPanes()] != shown:
