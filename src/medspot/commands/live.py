@@ -6,6 +6,8 @@ live export  the oracle through every task, written as a MedSPOT-format dataset
 live audit   are the tasks sound? the oracle and a do-nothing agent through every task
 live setup   install the environments' system packages (apt-get as root; else print)
 live doctor  say what an environment is missing (exit 1 when something is)
+live image   build and list the environments' container images (--executor container)
+live serve   serve episodes to an agent that brings its own loop (MCP, OpenEnv)
 """
 
 from __future__ import annotations
@@ -102,12 +104,18 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
+    from medspot.live.images.engine import ENGINES
     from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
+    from medspot.live.loop.executors.options import (
+        DEFAULT_CONTAINER_CPUS,
+        DEFAULT_CONTAINER_MEMORY,
+    )
 
     p.add_argument(
         "--executor", choices=list(EXECUTORS), default="threads",
-        help="where environments run: threads of this process (default) or Ray actors, "
-        "on this machine or a cluster (pip install 'medspot[ray]')",
+        help="where environments run: threads of this process (default), Ray actors on this "
+        "machine or a cluster (pip install 'medspot[ray]'), or containers of the "
+        "environment's image (`medspot live image build`)",
     )  # fmt: skip
     p.add_argument(
         "--ray-address", default=None, metavar="ADDRESS",
@@ -119,6 +127,39 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
         help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
         "a fraction packs more per node)",
     )  # fmt: skip
+    p.add_argument(
+        "--engine", choices=list(ENGINES), default=None,
+        help="container: the container engine (default: podman if it answers, else docker)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-image", default=None, metavar="IMAGE",
+        help="container: run this image (default: localhost/medspot-ENV:VERSION, built by "
+        "`medspot live image build`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-memory", default=None, metavar="SIZE",
+        help="container: memory limit of each environment's container, its spares included "
+        f"(default {DEFAULT_CONTAINER_MEMORY})",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-cpus", type=non_negative_float, default=None, metavar="CPUS",
+        help=f"container: CPU limit of each environment's container (default "
+        f"{DEFAULT_CONTAINER_CPUS:g})",
+    )  # fmt: skip
+
+
+def _executor_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The `LiveRequest` fields of the executor options."""
+    from medspot.live.loop.executors import ContainerOptions
+
+    container = ContainerOptions(
+        engine=args.engine, image=args.container_image, memory=args.container_memory,
+        cpus=args.container_cpus,
+    )  # fmt: skip
+    return {
+        "executor": args.executor, "ray_address": args.ray_address,
+        "ray_cpus_per_env": args.ray_cpus_per_env, "container": container,
+    }  # fmt: skip
 
 
 def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
@@ -168,8 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
         planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
-        executor=args.executor, ray_address=args.ray_address,
-        ray_cpus_per_env=args.ray_cpus_per_env, spares=args.spares, tools=args.tools,
+        spares=args.spares, tools=args.tools, **_executor_fields(args),
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -288,6 +328,7 @@ def _export(args: argparse.Namespace) -> int:
                 tasks_file=Path(args.tasks_file) if args.tasks_file else None,
                 concurrency=args.concurrency, env_options=env_options, on_progress=update,
                 retry_env_errors=args.retry_env_errors, spares=args.spares,
+                executor=_executor_fields(args),
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -327,7 +368,7 @@ def _audit(args: argparse.Namespace) -> int:
         res = audit_env(
             args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
             concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update, spares=args.spares,
+            on_progress=update, spares=args.spares, executor=_executor_fields(args),
         )  # fmt: skip
     finally:
         if bar:
@@ -400,19 +441,29 @@ def _ray_resources(names: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from medspot._version import __version__
     from medspot.live.envs.registry import env_entry
-    from medspot.live.services.host import missing_for
+    from medspot.live.services.host import installed_versions, missing_for
 
     if args.ray_resources:
         return _ray_resources(_envs(args.env))
+    if os.environ.get("MEDSPOT_IN_IMAGE") == "1":
+        print(f"medspot {__version__} in an environment image", file=sys.stderr)
     missing_any = False
     for n in _envs(args.env):
-        problems = missing_for(env_entry(n))
+        entry = env_entry(n)
+        problems = missing_for(entry)
+        found = installed_versions(entry)
+        versions = ", ".join(f"{p} {v}" for p, v in found.items())
         if problems:
             missing_any = True
             print(f"{n}: MISSING\n" + "\n".join(f"  - {p}" for p in problems))
         else:
             print(f"{n}: ok")
+        if versions:  # the application versions found (here, or inside an image)
+            print(f"  versions: {versions}")
     if missing_any:
         print("`medspot live setup` installs the system packages (as root).", file=sys.stderr)
     return 1 if missing_any else 0
@@ -513,6 +564,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _env_args(x)
     x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
     _selection_args(x)
+    _executor_args(x)
     x.set_defaults(func=_export)
 
     a = lsub.add_parser(
@@ -528,6 +580,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="keep the oracle's run and audit.json here (default: a temporary folder)",
     )  # fmt: skip
     _selection_args(a)
+    _executor_args(a)
     a.set_defaults(func=_audit)
 
     s = lsub.add_parser("setup", help="install the environments' system packages")
@@ -545,6 +598,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     d.set_defaults(func=_doctor)
 
+    from medspot.commands.live_image import register_image
     from medspot.commands.live_serve import register_serve
 
     register_serve(lsub)
+    register_image(lsub)

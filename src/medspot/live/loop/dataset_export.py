@@ -23,6 +23,7 @@ from medspot.errors import ConfigError
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.envoptions import check_env_options
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.loop.executors import check_executor_options, container_run
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import ResumeState, read_live_journal
@@ -62,11 +63,21 @@ def export_env(
     on_progress: Callable[[ProgressEvent], None] | None = None,
     retry_env_errors: bool = False,
     spares: int | None = None,
+    executor: Mapping[str, Any] | None = None,
 ) -> ExportResult:
+    """The oracle through the tasks (`executor`: the `LiveRequest` fields of where the
+    environments run, default threads), written as a MedSPOT-format dataset under `out`."""
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids, tasks_file)
     out = Path(out)
     check_env_options(env, env_options or {})  # before any folder is made
+    where = dict(executor or {})
+    name = str(where.get("executor", "threads"))
+    check_executor_options(
+        name, where.get("ray_address"), where.get("ray_cpus_per_env"), where.get("container")
+    )
+    if name == "container":  # the engine and the image, before any folder is made
+        container_run(env, where.get("container"))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -74,7 +85,7 @@ def export_env(
     with run_folder_lock(out):
         return _export_locked(
             env, out, tasks, tasks_file, concurrency, env_options, on_progress, retry_env_errors,
-            spares,
+            spares, executor or {},
         )  # fmt: skip
 
 
@@ -88,13 +99,14 @@ def _export_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
     retry_env_errors: bool,
     spares: int | None,
+    executor: Mapping[str, Any],
 ) -> ExportResult:
     run_dir = out / RUN_SUBDIR
     run_live(
         LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
                     tasks_file=tasks_file, concurrency=concurrency,
                     env_options=dict(env_options or {}), n_boot=0,
-                    retry_env_errors=retry_env_errors, spares=spares),
+                    retry_env_errors=retry_env_errors, spares=spares, **executor),
         on_progress,
     )  # fmt: skip
     state = ResumeState.from_records(list(read_live_journal(RunFolder(run_dir).live_journal)))

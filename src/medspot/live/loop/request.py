@@ -1,16 +1,16 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
 The request is checked first (options against `medspot.limits`, the executor and its Ray
-address, environment options typed by the environment, the task file and ids, the output
-folder), the agent is built (its key, its mode, its files; a replay file held against the
-tasks), and only then does the run folder go through the run-folder lifecycle
-(`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made and locked (one
-writer, a second one is refused naming the holder), run.json is checked against an existing one
-(the same model, prompt style, history, seed and task file, or the run is refused), the journal
-is read back (`ResumeState`), the runner runs what is not finished, and the results are written
-from the whole journal (`write_run_results`, which `medspot live serve` shares). run.json is
-written only once the request is valid; an error after that leaves it with status "failed" and
-the error (an interruption: "interrupted").
+address or its container engine and image, environment options typed by the environment, the
+task file and ids, the output folder), the agent is built (its key, its mode, its files; a
+replay file held against the tasks), and only then does the run folder go through the
+run-folder lifecycle (`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made
+and locked (one writer, a second one is refused naming the holder), run.json is checked against
+an existing one (the same model, prompt style, history, seed and task file, or the run is
+refused), the journal is read back (`ResumeState`), the runner runs what is not finished, and
+the results are written from the whole journal (`write_run_results`, which `medspot live serve`
+shares). run.json is written only once the request is valid; an error after that leaves it with
+status "failed" and the error (an interruption: "interrupted").
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from medspot.live.core.tasks import LiveTask, LiveTaskFile
 from medspot.live.envs.envoptions import check_env_options, check_viewport
 from medspot.live.envs.taskfiles import env_task_file, select_tasks, tasks_listing
 from medspot.live.envs.toolsets import toolset_info
-from medspot.live.loop.executors import check_executor_options
+from medspot.live.loop.executors import check_executor_options, container_run
 from medspot.live.loop.livefolder import (
     LiveRunInfo,
     RunLife,
@@ -66,6 +66,7 @@ from medspot.live.loop.steplog import JournalState
 from medspot.progress import ProgressEvent
 from medspot.runfolder.guard import refuse_foreign_folder
 from medspot.runfolder.layout import LIVE_LOG
+from medspot.runfolder.live_schema import ContainerRun
 from medspot.runfolder.runinfo import DatasetInfo, git_revision, package_versions
 
 __all__ = [
@@ -155,12 +156,18 @@ def new_run_info(
     )
 
 
-def _run_info(req: LiveRequest, agent: LiveAgent, fingerprint: str, style: str) -> LiveRunInfo:
+def _run_info(
+    req: LiveRequest,
+    agent: LiveAgent,
+    fingerprint: str,
+    style: str,
+    container: ContainerRun | None,
+) -> LiveRunInfo:
     return new_run_info(
         env=req.env, out=req.out, fingerprint=fingerprint, env_options=req.env_options,
         model=req.model, adapter=agent.describe(), prompt_style=style, history=req.history,
         seed=req.seed, mode=req.mode, repeats=req.repeats, executor=req.executor,
-        tools=req.tools,
+        tools=req.tools, container=container,
     )  # fmt: skip
 
 
@@ -220,7 +227,7 @@ def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
     _check_request(req)
-    check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env)
+    check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env, req.container)
     if req.tools is not None:
         toolset_info(req.env, req.tools)
     req = dataclasses.replace(req, env_options=check_env_options(req.env, req.env_options))
@@ -231,12 +238,14 @@ def run_live(
     # the executor, the environment's options, the tasks, the folder (new, empty or this
     # run's), then the agent (its keys, its mode, its replay file)
     refuse_foreign_folder(req.out, before_run=(LIVE_LOG,))
+    # the container engine and the environment's image (missing, stale: exit 2)
+    container = container_run(req.env, req.container) if req.executor == "container" else None
     agent, style = _agent(req)
     started = False  # until the run has the agent, this function closes it
     try:
         check_replay(agent, tf, tasks, req.tasks_file)
         with live_run_folder(req.out) as folder:
-            life = RunLife(folder, _run_info(req, agent, fingerprint, style))
+            life = RunLife(folder, _run_info(req, agent, fingerprint, style, container))
             life.start()
             info = life.info
             assert isinstance(info, LiveRunInfo)

@@ -9,11 +9,11 @@ hit its target's box) -> ask the agent -> act -> settle -> checks. The task ends
 when every `success` check holds, a harmful failure when a `fail_if` check fires (checked
 first), a failure when the agent says `done` without success or the budget is spent.
 
-Each environment lives in a slot (`executors`: a worker thread of this process, or a Ray actor
-anywhere in a cluster; environments use synchronous Playwright / subprocess / pyatspi); the
-loop and the model calls are asyncio, so a served model's latency overlaps the other
-environments' work; the agent, the journal and the run folder stay in this process. Every step
-is journaled as it happens.
+Each environment lives in a slot (`executors`: a worker thread of this process, a Ray actor
+anywhere in a cluster, or a container of its image; environments use synchronous Playwright /
+subprocess / pyatspi); the loop and the model calls are asyncio, so a served model's latency
+overlaps the other environments' work; the agent, the journal and the run folder stay in this
+process. Every step is journaled as it happens.
 Pipelined starts: where the environment keeps spares (`LiveOptions.spares`, the environment's
 `SparePlan`), a slot claims the next (task, repeat) of the queue, as many as it keeps spares
 (`spare_depth`), as soon as its current task has its first observation, and its spares are
@@ -40,7 +40,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ from medspot.live.core.contract import EnvironmentFault, Observation
 from medspot.live.core.episode import Boxes, Mode
 from medspot.live.core.tasks import LiveTask, StepSpec
 from medspot.live.envs.toolsets import offered_tools, tools_fields
-from medspot.live.loop.executors import ExecutorName, create_executor
+from medspot.live.loop.executors import ContainerOptions, ExecutorName, create_executor
 from medspot.live.loop.executors.base import EnvSlot, SlotConfig
 from medspot.live.loop.livefolder import RunFolder, now_iso, save_screen, screen_rel
 from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
@@ -96,9 +96,11 @@ class LiveOptions(SlotConfig):
     history: str = "actions"
     seed: int = 0
     mode: Mode = "guided"  # guided: the current step's instruction; agent: the goal only
-    executor: ExecutorName = "threads"  # where environments run: threads | ray (`executors`)
+    executor: ExecutorName = "threads"  # where environments run: threads | ray | container
     ray_address: str | None = None  # ray: None starts a local cluster; "auto" / HOST:PORT
     ray_cpus_per_env: float | None = None  # ray: CPUs per environment actor (None: default)
+    # container: the engine, the image, the limits of each slot's container
+    container: ContainerOptions = field(default_factory=ContainerOptions)
     max_cost: float | None = None  # USD: no new model call once the run has spent this much
     retry_env_errors: bool = False  # run again the tasks given up on (their fault recurred)
     repeats: int = 1  # runs of each task, each on a freshly reset environment
@@ -479,6 +481,7 @@ class _Run:
         executor = create_executor(
             self.opts.executor, self.opts.slot_config(),
             ray_address=self.opts.ray_address, ray_cpus_per_env=self.opts.ray_cpus_per_env,
+            container=self.opts.container,
         )  # fmt: skip
         slots: list[EnvSlot] = []
 

@@ -272,11 +272,13 @@ def audit_env(
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     spares: int | None = None,
+    executor: Mapping[str, Any] | None = None,
 ) -> AuditResult:
     """The oracle through the runner into `work/oracle`, in agent mode (given the goal only;
     the oracle's path is the same in both modes, so the audit also shows that `--mode agent
     --model oracle` completes every task), reading every check at each task's start; then
-    every task judged. Bad input (a task file, an id) raises before anything starts."""
+    every task judged. Bad input (a task file, an id) raises before anything starts.
+    `executor`: the `LiveRequest` fields of where the environments run (default threads)."""
     tf, _ = env_task_file(env, tasks_file)
     tasks = select_tasks(tf, task_ids, tasks_file)
     ids = tuple(t.id for t in tasks)
@@ -284,7 +286,7 @@ def audit_env(
         LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",
                     tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
                     env_options=dict(env_options or {}), n_boot=0, start_checks=True,
-                    spares=spares),
+                    spares=spares, **dict(executor or {})),
         on_progress,
     )  # fmt: skip
     oracle = _journal(work / "oracle")
