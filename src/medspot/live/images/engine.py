@@ -146,8 +146,10 @@ class Engine:
         """Kill and remove the containers at once (already gone: nothing to do)."""
         if not ids:
             return
-        wait = ["-t", "0"] if self.name == "podman" else []
-        out = self.run("rm", "-f", *wait, *ids)
+        # podman: no wait before the kill, and a missing one must not stop the others' removal
+        # (podman 4.3 leaves them, with status 0); docker kills at once and goes on by itself
+        flags = ["-t", "0", "--ignore"] if self.name == "podman" else []
+        out = self.run("rm", "-f", *flags, *ids)
         if out.returncode != 0:
             log.debug("%s rm -f: %s", self.name, _first_error(out))
 

@@ -1,0 +1,57 @@
+"""Helpers of the container tests: a container engine required like the other live parts (a
+skip, or a failure under MEDSPOT_REQUIRE_LIVE=1), the environment images built once and shared
+(a test finds the image current and builds nothing; a build is only what a stale or missing one
+needs: the layers are cached), and the containers a run left, found by their owner label."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from _orthanc_support import require_live
+
+from medspot.errors import ConfigError
+from medspot.live.images.engine import ContainerState, Engine, ImageInfo, find_engine
+from medspot.live.images.names import CONTAINER_OWNER_LABEL
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def require_engine() -> Engine:
+    try:
+        return find_engine()
+    except ConfigError as e:
+        require_live(False, f"a container engine ({e})")
+        raise
+
+
+def ensure_image(engine: Engine, env: str) -> ImageInfo:
+    """The current image of `env`, built when it is missing or stale."""
+    from medspot.live.images.build import build_image
+    from medspot.live.images.check import require_image
+
+    try:
+        return require_image(engine, env)
+    except ConfigError:
+        pass
+    try:
+        return build_image(env, engine, echo=print).image
+    except ConfigError as e:
+        require_live(False, f"the {env} image ({e})")
+        raise
+
+
+def owned_by(engine: Engine, pid: int) -> list[ContainerState]:
+    """The live-run containers (running or not) whose owner is process `pid`."""
+    return [c for c in engine.containers(CONTAINER_OWNER_LABEL)
+            if c.labels.get(CONTAINER_OWNER_LABEL, "").split("/")[2:3] == [str(pid)]]  # fmt: skip
+
+
+def wait_no_containers(engine: Engine, pid: int, timeout_s: float = 60.0) -> list[str]:
+    """The names of `pid`'s containers still there after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = owned_by(engine, pid)
+        if not left or time.monotonic() > deadline:
+            return [c.name for c in left]
+        time.sleep(0.5)
