@@ -30,7 +30,8 @@ def _build(args: argparse.Namespace) -> int:
     engine = find_engine(args.engine)  # before anything is built
     _echo(f"{engine.name} {engine.version}: building {', '.join(names)}")
     for name in names:
-        res = build_image(name, engine, base=args.base, unpinned=args.unpinned, echo=_echo)
+        res = build_image(name, engine, base=args.base, unpinned=args.unpinned,
+                          no_cache=args.no_cache, echo=_echo)  # fmt: skip
         img = res.image
         print(
             f"{img.ref}\n  id {img.id}\n  digest {img.digest or '-'}\n  {_size(img.size)}, "
@@ -93,6 +94,10 @@ def register_image(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--unpinned", action="store_true",
         help="install the versions apt offers instead of the validated ones (said in the "
         "image's labels and in run.json)",
+    )  # fmt: skip
+    b.add_argument(
+        "--no-cache", action="store_true",
+        help="build every layer again, the engine's cache unused (the base is kept)",
     )  # fmt: skip
     b.set_defaults(func=_build)
 

@@ -3,7 +3,9 @@ this repository by a container engine.
 
 1. **The base**: `--base IMAGE` (e.g. `debian:bookworm-slim`, where a registry is reachable),
    or `localhost/medspot-base:bookworm`, made once by `debootstrap --variant=minbase` from the
-   machine's own Debian mirror (its apt sources copied in) and imported (`make_base`).
+   machine's own Debian mirror (its apt sources copied in) and imported (`make_base`); where
+   that cannot be made (not root, no debootstrap) and none is there, Debian's own image from
+   the Docker Hub (`REGISTRY_BASE`).
 2. **The wheelhouse** (`wheelhouse.build_wheelhouse`): medspot's wheel and its dependencies'.
 3. **The build context**: `env.Containerfile`, the pinned-install script, the wheels, and what
    the family needs beyond packages (the pinned OHIF viewer from the medspot cache).
@@ -60,6 +62,9 @@ VALIDATED = "validated-packages.txt"
 BUILD_TIMEOUT_S = 3600.0
 DEBOOTSTRAP_TIMEOUT_S = 1800.0
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+# the base where the debootstrap one cannot be made (not root, not Debian): Debian 12 from the
+# Docker Hub, named in full (podman asks nothing of short names then)
+REGISTRY_BASE = "docker.io/library/debian:bookworm-slim"
 DEFAULT_SOURCES = """Types: deb
 URIs: {mirror}
 Suites: bookworm bookworm-updates
@@ -142,10 +147,15 @@ def _mirror(sources: list[Path]) -> str:
     return DEFAULT_MIRROR
 
 
+def can_debootstrap() -> bool:
+    """Whether this machine can make the base: root, with debootstrap."""
+    return shutil.which("debootstrap") is not None and hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def make_base(engine: Engine, echo: Echo, ref: str = BASE_IMAGE) -> ImageInfo:
     """`ref` made from Debian's own packages: debootstrap (minbase) of bookworm from this
     machine's mirror, its apt sources copied in, imported into the engine (root only)."""
-    if shutil.which("debootstrap") is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+    if not can_debootstrap():
         raise ConfigError(
             f"no base image {ref}: medspot makes it with debootstrap, which needs root and the "
             "debootstrap package (apt-get install debootstrap); or name a Debian 12 image with "
@@ -291,10 +301,13 @@ def build_image(
     *,
     base: str | None = None,
     unpinned: bool = False,
+    no_cache: bool = False,
     echo: Echo = lambda _: None,
 ) -> BuildResult:
     """Build the image of family `env` (`names.image_ref`) and return what the engine says of
-    it; the image that tag named before (another build) is removed when nothing uses it."""
+    it; the image that tag named before (another build) is removed when nothing uses it.
+    `no_cache`: every layer built again (the base is kept), e.g. to take Debian's updates of
+    an unpinned build, or to time a build."""
     env_entry(env)
     t0 = time.monotonic()
     packages = family_packages(env, unpinned=unpinned)
@@ -303,8 +316,12 @@ def build_image(
     with _build_lock():
         base_ref = base or BASE_IMAGE
         base_info = engine.inspect_image(base_ref)
-        if base_info is None and base is None:
+        if base_info is None and base is None and can_debootstrap():
             base_info = make_base(engine, echo, base_ref)
+        elif base_info is None and base is None:  # not root, or not Debian: a registry's
+            base_ref = REGISTRY_BASE
+            base_info = engine.inspect_image(base_ref)
+            echo(f"base: {base_ref} (no {BASE_IMAGE} and no debootstrap as root here)")
         elif base_info is None:
             echo(f"base: {base_ref} (the engine fetches it)")
         else:
@@ -335,6 +352,7 @@ def build_image(
                 "MEDSPOT_WHEEL_HASH": hashlib.sha256(wheel.read_bytes()).hexdigest(),
             }  # fmt: skip
             argv = ["build", "--network", "host", "-f", CONTAINERFILE, "-t", ref]
+            argv += ["--no-cache"] if no_cache else []
             for key, value in args.items():
                 argv += ["--build-arg", f"{key}={value}"]
             for key, value in labels.to_labels().items():
