@@ -7,6 +7,7 @@ resources `medspot live doctor --ray-resources` prints inside the image, and a l
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -69,7 +70,7 @@ def _wait_joined(engine: Engine, name: str) -> str:
 
 
 def test_a_worker_node_from_the_image_runs_the_actors_of_a_live_run(
-    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     require_orthanc_stack()
     require_ray()
@@ -99,12 +100,13 @@ def test_a_worker_node_from_the_image_runs_the_actors_of_a_live_run(
         ), log
         monkeypatch.setenv("TMPDIR", str(short_tmp))
         out = short_tmp / "run"
+        caplog.set_level(logging.INFO, logger="medspot.live.loop.executors.ray_actors")
         res = run_live(LiveRequest(env=ENV, model="oracle", out=out, task_ids=TASKS, n_boot=0,
                                    executor="ray", ray_address=address))  # fmt: skip
         assert res.metrics["task_success_rate"] == 1.0 and res.stats.faults == 0
         assert json.loads((out / "run.json").read_text())["executor"] == "ray"
-        placed = [line for line in (out / "live.log").read_text().splitlines()
-                  if "environment actor" in line]  # fmt: skip
+        placed = [r.getMessage() for r in caplog.records
+                  if "environment actor" in r.getMessage()]  # fmt: skip
         assert placed and all(f"({NODE_HOSTNAME}, pid" in line for line in placed), placed
     finally:
         engine.remove_containers([name])
