@@ -182,7 +182,7 @@ def _run_breaking(tmp_path: Path, engine: Engine, how: str, **kw: Any) -> tuple[
 def test_a_container_that_dies_or_hangs_is_an_environment_fault_and_a_clean_retry(
     engine: Engine, image: ImageInfo, tmp_path: Path, how: str
 ) -> None:
-    timeout = {"call_timeout_s": 30.0} if how == "pause" else {}
+    timeout = {"call_timeout_s": 15.0} if how == "pause" else {}
     out, agent = _run_breaking(tmp_path, engine, how, **timeout)
     assert agent.broken is not None
     assert out.stats.faults == 1 and out.stats.envs_started == 2, out.stats
