@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,25 @@ def test_a_missing_or_stale_image_is_exit_2_naming_the_command_that_fixes_it(
         assert not out.exists()  # refused before anything was written
     finally:
         engine.run("rmi", "-f", stale)
+
+
+def test_a_container_that_cannot_start_is_an_environment_fault_and_leaves_nothing(
+    engine: Engine, image: ImageInfo, tmp_path: Path
+) -> None:
+    """Too little memory for the worker: the container ends before its worker listens; each
+    attempt is a fault of its own (no model call made), nothing stays behind."""
+    work = Path(tempfile.mkdtemp(prefix="msct", dir="/tmp"))  # short: the socket's path
+    req = LiveRequest(env=ENV, model="oracle", out=tmp_path / "R", n_boot=0, env_retries=1,
+                      task_ids=("open-study-ct-doe-john",), executor="container",
+                      container=ContainerOptions(memory="30m"), workroot=work)  # fmt: skip
+    try:
+        out = run_live(req)
+        left = [p.name for p in work.iterdir()]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert left == []  # the containers' folders are gone too
+    assert out.stats.faults == 2 and out.stats.calls == 0 and out.info.status != "complete"
+    faults = [r for r in read(tmp_path / "R" / LIVE_JOURNAL) if isinstance(r, FaultRecord)]
+    assert [f.attempt for f in faults] == [1, 2]
+    assert all("ended before its worker listened" in f.message for f in faults), faults
+    assert owned_by(engine, os.getpid()) == []

@@ -277,7 +277,7 @@ class ContainerSlot(RemoteSlot):
 
     async def ensure(self) -> Any:
         if self._conn is None:
-            if self._cid is not None:  # a container that failed to start
+            if self._cid is not None or self._folder is not None:  # one that failed to start
                 await self.discard()
             self.on_started()
             self.hello = await self.call(self._start)
@@ -310,14 +310,17 @@ class ContainerSlot(RemoteSlot):
     async def discard(self) -> None:
         cid, conn, folder = self._cid, self._conn, self._folder
         self._cid, self._conn, self._folder, self.hello = None, None, None, None
-        if cid is None and conn is None:
+        if cid is None and conn is None and folder is None:
             return
-        self.forget_host()
-        if conn is not None and not self._renew_pool_if_stuck():  # a stuck one: removed
-            try:
-                await self.call(self._close_host, conn)
-            except Exception as e:  # closing a broken environment may fail too
-                log.warning("%s: closing a failed environment: %s", self.cfg.env, e)
+        if conn is not None:
+            self.forget_host()
+            if not self._renew_pool_if_stuck():  # a stuck one is removed without a word
+                try:
+                    await self.call(self._close_host, conn)
+                except Exception as e:  # closing a broken environment may fail too
+                    log.warning("%s: closing a failed environment: %s", self.cfg.env, e)
+        else:
+            self._renew_pool_if_stuck()
         await asyncio.to_thread(self._remove, cid, conn, folder)
 
 
