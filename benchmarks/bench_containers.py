@@ -37,7 +37,7 @@ from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.images.build import build_image, make_base
 from medspot.live.images.engine import Engine, find_engine
 from medspot.live.images.names import BASE_IMAGE
-from medspot.live.loop.executors import ContainerOptions
+from medspot.live.loop.executors import ContainerOptions, ExecutorName
 from medspot.live.loop.executors.base import SlotConfig
 from medspot.live.loop.executors.container import ContainerExecutor, ContainerSlot
 from medspot.live.loop.executors.threads import ThreadExecutor
@@ -123,11 +123,17 @@ async def per_step(tasks: list[Any], payload: int) -> dict[str, Any]:
     return out
 
 
-def runs(tasks: list[Any], concurrency: list[int]) -> list[dict[str, Any]]:
+def runs(tasks: list[Any], concurrency: list[int], rounds: int) -> list[dict[str, Any]]:
+    """Each concurrency's runs in the order threads, container, container, threads, ... (so a
+    load that changes during the benchmark weighs on both alike); one row per run."""
     rows = []
     ids = tuple(t.id for t in tasks)
     for n in concurrency:
-        for executor in ("threads", "container"):
+        pairs: list[tuple[ExecutorName, ExecutorName]] = [
+            ("threads", "container"), ("container", "threads")
+        ]  # fmt: skip
+        order = pairs * rounds
+        for executor in [e for pair in order[:rounds] for e in pair]:
             with tempfile.TemporaryDirectory(prefix="bcr", dir="/tmp") as tmp:
                 t0 = time.perf_counter()
                 req = LiveRequest(env=ENV, model="oracle", out=Path(tmp) / "r", task_ids=ids,
@@ -146,6 +152,11 @@ def runs(tasks: list[Any], concurrency: list[int]) -> list[dict[str, Any]]:
             })  # fmt: skip
             print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def _memory_bytes(engine: Engine, name: str) -> int:
@@ -201,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build", action="store_true", help="time each family's image build")
     ap.add_argument("--build-base", action="store_true", help="time the base's debootstrap too")
     ap.add_argument("--families", nargs="+", default=["orthanc-explorer", "dicomscope"])
+    ap.add_argument("--rounds", type=int, default=1, help="run pairs per concurrency (ABBA)")
+    ap.add_argument("--parts", nargs="+", default=["step", "runs", "memory"],
+                    choices=["step", "runs", "memory"], help="what to measure")  # fmt: skip
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     engine = find_engine()
@@ -208,23 +222,24 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"engine": f"{engine.name} {engine.version}"}
     if args.build or args.build_base:
         out["builds"] = builds(engine, args.families if args.build else [], args.build_base)
-    out["per_step"] = asyncio.run(per_step(tasks, args.payload))
-    out["runs"] = runs(tasks, args.concurrency)
-    out["memory"] = asyncio.run(memory(tasks))
-    for n in args.concurrency:
-        th, co = (next(r for r in out["runs"] if r["executor"] == e and r["concurrency"] == n)
-                  for e in ("threads", "container"))  # fmt: skip
-        out[f"ratio_tasks_per_min_c{n}"] = round(co["tasks_per_min"] / th["tasks_per_min"], 3)
+    if "step" in args.parts:
+        out["per_step"] = asyncio.run(per_step(tasks, args.payload))
+    if "runs" in args.parts:
+        out["runs"] = runs(tasks, args.concurrency, args.rounds)
+        for n in args.concurrency:
+            mean = {}
+            for e in ("threads", "container"):
+                rows = [r for r in out["runs"] if r["executor"] == e and r["concurrency"] == n]
+                mean[e] = {k: _mean(rows, k) for k in ("wall_s", "tasks_per_min",
+                           "between_tasks_s_median", "reset_s_median")}  # fmt: skip
+            out[f"mean_c{n}"] = mean
+            th, co = mean["threads"]["tasks_per_min"], mean["container"]["tasks_per_min"]
+            out[f"ratio_tasks_per_min_c{n}"] = round(co / th, 3) if th and co else None
+    if "memory" in args.parts:
+        out["memory"] = asyncio.run(memory(tasks))
     print(json.dumps(out, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
-    step = out["per_step"]
-    print(
-        f"\nharness per step, median ms: threads {step['threads_step_overhead_ms']['median']}, "
-        f"container {step['container_step_overhead_ms']['median']} (adds "
-        f"{step['container_added_per_step_ms_median']} ms); one instance "
-        f"{out['memory']['one_instance_mb']} MB"
-    )
     return 0
 
 
