@@ -1,8 +1,9 @@
 """`--executor container` with a real engine (podman here) and the real orthanc-explorer image
 (built from this repository once, shared): the oracle through containers as the README runs
 it, with the image's id and digest in run.json and the report; nothing left behind after the
-run, after a SIGKILL of the runner, and after a dead run (the next run's sweep); a container
-that dies or hangs is an environment fault and a clean retry on a fresh container."""
+run, after SIGTERM, Ctrl-C or SIGKILL of the runner, and after a dead run (the next run's
+sweep); a container that dies, hangs or cannot start is an environment fault and a clean retry
+on a fresh container."""
 
 from __future__ import annotations
 
@@ -90,9 +91,12 @@ def test_oracle_through_containers_records_the_image_and_leaves_nothing(
     assert image.id in pages and (image.digest or "") in pages
 
 
-def test_sigkill_of_the_runner_leaves_no_container(
-    engine: Engine, image: ImageInfo, tmp_path: Path
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_runner_leaves_no_container(
+    engine: Engine, image: ImageInfo, tmp_path: Path, sig: signal.Signals
 ) -> None:
+    """SIGTERM and Ctrl-C end the run, which removes its containers; after SIGKILL each
+    worker sees the hang-up and ends, and its container (--rm) goes with it."""
     out = tmp_path / "R"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen(
@@ -107,9 +111,12 @@ def test_sigkill_of_the_runner_leaves_no_container(
             assert time.monotonic() < deadline, "the run's two containers never ran"
             time.sleep(0.5)
         time.sleep(3)  # into the tasks
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        # each worker sees the hang-up and ends: its container (--rm) goes with it
+        proc.send_signal(sig)
+        code = proc.wait(120)
+        if sig != signal.SIGKILL:  # the run itself removed them, and says it was stopped
+            assert code == 128 + sig, code
+            assert owned_by(engine, proc.pid) == []
+            assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
         assert wait_no_containers(engine, proc.pid, timeout_s=60) == []
     finally:
         if proc.poll() is None:
