@@ -37,11 +37,13 @@ from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.images.build import build_image, make_base
 from medspot.live.images.engine import Engine, find_engine
 from medspot.live.images.names import BASE_IMAGE
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.executors import ContainerOptions, ExecutorName
 from medspot.live.loop.executors.base import SlotConfig
 from medspot.live.loop.executors.container import ContainerExecutor, ContainerSlot
 from medspot.live.loop.executors.threads import ThreadExecutor
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 
 ENV = "orthanc-explorer"
 
@@ -136,9 +138,10 @@ def runs(tasks: list[Any], concurrency: list[int], rounds: int) -> list[dict[str
         for executor in [e for pair in order[:rounds] for e in pair]:
             with tempfile.TemporaryDirectory(prefix="bcr", dir="/tmp") as tmp:
                 t0 = time.perf_counter()
-                req = LiveRequest(env=ENV, model="oracle", out=Path(tmp) / "r", task_ids=ids,
-                                  concurrency=n, n_boot=0, executor=executor,
-                                  workroot=Path(tmp) / "w")  # fmt: skip
+                spec = EnvSpec(ENV, task_ids=ids, executor=ExecutorSpec(executor),
+                               workroot=Path(tmp) / "w")  # fmt: skip
+                req = LiveRequest(spec=spec, model="oracle", out=Path(tmp) / "r", n_boot=0,
+                                  loop=LiveOptions(concurrency=n))  # fmt: skip
                 res = run_live(req)
                 wall = time.perf_counter() - t0
             m = res.metrics

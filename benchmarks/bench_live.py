@@ -39,8 +39,10 @@ from typing import Any
 from medspot.live.envs.envoptions import check_env_options, env_options_of
 from medspot.live.envs.registry import env_entry
 from medspot.live.envs.taskfiles import env_task_file
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.executors import EXECUTORS, ExecutorName
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
@@ -84,9 +86,21 @@ def one(
     out = folder / f"{executor}-envs-{n_envs}-spares-{label}"
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    res = run_live(LiveRequest(env=env, model="oracle", out=out, task_ids=tuple(ids),
-                               concurrency=n_envs, n_boot=0, env_options=opts,
-                               executor=executor, spares=spares, repeats=repeats))  # fmt: skip
+    res = run_live(
+        LiveRequest(
+            spec=EnvSpec(
+                env,
+                task_ids=tuple(ids),
+                env_options=opts,
+                spares=spares,
+                executor=ExecutorSpec(name=executor),
+            ),
+            model="oracle",
+            out=out,
+            n_boot=0,
+            loop=LiveOptions(concurrency=n_envs, repeats=repeats),
+        )
+    )
     wall = time.perf_counter() - t0
     recs = list(read_live_journal(out / LIVE_JOURNAL))
     steps = [r for r in recs if isinstance(r, StepRecord) and r.executed]
@@ -114,6 +128,14 @@ def one(
         "settle_s": _q([s.settle_s for s in steps if s.settle_s is not None]),
         "env_other_s": _q([(s.env_s or 0) - (s.settle_s or 0) for s in steps]),
         "harness_overhead_s": _q([(s.step_s or 0) - (s.env_s or 0) for s in steps]),
+        # a task's first step apart: what the step does beyond the later ones (the first
+        # screen's boxes, asked of the environment after the reset or brought back by it)
+        "harness_overhead_first_s": _q(
+            [(s.step_s or 0) - (s.env_s or 0) for s in steps if s.n == 1]
+        ),
+        "harness_overhead_later_s": _q(
+            [(s.step_s or 0) - (s.env_s or 0) for s in steps if s.n > 1]
+        ),
         "step_s": _q([s.step_s for s in steps if s.step_s is not None]),
     }
 

@@ -5,9 +5,10 @@ local cluster, as `--executor ray` starts it), the oracle's path of the same tas
 each, alternating task by task. Per call the harness cost is the wall time of `slot.call(...)`
 minus the time spent inside the environment (measured where it runs: in the thread, or inside
 the actor); per step it is the sum over the step's calls, as the runner makes them with the
-oracle as its agent (`intended` only where `reset` or the last `step` brought back no boxes,
-`oracle_action`, `step`; with an actor `intended` and `oracle_action` are answered from what
-`reset` / `step` brought back, so a step is one round trip). Also the bare round trip of an
+oracle as its agent (`intended` only where `reset` or the last `step` brought back no boxes:
+both bring back the next screen's, so a step is one environment call; `oracle_action` and
+`step`; with an actor `intended` and `oracle_action` are answered from what `reset` / `step`
+brought back, so a step is one round trip). Also the bare round trip of an
 empty call and of a screen-sized payload (what a step's answer carries).
 
     .venv/bin/python benchmarks/bench_ray_overhead.py [--tasks 8] [--repeat 1]
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 
 from medspot.live.core.tasks import LiveTask
 from medspot.live.envs.taskfiles import env_task_file
-from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SlotConfig
+from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SlotConfig, reset_episode
 from medspot.live.loop.executors.ray_actors import RayExecutor, RaySlot, RemoteEpisode
 from medspot.live.loop.executors.threads import ThreadExecutor
 
@@ -54,6 +55,7 @@ class Meter:
     def __init__(self, slot: CallSlot) -> None:
         self.slot = slot
         self.step_overheads: list[float] = []
+        self.first_step_overheads: list[float] = []  # a task's first step (after the reset)
         self.call_overheads: list[float] = []
 
     async def call(self, ep: EpisodeCalls, fn: Callable[..., T], *args: Any) -> tuple[T, float]:
@@ -79,8 +81,7 @@ class Meter:
 
     async def task(self, task: LiveTask) -> bool:
         ep = await self.slot.episode(task, "guided")
-        await self.call(ep, ep.reset)
-        boxes = None
+        (_, boxes), _ = await self.call(ep, reset_episode, ep)  # as `slot.reset` makes it
         while True:
             a = 0.0
             if boxes is None:
@@ -89,6 +90,8 @@ class Meter:
             res, c = await self.call(ep, ep.step, action)
             boxes = res.next_intended
             self.step_overheads.append(a + b + c)
+            if res.n == 1:
+                self.first_step_overheads.append(a + b + c)
             if res.outcome is not None:
                 return res.outcome == "success"
 
@@ -132,6 +135,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"tasks": len(tasks) * args.repeat, "steps": steps, "success": ok}
     for k, m in meters.items():
         out[f"{k}_step_overhead_ms"] = _q(m.step_overheads)
+        out[f"{k}_first_step_overhead_ms"] = _q(m.first_step_overheads)
         out[f"{k}_call_overhead_ms"] = _q(m.call_overheads)
         for size, v in rtt[k].items():
             out[f"{k}_round_trip_{size}_ms"] = _q(v)

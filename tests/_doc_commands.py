@@ -1,8 +1,9 @@
 """The commands that README.md and docs/*.md show, and running one exactly as written.
 
 A command is a line of a shell code block (a fence with no language or sh, bash, shell,
-console, zsh) that starts with `medspot ` or `make ` (after an optional `$ ` prompt), with
-the lines that a trailing backslash continues. It runs as `bash -c TEXT`, TEXT being the
+console, zsh) that starts with `medspot `, `make ` or `inspect ` (Inspect's `inspect eval
+medspot/...`; after an optional `$ ` prompt), with the lines that a trailing backslash
+continues. It runs as `bash -c TEXT`, TEXT being the
 lines as written (a trailing `# comment` included), either with its output piped or on a
 pseudo-terminal, as a user at a terminal runs it.
 """
@@ -40,10 +41,11 @@ __all__ = [
 ]
 
 SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh"})
-PROGRAMS = ("medspot ", "make ")
+PROGRAMS = ("medspot ", "make ", "inspect ")
 # `medspot live` sub-commands that start no environment; any other one (run, export, ...)
 # starts one.
 NOT_LIVE = frozenset({"tasks", "doctor", "setup"})
+INSPECT_LIVE = ["inspect", "eval", "medspot/medspot_live"]  # starts the `-T env=ENV` it names
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -69,17 +71,21 @@ class DocCommand:
     @property
     def starts_live_environment(self) -> bool:
         a = self.argv
+        if a[:3] == INSPECT_LIVE:
+            return True
         return a[:2] == ["medspot", "live"] and len(a) > 2 and a[2] not in NOT_LIVE
 
     @property
     def env(self) -> str | None:
-        """The `--env` it names."""
+        """The `--env` it names (Inspect's live task: `-T env=ENV`)."""
         a = self.argv
         for i, w in enumerate(a):
             if w == "--env" and i + 1 < len(a):
                 return a[i + 1]
             if w.startswith("--env="):
                 return w.partition("=")[2]
+            if w == "-T" and i + 1 < len(a) and a[i + 1].startswith("env="):
+                return a[i + 1].partition("=")[2]
         return None
 
     def where(self) -> str:

@@ -12,11 +12,12 @@ from typing import Any
 
 from PIL import Image
 
+from medspot.atomic_write import atomic_write_json
 from medspot.dataset.loading import load_dataset
 from medspot.dataset.records import Dataset
 from medspot.runfolder.journal import JournalRecord
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo
-from medspot.runfolder.writer import atomic_write_json, write_results
+from medspot.runfolder.writer import write_results
 from medspot.scoring.protocol import get_protocol
 from medspot.scoring.score import score_run
 

@@ -1,10 +1,14 @@
 """`leaderboard` and `compare` rank only what is comparable: runs over other annotations, apps,
 --limit or task counts are refused unless --mixed (then every row names its data); compare
 never pairs a task across two annotation versions; incomplete runs are left out of a
-leaderboard unless --include-incomplete; the same run given twice is refused."""
+leaderboard unless --include-incomplete; the same run given twice is refused; live runs of other
+modes or tools (a toolset beside GUI-only) are refused unless --mixed (then a column says
+which)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -151,3 +155,45 @@ def test_live_runs_of_two_modes_are_refused_unless_mixed(
     compare_runs(load_run(guided), load_run(agent), n_boot=20, mixed=True)
     # a live run made before modes existed was guided: it ranks beside a guided run
     assert build_leaderboard(load_runs([guided, older])).rows
+
+
+def test_live_runs_with_and_without_tools_are_refused_unless_mixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_dataset(tmp_path / "data", images=False)
+    gui = _as_live(make_run(tmp_path / "gui", root, PLAN_A, model="m-gui"), "guided")
+    tools = _as_live(make_run(tmp_path / "tools", root, PLAN_B, model="m-tools"), "guided")
+    info = json.loads((tools / "run.json").read_text())
+    (tools / "run.json").write_text(json.dumps({**info, "tools": "orthanc"}))
+    runs = load_runs([gui, tools])
+    with pytest.raises(ConfigError, match="different tools"):
+        build_leaderboard(runs)
+    with pytest.raises(ConfigError, match="different tools"):
+        compare_runs(load_run(gui), load_run(tools), n_boot=20)
+    assert main(["leaderboard", str(gui), str(tools)]) == 2
+    err = capsys.readouterr().err
+    assert "m-gui: none" in err and "m-tools: orthanc" in err and "--mixed" in err
+    assert main(["compare", str(gui), str(tools), "--bootstrap", "20"]) == 2
+    assert "different tools" in capsys.readouterr().err
+    # with --mixed: a tools column (and the caption says the rows are not comparable)
+    assert main(["leaderboard", str(gui), str(tools), "--mixed"]) == 0
+    table = capsys.readouterr().out
+    head = next(line for line in table.splitlines() if line.startswith("| #"))
+    assert "| tools |" in head and "MIXED tools" in table
+    rows = {line.split("|")[2].strip(): line for line in table.splitlines() if "| m-" in line}
+    assert "| orthanc |" in rows["m-tools"] and "| none |" in rows["m-gui"]
+    lb = build_leaderboard(runs, mixed=True)
+    assert "\\textbackslash" not in render(lb, "latex") and "Tools" in render(lb, "latex")
+    assert main(["compare", str(gui), str(tools), "--bootstrap", "20", "--mixed"]) == 0
+    assert "tools none" in (out := capsys.readouterr().out) and "tools orthanc" in out
+    assert main(["compare", str(gui), str(tools), "--mixed", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["tools_a"], got["tools_b"]) == ("none", "orthanc")
+    # two runs offered the same tools rank together; the CSV names each row's tools
+    again = _as_live(make_run(tmp_path / "again", root, PLAN_A, model="m-again"), "guided")
+    info = json.loads((again / "run.json").read_text())
+    (again / "run.json").write_text(json.dumps({**info, "tools": "orthanc"}))
+    same = build_leaderboard(load_runs([tools, again]))
+    assert not same.mixed_tools
+    table_rows = list(csv.DictReader(io.StringIO(render(same, "csv"))))
+    assert [r["tools"] for r in table_rows] == ["orthanc", "orthanc"]

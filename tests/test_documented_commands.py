@@ -19,7 +19,10 @@ once per mode. The environment is prepared as a user's would be, the commands ar
   these tests run in, with make's install steps marked done (make would otherwise install into
   it);
 - the medspot cache is a folder of the test session (holding the installed OHIF viewer, when
-  there is one), as are the mypy and ruff caches, so that the second run does not repeat them.
+  there is one), as are the mypy and ruff caches, so that the second run does not repeat them;
+- for `inspect` (Inspect's `inspect eval medspot/...`), medspot is installed as
+  `pip install 'medspot[inspect]'` installs it: with the `inspect_ai` entry point
+  pyproject.toml declares (`_inspect_support.inspect_site`, first on PYTHONPATH).
 
 Sections with a command that starts a live environment are marked `live` (run them under the
 live lock); they skip when the environment is missing, and fail instead under
@@ -50,6 +53,7 @@ from _doc_commands import (
     run_piped,
     tail,
 )
+from _inspect_support import inspect_site
 from _served_model import answer
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -58,6 +62,7 @@ from _orthanc_support import require_live
 
 REPO = Path(__file__).resolve().parents[1]
 COMMANDS = documented_commands(REPO)
+__all__ = ["inspect_site"]  # the fixture, used by name for the sections with `inspect`
 
 # Commands the docs show that a test cannot run, and why (each must still be in the docs).
 CANNOT_RUN: dict[str, str] = {
@@ -305,6 +310,9 @@ def _run_section(
     run = run_piped if mode == "piped" else run_on_pty
     with _servers(ports_named(cmds)) as base_url:
         env = _environment(work, medspot_cache, session_dir, base_url)
+        if any(c.argv[0] == "inspect" for c in cmds):  # medspot installed with its entry point
+            site = request.getfixturevalue("inspect_site")
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
         _require_envs(cmds, env)
         for c in cmds:
             assert "--no-progress" not in c.argv, f"{c.where()}: documented with --no-progress"
@@ -340,6 +348,8 @@ def test_documented_live_runs_pick_a_few_tasks() -> None:
     for c in COMMANDS:
         if c.starts_live_environment and c.argv[2] in ("run", "export"):
             assert "--tasks" in c.argv, f"{c.where()}: a documented live command without --tasks"
+        if c.starts_live_environment and c.argv[0] == "inspect":  # Inspect's live task
+            assert any(w.startswith("tasks=") for w in c.argv), f"{c.where()}: no -T tasks="
 
 
 def test_commands_are_found_in_shell_blocks_only() -> None:
@@ -359,6 +369,9 @@ def test_commands_are_found_in_shell_blocks_only() -> None:
         (22, "Usage", "medspot stats DATA"),
         (27, "Usage", "medspot validate X"),
     ]
+    inspect = commands_in("```sh\ninspect eval medspot/medspot_live -T env=ohif --model m\n"
+                          "inspect eval medspot/medspot -T data=DATA\n```\n", "z.md")  # fmt: skip
+    assert [(c.starts_live_environment, c.env) for c in inspect] == [(True, "ohif"), (False, None)]
     assert found[0].text == "medspot eval --data DATA \\\n    --model oracle   # a comment"
     assert not found[0].starts_live_environment
     live = commands_in("```sh\nmedspot live run --env ohif --out r\nmedspot live tasks --env "

@@ -1,19 +1,23 @@
 """`medspot export-results`: finished runs in the Hugging Face Hub's "Eval Results" format
 (validated against the format as huggingface/hub-docs specifies it: `eval_results.yaml` and
-`docs/hub/eval-results.md`, the documented examples included) and as "Every Eval Ever"
-records (the documented rules of evaleval/every_eval_ever's schemas, version 0.3.0)."""
+`docs/hub/eval-results.md`, the documented examples included; only metrics of which a larger
+value is better are leaderboards) and as "Every Eval Ever" records (validated by that project's
+released schemas and its validator's rules, `_eee_validator`); the runs of several models in
+one call; nothing written when a run or an option is refused."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _builders import eval_argv, step, write_app
+from _eee_validator import validate, validate_with_package
 from medspot.cli import main
 from medspot.testing.openai_server import OpenAITestServer
 
@@ -126,7 +130,8 @@ def test_the_schemas_accept_the_documented_examples_and_only_them() -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A single-pass and a zoom-in run of a served model, a random baseline run."""
+    """A single-pass and a zoom-in run of a served model, a random baseline run (and one that
+    asked every step: it has the propagation gap, a lower-is-better diagnostic)."""
     tmp = tmp_path_factory.mktemp("export")
     root = tmp / "data"
     box = (10.0, 10.0, 8.0, 8.0)
@@ -145,6 +150,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 out[name] = tmp / name
         assert main(eval_argv(root, tmp / "random", "--model", "random", bootstrap=50)) == 0
         out["random"] = tmp / "random"
+        argv = eval_argv(root, tmp / "all", "--model", "random", "--all-steps", bootstrap=50)
+        assert main(argv) == 0
+        out["all_steps"] = tmp / "all"
     finally:
         mp.undo()
     return out
@@ -190,9 +198,11 @@ def test_hf_eval_refuses_what_it_cannot_publish(
 ) -> None:
     one = str(runs["single"])
     assert _export(tmp_path, one, one, "--format", "hf-eval") == 2  # the same run twice
-    capsys.readouterr()
-    assert _export(tmp_path, one, str(runs["random"]), "--format", "hf-eval") == 2
+    assert "given twice" in capsys.readouterr().err
+    again = shutil.copytree(runs["single"], tmp_path / "again")  # another default run of vlm
+    assert _export(tmp_path / "x", one, str(again), "--format", "hf-eval") == 2
     assert "same kind of run" in capsys.readouterr().err  # two default runs: one file
+    assert not (tmp_path / "x").exists()
     run_json = json.loads((runs["random"] / "run.json").read_text())
     broken = tmp_path / "incomplete"
     broken.mkdir()
@@ -256,3 +266,153 @@ def test_every_eval_ever_records(
     assert _export(again, str(runs["zoom"]), "--format", "eee") == 0
     (other,) = again.glob("data/medspot/*/*/*.json")
     assert other.name == log_file.name
+
+
+def test_every_eval_ever_validator_accepts_the_records(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    dirs = [str(runs[k]) for k in ("single", "zoom", "random", "all_steps")]
+    assert _export(tmp_path, *dirs, "--format", "eee", "--organization", "Lab") == 0
+    errors, warnings = validate(tmp_path)
+    assert errors == []
+    # only the served model's flat id ("vlm", no owner) is the validator's warning; medspot's
+    # baselines are filed under medspot/
+    assert warnings and all("'vlm' names no developer folder" in w for w in warnings)
+    assert len(list(tmp_path.glob("data/medspot/medspot/random/*.json"))) == 2
+    for log_file in tmp_path.glob("data/medspot/*/*/*.json"):
+        log = json.loads(log_file.read_text())
+        results = {r["evaluation_result_id"]: r for r in log["evaluation_results"]}
+        for key in ("avg_correct_prefix", "avg_weighted_prefix_score"):
+            config, score = results[key]["metric_config"], results[key]["score_details"]
+            assert config["metric_unit"] == "steps" and config["min_score"] == 0
+            # two tasks of 2 and 1 steps: 1.5 steps at most; WPS 1 + 0.8 and 1 (alpha 0.8)
+            assert config["max_score"] == pytest.approx(1.5 if "correct" in key else 1.4)
+            assert score["score"] <= config["max_score"]
+        assert all(
+            r["metric_config"]["lower_is_better"] is (k == "propagation_gap")
+            for k, r in results.items()
+        )
+        if "propagation_gap" in results:
+            gap = results["propagation_gap"]["metric_config"]
+            assert (gap["min_score"], gap["max_score"]) == (-1, 1)
+    # the served model that hit every step scored the maxima
+    (single,) = [
+        json.loads(p.read_text())
+        for p in tmp_path.glob("data/medspot/unknown/vlm/*.json")
+        if "zoom" not in json.loads(p.read_text())["eval_library"]["additional_details"]
+    ]
+    acp = next(
+        r for r in single["evaluation_results"] if r["evaluation_result_id"] == "avg_correct_prefix"
+    )
+    assert acp["score_details"]["score"] == acp["metric_config"]["max_score"] == 1.5
+
+
+def test_the_validator_refuses_a_continuous_score_without_its_bounds(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """What the export wrote before: ACP and WPS with `max_score: null`."""
+    assert _export(tmp_path, str(runs["random"]), "--format", "eee") == 0
+    (log_file,) = tmp_path.glob("data/medspot/*/*/*.json")
+    log = json.loads(log_file.read_text())
+    for r in log["evaluation_results"]:
+        if r["evaluation_result_id"] in ("avg_correct_prefix", "avg_weighted_prefix_score"):
+            r["metric_config"]["max_score"] = None
+    log_file.write_text(json.dumps(log))
+    errors, _ = validate(tmp_path)
+    assert len(errors) == 2 and all("continuous needs max_score" in e for e in errors)
+
+
+def test_every_eval_evers_own_package_accepts_the_records(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    pytest.importorskip(
+        "every_eval_ever.validator.validation_core",
+        reason="the every-eval-ever package (Python 3.12+) is not installed",
+    )
+    dirs = [str(runs[k]) for k in ("single", "random", "all_steps")]
+    assert _export(tmp_path, *dirs, "--format", "eee") == 0
+    errors, warnings = validate_with_package(tmp_path)
+    assert errors == [] and all("'vlm'" in w for w in warnings)
+
+
+def test_hf_eval_ranks_only_metrics_of_which_more_is_better(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _export(tmp_path, str(runs["all_steps"]), "--format", "hf-eval") == 0
+    tasks = {t["id"] for t in yaml.safe_load(capsys.readouterr().out)["tasks"]}
+    assert "task_completion_accuracy" in tasks and "live_task_success_rate" in tasks
+    for diagnostic in ("propagation_gap", "live_harmful_failure_rate", "live_steps_ratio",
+                       "live_false_infeasible_rate", "live_tool_invocation_rate"):  # fmt: skip
+        assert diagnostic not in tasks
+    (file,) = (tmp_path / ".eval_results").iterdir()
+    entries = yaml.safe_load(file.read_text())
+    assert {e["dataset"]["task_id"] for e in entries} <= tasks
+    assert "independent_step_accuracy" in {e["dataset"]["task_id"] for e in entries}
+    gap = json.loads((runs["all_steps"] / "overall_dataset_metrics.json").read_text())
+    expected = round(100 * gap["propagation_gap"], 2)
+    assert f"not ranked: gap {expected} (percent, lower is better)" in entries[0]["notes"]
+
+
+def test_several_models_in_one_call(runs: dict[str, Path], tmp_path: Path) -> None:
+    pair = (str(runs["single"]), str(runs["random"]))
+    hub = tmp_path / "hub"
+    assert _export(hub, *pair, "--format", "hf-eval") == 0
+    for model in ("vlm", "random"):  # a model repository's folder each
+        entries = yaml.safe_load((hub / model / ".eval_results" / "medspot.yaml").read_text())
+        jsonschema.validate(entries, EVAL_RESULTS_SCHEMA)
+    assert not (hub / ".eval_results").exists()
+    eee = tmp_path / "eee"
+    assert _export(eee, *pair, "--format", "eee") == 0
+    assert len(list(eee.glob("data/medspot/*/*/*.json"))) == 2
+    assert validate(eee)[0] == []
+
+
+def _incomplete(runs: dict[str, Path], where: Path) -> Path:
+    broken = Path(shutil.copytree(runs["random"], where))
+    info = json.loads((broken / "run.json").read_text())
+    (broken / "run.json").write_text(json.dumps({**info, "status": "incomplete"}))
+    return broken
+
+
+@pytest.mark.parametrize("fmt", ["hf-eval", "eee"])
+def test_a_refused_run_leaves_nothing_written(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    broken = _incomplete(runs, tmp_path / "broken")
+    out = tmp_path / "out"
+    # the good run first: before, its file was written when the second was refused
+    assert _export(out, str(runs["single"]), str(broken), "--format", fmt) == 2
+    assert "incomplete run" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--format", "hf-eval", "--dataset", "../../evil"), "not a hub dataset id"),
+        (("--format", "eee", "--dataset", "../../evil"), "not a hub dataset id"),
+        (("--format", "hf-eval", "--dataset", "owner/name/../x"), "not a hub dataset id"),
+        (("--format", "hf-eval", "--source-url", "javascript:alert(1)"), "not an http(s) URL"),
+        (("--format", "hf-eval", "--source-url", "file:///etc/passwd"), "not an http(s) URL"),
+        (("--format", "hf-eval", "--source-url", "https://"), "not an http(s) URL"),
+        (("--format", "eee", "--source-url", "https://h.org/x"), "hf-eval only"),
+        (("--format", "hf-eval", "--organization", "Lab"), "eee only"),
+        (("--format", "hf-eval", "--source-name", "logs"), "give both"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_written(
+    runs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    said: str,
+) -> None:
+    out = tmp_path / "out"
+    code: object
+    try:  # a bad value is argparse's usage error, an option of the other format medspot's
+        code = main(["export-results", str(runs["single"]), *args, "--out", str(out)])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    assert said in capsys.readouterr().err
+    assert not out.exists()

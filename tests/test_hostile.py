@@ -161,14 +161,17 @@ def _number_text() -> st.SearchStrategy[str]:
         st.integers(-(10**30), 10**30).map(str),
         st.floats(allow_nan=True, allow_infinity=True).map(repr),
         st.sampled_from(["nan", "inf", "-inf", "1e309", "٣", "0x10", "1_000", "--5", "."]),
+        st.sampled_from(["1e308", "-1e308", "9" * 400, "-" + "9" * 400]),
     )
     return st.builds(
         lambda pre, a, sep, b, post: f"{pre}{a}{sep}{b}{post}",
-        st.sampled_from(["(", "[", "<point>", "<|box_start|>(", "click(x=", '{"x": ', ""]),
+        st.sampled_from(
+            ["(", "[", "<point>", "<|box_start|>(", "click(x=", '{"x": ', "<box>(", ""]
+        ),
         num,
         st.sampled_from([", ", ",", " ", ")(", "\n", ",y="]),
         num,
-        st.sampled_from([")", "]", "</point>", ")<|box_end|>", "}", "", ")" * 50]),
+        st.sampled_from([")", "]", "</point>", ")<|box_end|>", "}", "", ")" * 50, "),(1,1)</box>"]),
     )
 
 
@@ -177,10 +180,17 @@ answers = (
 )
 
 
-@settings(max_examples=300, deadline=None, database=None)
-@given(text=answers)
-def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
-    sizes = ((1920, 1080), (1, 1), (3000, 17))
+HUGE = "9" * 400  # a coordinate of 400 digits: an int no float holds
+ABSURD_ANSWERS = [
+    f"<box>({HUGE},1),(1,1)</box>", f"({HUGE}, 5)", f"[{HUGE}, 1, 2, 3]", "(1e308, 1e308)",
+    "(-1e308, 5)", "(nan, nan)", "(inf, 3)", f"<point>{HUGE} 5</point>", f"click({HUGE}, 5)",
+    f'{{"coordinate": [{HUGE}, 1]}}', f"pyautogui.click(x={HUGE}, y=3)",
+    f"click(start_box='({HUGE},1)')", f"[[{HUGE},1,2,3]]", "1" * 5000 + ", 1",
+    f"CLICK(box=[[{HUGE},1,2,3]])",
+]  # fmt: skip
+
+
+def _specs() -> list[Any]:
     specs = [c.style(s) for c in CARDS.values() for s in PromptStyle
              if s is not PromptStyle.AGENT or c.agent is not None]  # fmt: skip
     specs += [c.planner for c in CARDS.values() if c.planner is not None]
@@ -188,7 +198,26 @@ def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
         make_generic_card("x", Convention(conv), None).native
         for conv in ("rel1000", "rel1", "abs_sent")
     ]
-    for spec in specs:
+    return specs
+
+
+@pytest.mark.parametrize("text", ABSURD_ANSWERS)
+def test_every_parser_reads_absurd_numbers_as_no_point_or_a_finite_one(text: str) -> None:
+    """SeeClick's box of 400 digits raised OverflowError (a bug: exit 70); numbers that
+    overflow gave infinite points. Each card's parser gives no point or a finite one."""
+    for spec in _specs():
+        for size in ((1920, 1080), (1, 1)):
+            parsed = spec.parse(text, size, size)
+            if parsed.point is not None:
+                assert math.isfinite(parsed.point.x) and math.isfinite(parsed.point.y), (text, spec)
+            assert all(math.isfinite(p.x) and math.isfinite(p.y) for p in parsed.extra_points)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(text=answers)
+def test_every_parser_reads_any_answer_without_raising(text: str) -> None:
+    sizes = ((1920, 1080), (1, 1), (3000, 17))
+    for spec in _specs():
         for size in sizes:
             parsed = spec.parse(text, size, size)
             if parsed.point is not None:

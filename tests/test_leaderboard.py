@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,23 @@ def test_sort_by_another_metric(runs: dict[str, Path]) -> None:
     assert [r.label for r in lb.rows] == ["model-a", "model_b"]
     lb = build_leaderboard(load_runs([runs["a"], runs["b"]]), sort="conditional_step_accuracy")
     assert lb.rows[0].label == "model-a"  # 5/7 > 5/8
+
+
+def test_a_lower_is_better_metric_sorts_the_smallest_first(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The propagation gap (ISA minus SHR): the run that loses least to earlier misses first."""
+    pair = []
+    for name, gap in (("a", 0.1), ("b", 0.3)):
+        run = Path(shutil.copytree(runs[name], tmp_path / name))
+        metrics = json.loads((run / "overall_dataset_metrics.json").read_text())
+        metrics["propagation_gap"] = gap
+        (run / "overall_dataset_metrics.json").write_text(json.dumps(metrics))
+        pair.append(run)
+    lb = build_leaderboard(load_runs(pair[::-1]), sort="propagation_gap")
+    assert [r.values["propagation_gap"] for r in lb.rows] == [0.1, 0.3]
+    assert "sorted by gap (lower is better)" in lb.caption
+    assert [r.label for r in build_leaderboard(load_runs(pair)).rows] == ["model-a", "model_b"]
 
 
 def test_csv_has_raw_numbers(runs: dict[str, Path]) -> None:

@@ -87,6 +87,7 @@ def test_a_library_caller_meets_the_same_bounds_before_any_folder(
     from medspot.adapters.options import AdapterOptions
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
+    from medspot.runner import RunOptions
 
     ds = load_dataset(suite)
     out = tmp_path / "run"
@@ -97,8 +98,11 @@ def test_a_library_caller_meets_the_same_bounds_before_any_folder(
         ({"concurrency": 0}, "--concurrency 0: must be from 1 to 1024"),
         ({"max_cost": float("nan")}, "--max-cost nan: must be a finite number"),
     ):
+        run = {k: v for k, v in bad.items() if k != "n_boot"}  # the runner's options
+        own = {k: v for k, v in bad.items() if k == "n_boot"}  # the request's
+        req = EvalRequest(dataset=ds, model="random", out=out, run=RunOptions(**run), **own)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match=says):
-            evaluate(EvalRequest(dataset=ds, model="random", out=out, **bad))  # type: ignore[arg-type]
+            evaluate(req)
         assert not out.exists()
     with pytest.raises(ConfigError, match="timeout 0: must be more than 0"):
         AdapterOptions(timeout=0)

@@ -64,8 +64,14 @@ def test_frames_link_to_the_full_screenshots(tmp_path: Path) -> None:
     build_report([run], site, data=run, n_boot=50, plots=False)
     page = (site / "live-1.html").read_text()
     links = re.findall(r'<a class="full" href="(full/[0-9a-f]+\.png)"', page)
-    assert len(links) == 7  # 3 + 2 actions and 2 final screens, 4 distinct screens
+    # 3 + 2 actions and 2 final screens, 4 distinct screens; and in the safety section the
+    # screen the harmful run's last action left behind (a run written before harm labels: its
+    # harm counted as major)
+    assert len(links) == 8
     assert len(set(links)) == 4
+    safety = page[page.index('id="live-safety"') : page.index('<section class="task')]
+    assert len(re.findall(r'<a class="full" href="full/', safety)) == 1
+    assert "major/unlabelled" in safety and "counted as major" in safety
     for rel in set(links):
         copy = site / rel
         assert copy.is_file() and copy.stat().st_size > 0

@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 
 from _scoring_tasks import CLICK, IN, OUT, make_dataset, rec
+from medspot.atomic_write import atomic_write_bytes, atomic_write_json, atomic_write_text
 from medspot.errors import ConfigError, RunFolderError
-from medspot.runfolder.writer import (
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
-    metrics_table,
-    write_results,
-)
+from medspot.runfolder.writer import metrics_table, write_results
 from medspot.scoring.protocol import get_protocol
 from medspot.scoring.score import score_run
 

@@ -63,7 +63,7 @@ def test_an_interruption_while_start_writes_run_json_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C just after run.json's rename, before `start` returned."""
-    from medspot.runfolder.writer import atomic_write_json as real
+    from medspot.atomic_write import atomic_write_json as real
 
     calls: list[Path] = []
 

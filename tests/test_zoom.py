@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from _builders import eval_argv, step, write_app
-from medspot.adapters.zoom import MIN_SIDE, ZoomSpec, crop_window, map_back, read_passes
+from medspot.adapters.zoom import MIN_SIDE, ZoomSpec, crop_window, map_back
 from medspot.cli import main
 from medspot.errors import ConfigError
 from medspot.geometry import Point
-from medspot.runfolder.journal import read_journal
+from medspot.runfolder.journal import read_journal, read_passes
 from medspot.testing.openai_server import Fault, OpenAITestServer, SeenRequest
 
 # One 2000x1000 screen, target the 16x8 px box at (1000..1016, 500..508): centre (1008, 504).
@@ -147,7 +147,19 @@ def test_zoom_needs_a_model_that_reads_the_screen(
     code = main(eval_argv(data, tmp_path / "r", "--model", "random", "--zoom", "2"))
     assert code == 2
     assert "does not read the screenshot" in capsys.readouterr().err
-    assert not (tmp_path / "r" / "zoom_passes.jsonl").exists()
+    assert not (tmp_path / "r").exists()  # refused before the folder (and its lock) is made
+    # a refused library request alike, and an existing run folder is left as it was
+    from medspot.dataset.loading import load_dataset
+    from medspot.pipeline import EvalRequest, evaluate
+
+    req = EvalRequest(load_dataset(data), "random", tmp_path / "lib", zoom=ZoomSpec(2))
+    with pytest.raises(ConfigError, match="does not read the screenshot"):
+        evaluate(req)
+    assert not (tmp_path / "lib").exists()
+    assert main(eval_argv(data, tmp_path / "done", "--model", "random")) == 0
+    before = sorted(p.name for p in (tmp_path / "done").iterdir())
+    assert main(eval_argv(data, tmp_path / "done", "--model", "random", "--zoom", "2")) == 2
+    assert sorted(p.name for p in (tmp_path / "done").iterdir()) == before
 
 
 def test_dry_run_counts_every_pass(

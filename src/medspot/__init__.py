@@ -5,6 +5,9 @@ The library API, imported lazily (`import medspot` stays cheap)::
     import medspot
     ds = medspot.load_dataset("path/to/MedSPOT")
     out = medspot.evaluate(medspot.EvalRequest(dataset=ds, model="oracle", out=Path("runs/o")))
+    opts = medspot.RunOptions(protocol=medspot.get_protocol("upstream-a"), concurrency=4)
+    out = medspot.evaluate(medspot.EvalRequest(dataset=ds, model="oracle", out=Path("runs/a"),
+                                               run=opts))   # how the runner asks the model
     info, score = medspot.rescore(Path("runs/o"), ds, protocol_name="upstream-a")
 """
 
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     )
     from medspot.pipeline import EvalOutcome, EvalRequest, evaluate, rescore
     from medspot.runfolder.reader import load_run, load_runs
+    from medspot.runner import RunOptions
     from medspot.scoring.protocol import Protocol, get_protocol
     from medspot.scoring.score import score_run
 
@@ -45,6 +49,7 @@ __all__ = [
     "ModelCallError",
     "Protocol",
     "RunFolderError",
+    "RunOptions",
     "TransientModelError",
     "__version__",
     "evaluate",
@@ -65,6 +70,7 @@ _HOMES = {
     "rescore": "medspot.pipeline",
     "load_run": "medspot.runfolder.reader",
     "load_runs": "medspot.runfolder.reader",
+    "RunOptions": "medspot.runner",
     "Protocol": "medspot.scoring.protocol",
     "get_protocol": "medspot.scoring.protocol",
     "score_run": "medspot.scoring.score",

@@ -42,6 +42,7 @@ COMMAND_MODULES: list[str] = [
     "medspot.commands.compare",
     "medspot.commands.export_results",
     "medspot.commands.import_upstream",
+    "medspot.commands.import_inspect",
     "medspot.commands.serve_test",
     "medspot.commands.live",
 ]

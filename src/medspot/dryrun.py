@@ -21,14 +21,14 @@ log = logging.getLogger(__name__)
 
 def dry_run(req: EvalRequest) -> str:
     """A plain-text plan: calls certain now, the most the run can make, the estimated cost."""
-    protocol = req.protocol
+    protocol = req.run.protocol
     done, _ = latest_predictions(read_journal(RunFolder(req.out).journal))
     images = ImageStore(req.dataset.root)
     first: list[str] = []
     most = 0
     sizes: list[tuple[int, int]] = []
     for task in req.dataset.tasks():
-        if req.all_steps:
+        if req.run.all_steps:
             ready = [s for s in steps_to_ask_all(task) if s.uid not in done]
             first.extend(s.uid for s in ready)
             most += len(ready)
@@ -44,7 +44,7 @@ def dry_run(req: EvalRequest) -> str:
     passes = req.zoom.passes if req.zoom is not None else 1
     lines = [
         f"dry run: {req.model} on {len(req.dataset.app_names)} apps, protocol "
-        f"{req.protocol_name}, {'all steps' if req.all_steps else 'sequential'}",
+        f"{req.protocol_name}, {'all steps' if req.run.all_steps else 'sequential'}",
         f"  already answered in {req.out}: {len(done)} steps",
         f"  calls certain now: {len(first)}; at most: {most}",
     ]

@@ -39,16 +39,21 @@ BUG_EXIT_STATUS = 70
 
 @dataclass(frozen=True)
 class Location:
-    """Where a data problem is: file, task index (0-based, as in `<App>/<index>`), step, field."""
+    """Where a data problem is: file, task index (0-based, as in `<App>/<index>`), step, field.
+    A task that has an id of its own (a live task file's) is named by `task_id`, its index
+    then only where the id cannot be read."""
 
     file: str
     task: int | None = None
     step: int | None = None  # 1-based position of the step in its task
     field: str | None = None
+    task_id: str | None = None
 
     def __str__(self) -> str:
         parts = [self.file]
-        if self.task is not None:
+        if self.task_id is not None:
+            parts.append(f"task {self.task_id!r}")
+        elif self.task is not None:
             parts.append(f"task {self.task}")
         if self.step is not None:
             parts.append(f"step {self.step}")

@@ -15,9 +15,6 @@ class Point:
     x: float
     y: float
 
-    def to_pixels(self, width: int, height: int) -> tuple[float, float]:
-        return self.x * width, self.y * height
-
     def as_list(self) -> list[float]:
         return [self.x, self.y]
 

@@ -17,11 +17,14 @@ from medspot.errors import ConfigError
 __all__ = [
     "MAX_BOOTSTRAP",
     "MAX_CONCURRENCY",
+    "MAX_IDLE_TIMEOUT_S",
+    "MAX_PORT",
     "MAX_REPEATS",
     "MAX_RETRIES_LIMIT",
     "MAX_SEED",
     "MAX_SPARES",
     "MAX_ZOOM_PASSES",
+    "MIN_IDLE_TIMEOUT_S",
     "check_number",
     "check_seed",
     "check_whole",
@@ -36,6 +39,12 @@ MAX_REPEATS = 100  # `live run --repeats K`: runs of each task
 MAX_SPARES = 8  # `live run --spares N`: spare instances per slot (each a whole application)
 MAX_RETRIES_LIMIT = 100  # `--max-retries`, `--env-retries`
 MAX_ZOOM_PASSES = 10  # `eval --zoom K` (a window halves each pass: 10 passes is 1/512 of it)
+MAX_PORT = 65535  # `live serve --port N`: a TCP port (0: any free one)
+# `live serve --idle-timeout S`: a served client silent this long has left (0: never); the
+# server looks every S/4 seconds (at most 5), so a timeout under a second would poll the clock
+# in a loop, and one over a week would keep an environment for a client long gone
+MIN_IDLE_TIMEOUT_S = 1.0
+MAX_IDLE_TIMEOUT_S = 7 * 24 * 3600.0
 
 
 def check_whole(name: str, value: object, least: int, most: int | None = None) -> int:

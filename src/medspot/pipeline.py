@@ -16,8 +16,8 @@ from medspot._gc import gc_paused
 from medspot.adapters import registry
 from medspot.adapters.base import Adapter, AdapterContext
 from medspot.adapters.options import AdapterOptions, PromptStyleName
-from medspot.adapters.retry import MAX_RETRIES
-from medspot.adapters.zoom import ZoomAdapter, ZoomSpec, read_passes
+from medspot.adapters.zoom import ZoomAdapter, ZoomSpec
+from medspot.atomic_write import atomic_write_json
 from medspot.dataset.images import ImageStore
 from medspot.dataset.records import Dataset
 from medspot.errors import ConfigError
@@ -31,7 +31,14 @@ from medspot.limits import (
     check_whole,
 )
 from medspot.runfolder.guard import refuse_foreign_folder
-from medspot.runfolder.journal import Journal, JournalRecord, JournalWriteError, read_journal
+from medspot.runfolder.journal import (
+    Journal,
+    JournalRecord,
+    JournalWriteError,
+    ZoomPassJournal,
+    read_journal,
+    read_passes,
+)
 from medspot.runfolder.layout import JOURNAL, RunFolder
 from medspot.runfolder.lifecycle import RunLife, run_folder
 from medspot.runfolder.runinfo import (
@@ -43,8 +50,8 @@ from medspot.runfolder.runinfo import (
     now_iso,
     package_versions,
 )
-from medspot.runfolder.writer import atomic_write_json, write_results
-from medspot.runner import HistoryMode, ProgressEvent, RunOptions, RunStats, run_model
+from medspot.runfolder.writer import write_results
+from medspot.runner import ProgressEvent, RunOptions, RunStats, run_model
 from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import RunScore, score_run
 
@@ -55,31 +62,37 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EvalRequest:
+    """A static evaluation: the dataset, the model, the run folder, how the runner asks the
+    model (`run`: the protocol, all steps or the sequential walk, concurrency, retries,
+    history, seed, budget; held as the runner takes it) and what the request adds.
+
+        EvalRequest(dataset=ds, model="oracle", out=Path("runs/o"),
+                    run=RunOptions(protocol=get_protocol("upstream-a"), concurrency=4))
+    """
+
     dataset: Dataset
     model: str
     out: Path
-    # Resolved once, where the request is made (the CLI: `get_protocol(--protocol, --tolerance)`).
-    protocol: Protocol = field(default_factory=lambda: get_protocol("medspot-v1"))
-    all_steps: bool = False
+    run: RunOptions = field(default_factory=RunOptions)
     prompt_style: PromptStyleName = "native"
-    history: HistoryMode = "none"
-    concurrency: int = 16
-    max_retries: int = MAX_RETRIES
-    max_cost: float | None = None
-    seed: int = 0
     n_boot: int = 2000
     options: AdapterOptions | Mapping[str, Any] | None = None  # backend, base URLs, ...
     limit: int | None = None
     zoom: ZoomSpec | None = None  # --zoom K: K model calls per step, later ones on crops
 
     @property
+    def protocol(self) -> Protocol:
+        return self.run.protocol
+
+    @property
     def protocol_name(self) -> str:
-        return self.protocol.name
+        return self.run.protocol.name
 
     @property
     def tolerance_px(self) -> float | None:
         """The tolerance override the run records (None: the protocol's own)."""
-        return self.protocol.tolerance_px if self.protocol.tolerance_overridden else None
+        p = self.run.protocol
+        return p.tolerance_px if p.tolerance_overridden else None
 
 
 @dataclass(frozen=True)
@@ -98,16 +111,19 @@ def evaluate(
 ) -> EvalOutcome:
     """Run (or resume) `req.model` on the dataset into `req.out`, then score and write results.
     What can be refused is refused before the run folder is made: the request's options, a
-    folder that is not ours, then the model (its key, its options, its files)."""
+    folder that is not ours, then the model (its key, its options, its files) and whether it
+    can be zoomed (`--zoom` on a model that does not read the screenshot)."""
     _check_request(req)
     out = req.out
     refuse_foreign_folder(out)
     images = ImageStore(req.dataset.root)
     options = AdapterOptions.from_mapping(req.options).with_defaults(
-        model=req.model, prompt_style=req.prompt_style, concurrency=req.concurrency
+        model=req.model, prompt_style=req.prompt_style, concurrency=req.run.concurrency
     )
-    ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.seed, options=options)
+    ctx = AdapterContext(dataset=req.dataset, images=images, seed=req.run.seed, options=options)
     adapter = registry.create(req.model, ctx)
+    if req.zoom is not None and req.zoom.multi_pass:
+        adapter = ZoomAdapter(adapter, req.zoom)
     with run_folder(out) as folder:
         return _evaluate_locked(req, folder, adapter, images, on_progress)
 
@@ -115,12 +131,13 @@ def evaluate(
 def _check_request(req: EvalRequest) -> None:
     """The request's own numbers (the command line checks them too; a library caller may
     not), against `medspot.limits`."""
-    check_whole("--concurrency", req.concurrency, 1, MAX_CONCURRENCY)
-    check_whole("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT)
+    run = req.run
+    check_whole("--concurrency", run.concurrency, 1, MAX_CONCURRENCY)
+    check_whole("--max-retries", run.max_retries, 0, MAX_RETRIES_LIMIT)
     check_whole("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP)
-    check_seed(req.seed)
-    if req.max_cost is not None:
-        check_number("--max-cost", req.max_cost)
+    check_seed(run.seed)
+    if run.max_cost is not None:
+        check_number("--max-cost", run.max_cost)
     if req.limit is not None:
         check_whole("--limit", req.limit, 1)
 
@@ -133,9 +150,8 @@ def _evaluate_locked(
     on_progress: Callable[[ProgressEvent], None] | None,
 ) -> EvalOutcome:
     zoom: ZoomInfo | None = None
-    if req.zoom is not None and req.zoom.multi_pass:
-        adapter = ZoomAdapter(adapter, req.zoom, folder.zoom_passes)
-        zoom = ZoomInfo(passes=req.zoom.passes, crop=req.zoom.crop)
+    if isinstance(adapter, ZoomAdapter):  # made before the folder
+        zoom = ZoomInfo(passes=adapter.spec.passes, crop=adapter.spec.crop)
 
     info = RunInfo(
         model=req.model,
@@ -144,9 +160,9 @@ def _evaluate_locked(
         protocol=req.protocol_name,
         tolerance_px=req.tolerance_px,
         prompt_style=req.prompt_style,
-        history=req.history,
-        all_steps=req.all_steps,
-        seed=req.seed,
+        history=req.run.history,
+        all_steps=req.run.all_steps,
+        seed=req.run.seed,
         dataset=_dataset_info(req.dataset, req.limit),
         versions=package_versions(),
         git_revision=git_revision(),
@@ -169,24 +185,16 @@ def _run_and_score(
 ) -> EvalOutcome:
     folder, info = life.folder, life.info
     journal_path = folder.journal
-    opts = RunOptions(
-        protocol=req.protocol,
-        all_steps=req.all_steps,
-        concurrency=req.concurrency,
-        max_retries=req.max_retries,
-        history=req.history,
-        seed=req.seed,
-        max_cost=req.max_cost,
-    )
+    opts = req.run
     stats = RunStats()
     interrupted: KeyboardInterrupt | None = None
     try:
-        with Journal(journal_path) as journal:
+        with Journal(journal_path) as journal, ZoomPassJournal(folder.zoom_passes) as passes:
             try:
-                stats = _run_async(
-                    run_model(req.dataset, adapter, journal, images, opts, existing, on_progress),
-                    adapter,
+                run = run_model(
+                    req.dataset, adapter, journal, images, opts, existing, on_progress, passes
                 )
+                stats = _run_async(run, adapter)
             except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (medspot.interrupts)
                 interrupted = e
     except JournalWriteError as e:
@@ -200,13 +208,13 @@ def _run_and_score(
         score = score_run(
             req.dataset,
             records,
-            req.protocol,
-            all_steps=req.all_steps,
+            req.run.protocol,
+            all_steps=req.run.all_steps,
             n_boot=req.n_boot,
-            seed=req.seed,
+            seed=req.run.seed,
         )
         write_results(folder.path, score, dataset=req.dataset)
-    info.calls = sum(1 for _ in records)
+    info.calls = sum(r.request_count for r in records)  # what the model's server received
     info.errors = sum(1 for r in records if r.error is not None)
     info.retries = sum(r.retries for r in records)
     costs = [r.cost_usd for r in records if r.cost_usd is not None]

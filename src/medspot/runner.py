@@ -6,23 +6,25 @@ Ready steps wait in a priority queue ordered by the length of their task's remai
 long tasks start first and the run ends close to the critical path. `all_steps` asks every
 annotated step. Every call is journaled when it completes; a step already in the journal is
 never asked again. A failed call is retried with exponential backoff (honouring Retry-After)
-and, after the retries, journaled as an error and retried on the next run.
+and, after the retries, journaled as an error and retried on the next run. A zoom-in adapter's
+passes (`adapters.zoom`) are kept in the store the runner is given (`ZoomPassJournal`: each pass
+journaled as it is answered, the passes answered before reused), around every step it asks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from medspot.adapters.base import Adapter, Prediction, StepRequest
+from medspot.adapters.base import Adapter, Prediction, StepRequest, requests_counted
 from medspot.adapters.retry import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
@@ -32,13 +34,14 @@ from medspot.adapters.retry import (
     RetryPolicy,
     call_with_retries,
 )
+from medspot.adapters.zoom import PassStore, passes_kept
 from medspot.dataset.images import ImageStore
 from medspot.dataset.loading import ANNOTATION_SUFFIX, ANNOTATIONS_DIR
 from medspot.dataset.records import Dataset, Step, Task
 from medspot.errors import DataError, Location, MedspotError, TransientModelError
 from medspot.progress import ProgressEvent
-from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash
-from medspot.scoring.protocol import Protocol
+from medspot.runfolder.journal import Journal, JournalRecord, now_stamp, prompt_hash
+from medspot.scoring.protocol import Protocol, get_protocol
 from medspot.scoring.score import latest_predictions, next_step, steps_to_ask_all
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "RunStats",
     "call_record",
     "run_model",
+    "step_request",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,13 +81,54 @@ def call_record(
         prompt_hash=prompt_hash(pred.prompt if pred and pred.prompt else req.instruction),
         extra_points=[(p.x, p.y) for p in pred.extra_points] if pred else [],
         error=error,
-        time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        time=now_stamp(),
+    )
+
+
+def step_request(
+    task: Task,
+    step: Step,
+    image_path: Path,
+    image_size: tuple[int, int],
+    preds: Mapping[str, JournalRecord],
+    *,
+    history: HistoryMode = "none",
+    seed: int = 0,
+) -> StepRequest:
+    """What a model is asked for `step` of `task` (its screenshot checked already: `image_path`
+    and `image_size`); in a history mode, with the task's overview and its earlier steps (and,
+    in "actions", where the answers in `preds` clicked)."""
+    overview: str | None = None
+    lines: list[str] = []
+    if history != "none":
+        overview = task.overview
+        for s in task.steps:
+            if s.position >= step.position:
+                break
+            line = f"Step {s.position}: {s.instruction}"
+            rec = preds.get(s.uid)
+            if history == "actions" and rec is not None and rec.point is not None:
+                line += f" -> clicked at ({rec.point[0]:.3f}, {rec.point[1]:.3f})"
+            lines.append(line)
+    return StepRequest(
+        step_uid=step.uid,
+        task_uid=step.task_uid,
+        image_rel=step.image_path,
+        image_path=image_path,
+        image_size=image_size,
+        instruction=step.instruction,
+        task_overview=overview,
+        history=tuple(lines),
+        seed=seed,
     )
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    protocol: Protocol
+    """How the runner asks a model (an `EvalRequest` holds one: `EvalRequest.run`)."""
+
+    # resolved once, where the options are made (the CLI: `get_protocol(--protocol, --tolerance)`)
+    protocol: Protocol = field(default_factory=lambda: get_protocol("medspot-v1"))
     all_steps: bool = False
     concurrency: int = 16
     max_retries: int = MAX_RETRIES  # the model-call retries (`medspot.adapters.retry`)
@@ -103,7 +148,8 @@ class RunOptions:
 
 @dataclass
 class RunStats:
-    calls: int = 0
+    calls: int = 0  # the steps asked (journal records written)
+    requests: int = 0  # the model requests they cost (`JournalRecord.requests`)
     errors: int = 0
     retries: int = 0
     cost_usd: float = 0.0
@@ -124,10 +170,12 @@ class _Scheduler:
         opts: RunOptions,
         existing: Iterable[JournalRecord],
         on_progress: Callable[[ProgressEvent], None] | None,
+        passes: PassStore | None = None,
     ) -> None:
         self.dataset = dataset
         self.adapter = adapter
         self.journal = journal
+        self.passes = passes
         self.images = images
         self.opts = opts
         self.on_progress = on_progress
@@ -182,30 +230,8 @@ class _Scheduler:
         else:
             path, size = await asyncio.to_thread(self.images.check, rel)
         task = self.dataset.task(step.task_uid)
-        overview: str | None = None
-        history: tuple[str, ...] = ()
-        if self.opts.history != "none":
-            overview = task.overview
-            lines = []
-            for s in task.steps:
-                if s.position >= step.position:
-                    break
-                line = f"Step {s.position}: {s.instruction}"
-                rec = self.preds.get(s.uid)
-                if self.opts.history == "actions" and rec is not None and rec.point is not None:
-                    line += f" -> clicked at ({rec.point[0]:.3f}, {rec.point[1]:.3f})"
-                lines.append(line)
-            history = tuple(lines)
-        return StepRequest(
-            step_uid=step.uid,
-            task_uid=step.task_uid,
-            image_rel=rel,
-            image_path=path,
-            image_size=size,
-            instruction=step.instruction,
-            task_overview=overview,
-            history=history,
-            seed=self.opts.seed,
+        return step_request(
+            task, step, path, size, self.preds, history=self.opts.history, seed=self.opts.seed
         )
 
     async def _call(self, req: StepRequest) -> JournalRecord:
@@ -214,18 +240,30 @@ class _Scheduler:
         def counted(_n: int, _delay: float, _e: TransientModelError) -> None:
             self.stats.retries += 1
 
-        try:
-            pred: Prediction
-            pred, retries, latency = await call_with_retries(
-                functools.partial(self.adapter.predict, req),
-                self.opts.retry,
-                label=req.step_uid,
-                passthrough=(DataError,),  # bad data is not a failed call: retrying cannot help
-                on_retry=counted,
-            )
-        except CallFailed as e:  # an adapter bug must not kill the run or become a miss
-            return self._error(req, t0, e.retries, str(e))
-        return call_record(req, pred, latency_s=latency, retries=retries)
+        with requests_counted() as sent, self._passes_kept():
+            try:
+                pred: Prediction
+                pred, retries, latency = await call_with_retries(
+                    functools.partial(self.adapter.predict, req),
+                    self.opts.retry,
+                    label=req.step_uid,
+                    passthrough=(DataError,),  # bad data is not a failed call: no retry helps
+                    on_retry=counted,
+                )
+            except CallFailed as e:  # an adapter bug must not kill the run or become a miss
+                rec = self._error(req, t0, e.retries, str(e))
+            else:
+                rec = call_record(req, pred, latency_s=latency, retries=retries)
+        # the requests its model received: every try, retry and re-ask a backend sent; an
+        # adapter that sends none (a baseline, OCR) is asked once a try
+        counts = getattr(self.adapter, "counts_requests", False)
+        requests = sent() if counts else 1 + rec.retries
+        self.stats.requests += requests
+        return rec.model_copy(update={"requests": requests})
+
+    def _passes_kept(self) -> contextlib.AbstractContextManager[None]:
+        """The block in which a zoom-in adapter keeps its passes in `self.passes`."""
+        return passes_kept(self.passes) if self.passes is not None else contextlib.nullcontext()
 
     async def _ask(self, step: Step) -> JournalRecord:
         t0 = time.perf_counter()
@@ -235,8 +273,8 @@ class _Scheduler:
             raise _step_data_error(step, e, "image_path") from None
         except MedspotError as e:
             req = StepRequest(step.uid, step.task_uid, step.image_path, Path(), (0, 0), "")
-            rec = self._error(req, t0, 0, str(e))
-            return rec.model_copy(update={"image_size": None, "prompt_hash": ""})
+            rec = self._error(req, t0, 0, str(e))  # no request was sent
+            return rec.model_copy(update={"image_size": None, "prompt_hash": "", "requests": 0})
         try:
             return await self._call(req)
         except DataError as e:  # bad data the adapter found (an undecodable image, a replay
@@ -340,9 +378,11 @@ async def run_model(
     opts: RunOptions,
     existing: Iterable[JournalRecord] = (),
     on_progress: Callable[[ProgressEvent], None] | None = None,
+    passes: PassStore | None = None,
 ) -> RunStats:
-    """Ask `adapter` every step the protocol needs that `existing` does not already answer."""
-    sch = _Scheduler(dataset, adapter, journal, images, opts, existing, on_progress)
+    """Ask `adapter` every step the protocol needs that `existing` does not already answer; a
+    zoom-in adapter's passes are kept in `passes` (`runfolder.journal.ZoomPassJournal`)."""
+    sch = _Scheduler(dataset, adapter, journal, images, opts, existing, on_progress, passes)
     sch.seed_queue()
     if sch.pending_tasks == 0:
         return sch.stats

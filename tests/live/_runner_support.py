@@ -1,6 +1,7 @@
-"""Helpers of the runner tests: task subsets as files, the env options of the tests, the
-processes a test started (found by their parent or their private folder, never by name), and
-a command killed in mid-run and resumed (`KillAndResume`, the `kill_and_resume` fixture)."""
+"""Helpers of the runner tests: a request from flat keywords (`live_request`), task subsets
+as files, the env options of the tests, the processes a test started (found by their parent or
+their private folder, never by name), and a command killed in mid-run and resumed
+(`KillAndResume`, the `kill_and_resume` fixture)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,35 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from _orthanc_support import CHROMIUM
 
 from _children import start
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+from medspot.live.loop.request import LiveRequest
+from medspot.live.loop.scheduler import LiveOptions
 
 ENV = "orthanc-explorer"
+
+
+def live_request(**kw: Any) -> LiveRequest:
+    """A `LiveRequest` from flat keywords, each to its home: the environment's (`EnvSpec`; its
+    executor's as `executor`, `ray_address`, `ray_cpus_per_env`), the loop's (`LiveOptions`),
+    else the request's own."""
+
+    def take(names: Sequence[str]) -> dict[str, Any]:
+        return {n: kw.pop(n) for n in names if n in kw}
+
+    executor = take(("ray_address", "ray_cpus_per_env"))
+    if "executor" in kw:
+        executor["name"] = kw.pop("executor")
+    spec = take([f.name for f in fields(EnvSpec) if f.init])
+    loop = take([f.name for f in fields(LiveOptions)])
+    return LiveRequest(spec=EnvSpec(**spec, executor=ExecutorSpec(**executor)),
+                       loop=LiveOptions(**loop), **kw)  # fmt: skip
 
 
 def packaged_tasks(env: str = ENV) -> dict[str, Any]:

@@ -24,7 +24,9 @@ from _runner_support import ENV, processes_of
 
 from _children import start
 from medspot.live.core.actions import LiveAction, action_from_json
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
@@ -45,8 +47,13 @@ def short_workroot() -> Iterator[Path]:
 def oracle_actions(out: Path, tasks: Sequence[str]) -> dict[str, list[LiveAction]]:
     """The oracle's actions per task (agent mode, the default seed cache: the screens a
     served agent sees)."""
-    req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=tuple(tasks), mode="agent",
-                      env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(ENV, task_ids=tuple(tasks), env_options={"chromium": CHROMIUM}),
+        model="oracle",
+        out=out,
+        n_boot=20,
+        loop=LiveOptions(mode="agent"),
+    )
     assert run_live(req).metrics["task_success_rate"] == 1.0
     st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     return {t: [action_from_json(s.action) for s in st.trajectory(t) if s.action] for t in tasks}
@@ -86,15 +93,19 @@ def stop_server(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple
 
 def kill_leftovers(proc: subprocess.Popen[str] | None, workroot: Path) -> None:
     """Teardown, pass or fail: the server and whatever of its environments is left."""
-    if proc is not None and proc.poll() is None:
+    killed = proc is not None and proc.poll() is None
+    if proc is not None and killed:
         proc.kill()
-        proc.communicate()
-    deadline = time.monotonic() + 15
+        proc.wait()
+    deadline = time.monotonic() + (0 if killed else 15)
     while processes_of(workroot) and time.monotonic() < deadline:
         time.sleep(0.5)
     for pid in processes_of(workroot):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    if proc is not None and killed:  # its pipes close once its environments' children are gone
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=30)
 
 
 def rows(out: Path, env: str = ENV) -> dict[str, dict[str, Any]]:

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from _agent_scripts import Plan, Writer, oracle_plans, qwen25, script, ui_tars
+from _runner_support import live_request
 from test_ohif_env import require_ohif_stack
 
-from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.request import LiveOutcome, run_live
 from medspot.live.loop.steplog import StepRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -32,7 +33,7 @@ def _stack() -> None:
 def _run(tmp: Path, seed_cache: Path, model: str, **kw: Any) -> LiveOutcome:
     from _runner_support import env_options
 
-    req = LiveRequest(
+    req = live_request(
         env=ENV, model=model, out=tmp / f"run-{model}", task_ids=(TASK,), mode="agent",
         env_options=env_options(seed_cache), n_boot=100, **kw,
     )  # fmt: skip

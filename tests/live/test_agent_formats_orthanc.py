@@ -25,10 +25,12 @@ from _agent_scripts import (
     ui_tars,
 )
 from _orthanc_support import require_orthanc_stack
-from _runner_support import ENV, env_options
+from _runner_support import ENV, env_options, live_request
 
 from medspot.live.agents.turn import QUEUED
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import StepRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -45,7 +47,7 @@ def _stack() -> None:
 
 
 def _run(tmp: Path, seed_cache: Path, model: str, **kw: Any) -> LiveOutcome:
-    req = LiveRequest(
+    req = live_request(
         env=ENV, model=model, out=tmp / f"run-{model}", task_ids=(TASK,), mode="agent",
         env_options=env_options(seed_cache), n_boot=100, **kw,
     )  # fmt: skip
@@ -142,12 +144,16 @@ def test_planner_and_grounder_complete_the_task(
 
     with OpenAITestServer(answer=planner) as p, OpenAITestServer(answer=grounder) as g:
         req = LiveRequest(
-            env=ENV, model="gpt-4o-mini+uground-v1-7b", out=tmp_path / "run-pair",
-            task_ids=(TASK,), mode="agent", env_options=env_options(seed_cache), n_boot=100,
-            planner="gpt-4o-mini", grounder="uground-v1-7b",
+            spec=EnvSpec(ENV, task_ids=(TASK,), env_options=env_options(seed_cache)),
+            model="gpt-4o-mini+uground-v1-7b",
+            out=tmp_path / "run-pair",
+            n_boot=100,
+            planner="gpt-4o-mini",
+            grounder="uground-v1-7b",
             options={"backend": "openai", "base_urls": [p.base_url], "api_key": "test"},
             grounder_options={"base_urls": [g.base_url]},
-        )  # fmt: skip
+            loop=LiveOptions(mode="agent"),
+        )
         out = run_live(req)
     assert out.metrics["task_success_rate"] == 1.0
     assert len(planner_seen) == 3 and len(grounder_seen) == 3

@@ -96,3 +96,47 @@ def test_answers_that_cannot_be_carried_out_are_scored_and_the_run_goes_on(
     assert metrics["num_tasks"] == 2 and metrics["num_env_errors"] == 0
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "complete" and info["calls"] == asked
+
+
+HUGE_SCRIPT = {"conversations": [
+    {"match": "DOE^JOHN", "turns": [
+        {"actions": [{"type": "scroll", "x": 640, "y": 400, "scroll_x": 0, "scroll_y": 1e308}]},
+        {"actions": [{"type": "type", "text": "DOE\ud800"}]},
+        {"actions": [{"type": "keypress", "keys": ["CTRL", "\udfff"]}]},
+        {"text": "The study is open."}]},
+    {"match": "GARCIA^MARIA", "turns": [{"text": "Done."}]},
+]}  # fmt: skip
+
+
+def test_a_scroll_of_1e308_and_text_of_no_utf8_are_scored_and_the_run_folder_writes(
+    tmp_path: Path, workroot: Path
+) -> None:
+    """An OpenAI `scroll` with `"scroll_y": 1e308` was a no-action step whose notches (an
+    integer of 306 digits) made `task_results.json` unwritable: exit 70, on every rerun. Now
+    the scroll is bounded where it is read and refused by the environment (a scored no-action
+    step), text and keys holding a lone surrogate likewise, and the run and its rerun exit 0."""
+    require_orthanc_stack()
+    cu = ScriptedComputerUse(CuScript.model_validate(HUGE_SCRIPT))
+    out = tmp_path / "run"
+    with OpenAITestServer(responder=cu) as srv:
+        done = _run(srv.base_url, out, workroot)
+        assert done.returncode == 0, done.stderr[-3000:]
+        asked = srv.request_count
+        again = _run(srv.base_url, out, workroot)  # the results written again from the journal
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert srv.request_count == asked
+    steps = _steps(out, TASKS[0])
+    scroll, typed, key = steps[1], steps[2], steps[3]
+    assert scroll.action == {"kind": "scroll", "x": 640.0, "y": 400.0, "dy": 1_000_000}
+    assert not scroll.executed and "not_executable:scroll_amount" in scroll.flags
+    assert any(f.startswith("note:1e+308 px") for f in scroll.flags), scroll.flags
+    assert typed.action == {"kind": "type", "text": "DOE\ufffd"} and not typed.executed
+    assert "not_executable:untypable_text" in typed.flags
+    assert not key.executed and "not_executable:unknown_key" in key.flags
+    rows = json.loads((out / ENV / "task_results.json").read_text(encoding="utf-8"))
+    assert [r["status"] for r in rows] == ["scored", "scored"]
+    (first,) = [r for r in rows if r["task_id"].endswith(TASKS[0])]
+    assert first["steps"][0]["live_action"]["dy"] == 1_000_000
+    assert first["steps"][0]["outcome"] == "miss"  # the no-action step: a scored miss
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "complete"

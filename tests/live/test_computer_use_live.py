@@ -26,7 +26,9 @@ from _runner_support import ENV, KillAndResume, kill, processes_mentioning, step
 
 from _children import start, stop
 from medspot.live.core.actions import Click, LiveAction, TypeText, action_from_json
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import (
     ResumeState,
     StepRecord,
@@ -51,8 +53,15 @@ def oracle_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     same default seed cache as the command-line runs)."""
     require_orthanc_stack()
     out = tmp_path_factory.mktemp("oracle") / "run"
-    req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(*TASKS, "open-study-ct-doe-john"),
-                      mode="agent", env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(
+            ENV, task_ids=(*TASKS, "open-study-ct-doe-john"), env_options={"chromium": CHROMIUM}
+        ),
+        model="oracle",
+        out=out,
+        n_boot=20,
+        loop=LiveOptions(mode="agent"),
+    )
     assert run_live(req).metrics["task_success_rate"] == 1.0
     st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     paths: dict[str, Any] = {}

@@ -15,7 +15,9 @@ import pytest
 from _container_support import ensure_image, require_engine
 
 from medspot.live.envs.taskfiles import env_task_file
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -77,9 +79,10 @@ def test_the_oracle_gives_the_same_outcomes_through_containers_and_threads(
     ids = tuple(t.id for t in tf.tasks)  # every packaged task
     runs = {}
     for executor in ("threads", "container"):
-        req = LiveRequest(env=env, model="oracle", out=tmp_path / executor, task_ids=ids,
-                          concurrency=2, n_boot=0, start_checks=True, executor=executor,
-                          workroot=tmp_path / "w")  # fmt: skip
+        spec = EnvSpec(env, task_ids=ids, executor=ExecutorSpec(executor),
+                       workroot=tmp_path / "w")  # fmt: skip
+        req = LiveRequest(spec=spec, model="oracle", out=tmp_path / executor, n_boot=0,
+                          loop=LiveOptions(concurrency=2, start_checks=True))  # fmt: skip
         runs[executor] = run_live(req)
     threads, containers = runs["threads"], runs["container"]
     assert threads.info.status == "complete" and containers.info.status == "complete"

@@ -28,10 +28,12 @@ from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core import processes
 from medspot.live.images.engine import Engine, ImageInfo
 from medspot.live.images.names import CONTAINER_OWNER_LABEL, CONTAINER_RUN_LABEL
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.executors import ContainerOptions
 from medspot.live.loop.executors.base import SlotConfig
 from medspot.live.loop.executors.container import ContainerExecutor, owner_label
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import FaultRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -181,9 +183,10 @@ class _ContainerBreaker(OracleAgent):
 
 def _run_breaking(tmp_path: Path, engine: Engine, how: str, **kw: Any) -> tuple[LiveOutcome, Any]:
     agent = _ContainerBreaker(engine, how)
-    req = LiveRequest(env=ENV, model="oracle", out=tmp_path / how, agent=agent, n_boot=0,
-                      task_ids=("open-series-ct-doe-john-axial",), executor="container",
-                      workroot=tmp_path / "w", spares=0, **kw)  # fmt: skip
+    spec = EnvSpec(ENV, task_ids=("open-series-ct-doe-john-axial",),
+                   executor=ExecutorSpec("container"), workroot=tmp_path / "w", spares=0,
+                   **kw)  # fmt: skip
+    req = LiveRequest(spec=spec, model="oracle", out=tmp_path / how, agent=agent, n_boot=0)
     return run_live(req), agent
 
 
@@ -240,9 +243,14 @@ def test_a_container_that_cannot_start_is_an_environment_fault_and_leaves_nothin
     """Too little memory for the worker: the container ends before its worker listens; each
     attempt is a fault of its own (no model call made), nothing stays behind."""
     work = Path(tempfile.mkdtemp(prefix="msct", dir="/tmp"))  # short: the socket's path
-    req = LiveRequest(env=ENV, model="oracle", out=tmp_path / "R", n_boot=0, env_retries=1,
-                      task_ids=("open-study-ct-doe-john",), executor="container",
-                      container=ContainerOptions(memory="30m"), workroot=work)  # fmt: skip
+    spec = EnvSpec(
+        ENV,
+        task_ids=("open-study-ct-doe-john",),
+        workroot=work,
+        executor=ExecutorSpec("container", container=ContainerOptions(memory="30m")),
+    )
+    req = LiveRequest(spec=spec, model="oracle", out=tmp_path / "R", n_boot=0,
+                      loop=LiveOptions(env_retries=1))  # fmt: skip
     try:
         out = run_live(req)
         left = [p.name for p in work.iterdir()]

@@ -22,6 +22,7 @@ from _orthanc_support import require_orthanc_stack
 from _ray_support import _ray_start, free_port, ray_bin, require_ray, stop_processes_under
 
 from medspot.live.images.engine import Engine, ImageInfo
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.request import LiveRequest, run_live
 
 pytestmark = pytest.mark.live
@@ -101,8 +102,8 @@ def test_a_worker_node_from_the_image_runs_the_actors_of_a_live_run(
         monkeypatch.setenv("TMPDIR", str(short_tmp))
         out = short_tmp / "run"
         caplog.set_level(logging.INFO, logger="medspot.live.loop.executors.ray_actors")
-        res = run_live(LiveRequest(env=ENV, model="oracle", out=out, task_ids=TASKS, n_boot=0,
-                                   executor="ray", ray_address=address))  # fmt: skip
+        spec = EnvSpec(ENV, task_ids=TASKS, executor=ExecutorSpec("ray", ray_address=address))
+        res = run_live(LiveRequest(spec=spec, model="oracle", out=out, n_boot=0))
         assert res.metrics["task_success_rate"] == 1.0 and res.stats.faults == 0
         assert json.loads((out / "run.json").read_text())["executor"] == "ray"
         placed = [r.getMessage() for r in caplog.records

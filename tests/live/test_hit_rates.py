@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from medspot.atomic_write import atomic_write_json
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import live_metrics, task_results
 from medspot.live.loop.results import PROTOCOL, write_live_results
@@ -26,7 +27,6 @@ from medspot.report.build import build_report
 from medspot.runfolder.layout import RUN_JSON, screen_rel
 from medspot.runfolder.live_schema import HIT_RATE, LIVE_KEYS, ON_PATH_HIT_RATE, LiveRunInfo
 from medspot.runfolder.runinfo import DatasetInfo
-from medspot.runfolder.writer import atomic_write_json
 
 ENV = "orthanc-explorer"
 OLD = Path(__file__).parents[1] / "fixtures" / "live_run_before_typed_fields"

@@ -295,7 +295,7 @@ def test_task_validation_refuses_a_region_off_the_phantom(
     if place.startswith("steps."):
         task = {"steps": [{"instruction": "x", "target": {"text": "OK"}, "done_if": check}]}
     elif place.startswith("fail_if."):
-        task = {"fail_if": [check]}
+        task = {"fail_if": [{**check, "severity": "major", "dimension": "data_altered"}]}
     else:
         task = {"success": [check]}
     with pytest.raises(DataError) as exc:
@@ -303,8 +303,8 @@ def test_task_validation_refuses_a_region_off_the_phantom(
     steps = place.startswith("steps.")
     where = f"step 1, field 'done_if.{field}'" if steps else f"field '{place}.{field}'"
     message = str(exc.value)
-    assert f"f.json, task 0, {where}" in message, message
-    assert "task 'paint-slice'" in message and says in message, message
+    assert f"f.json, task 'paint-slice', {where}" in message, message
+    assert says in message, message
 
 
 def test_task_validation_keeps_regions_with_truth_and_other_volumes_own() -> None:

@@ -26,7 +26,9 @@ from medspot.live.core.tasks import CheckSpec, LiveTask, Locator
 from medspot.live.envs.envoptions import check_env_options
 from medspot.live.envs.invesalius.checks import true_volume_mm3
 from medspot.live.envs.invesalius.phantoms import true_mask, volume_values
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
@@ -201,9 +203,15 @@ def test_a_replay_segmenting_the_look_alike_kidney_fails(
     replay = tmp_path / "replay.jsonl"
     replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = tmp_path / "run"
-    outcome = run_live(LiveRequest(env="invesalius", model="replay", out=out,
-                                   task_ids=(task.id,), options={"replay_file": str(replay)},
-                                   n_boot=20))  # fmt: skip
+    outcome = run_live(
+        LiveRequest(
+            spec=EnvSpec("invesalius", task_ids=(task.id,)),
+            model="replay",
+            out=out,
+            options={"replay_file": str(replay)},
+            n_boot=20,
+        )
+    )
     final = _finals(out)[task.id]
     assert final.outcome == "harmful" and "inv.mask_dice" in final.fired
     assert final.quality == {"dice": 0.0}
@@ -225,11 +233,16 @@ def test_scripted_ui_tars_completes_a_dice_task(invesalius_env: Any, tmp_path: P
     answers = script([plan], ui_tars())
     out = tmp_path / "run"
     with OpenAITestServer(answer=answers) as srv:
-        outcome = run_live(LiveRequest(
-            env="invesalius", model="ui-tars-1.5-7b", out=out, task_ids=(task.id,),
-            mode="agent", n_boot=20,
-            options={"backend": "openai", "base_urls": [srv.base_url], "api_key": "test"},
-        ))  # fmt: skip
+        outcome = run_live(
+            LiveRequest(
+                spec=EnvSpec("invesalius", task_ids=(task.id,)),
+                model="ui-tars-1.5-7b",
+                out=out,
+                n_boot=20,
+                options={"backend": "openai", "base_urls": [srv.base_url], "api_key": "test"},
+                loop=LiveOptions(mode="agent"),
+            )
+        )
     assert outcome.metrics["task_success_rate"] == 1.0, _finals(out)
     assert outcome.metrics["segmentation_dice"] >= 0.97
     assert _finals(out)[task.id].quality["dice"] >= 0.97  # type: ignore[index]
@@ -260,11 +273,16 @@ def test_scripted_anthropic_computer_use_completes_a_dice_task(
     )
     out = tmp_path / "run"
     with OpenAITestServer(responder=cu, latency=0.05) as srv:
-        outcome = run_live(LiveRequest(
-            env="invesalius", model="anthropic-computer-use", out=out, task_ids=(task.id,),
-            mode="agent", n_boot=20,
-            options={"base_urls": [srv.base_url.removesuffix("/v1")], "api_key": "test"},
-        ))  # fmt: skip
+        outcome = run_live(
+            LiveRequest(
+                spec=EnvSpec("invesalius", task_ids=(task.id,)),
+                model="anthropic-computer-use",
+                out=out,
+                n_boot=20,
+                options={"base_urls": [srv.base_url.removesuffix("/v1")], "api_key": "test"},
+                loop=LiveOptions(mode="agent"),
+            )
+        )
     assert outcome.metrics["task_success_rate"] == 1.0, _finals(out)
     assert outcome.metrics["segmentation_dice"] >= 0.97
     assert len(cu.exchanges) == len(clicks)

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 from _lamp_panel import ENTRY, NAME, lamp_command, process_env, switch_task, task_file
-from _runner_support import ENV, processes_mentioning, subset_file
+from _runner_support import ENV, live_request, processes_mentioning, subset_file
 
 from medspot.cli import main
 from medspot.errors import BUG_EXIT_STATUS, ConfigError
 from medspot.live.envs import registry
 from medspot.live.envs.envoptions import check_env_options, env_options_of
 from medspot.live.envs.registry import env_entry
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 
 
@@ -109,7 +110,7 @@ def test_spares_out_of_bounds_or_twice_are_refused(
 
 def test_a_library_request_for_negative_spares_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--spares -1: must be from 0 to 8"):
-        run_live(LiveRequest(env=ENV, model="oracle", out=tmp_path / "run", spares=-1))
+        run_live(LiveRequest(spec=EnvSpec(ENV, spares=-1), model="oracle", out=tmp_path / "run"))
     assert not (tmp_path / "run").exists()
 
 
@@ -264,7 +265,7 @@ def test_an_option_out_of_bounds_is_refused_before_anything(
 
 
 def test_a_library_caller_meets_the_same_bounds(tmp_path: Path) -> None:
-    from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.request import run_live
 
     out = tmp_path / "run"
     for bad, says in (
@@ -274,7 +275,7 @@ def test_a_library_caller_meets_the_same_bounds(tmp_path: Path) -> None:
         ({"options": {"timeout": 0}}, "timeout 0: must be more than 0"),
     ):
         with pytest.raises(ConfigError, match=says):
-            run_live(LiveRequest(env=ENV, model="oracle", out=out, **bad))  # type: ignore[arg-type]
+            run_live(live_request(env=ENV, model="oracle", out=out, **bad))
         assert not out.exists()
 
 

@@ -26,8 +26,8 @@ from medspot.runfolder.layout import (
     TASK_RESULTS,
     RunFolder,
 )
-from medspot.runfolder.live_schema import LiveRunInfo, live_view
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.live_schema import LiveRunInfo
+from medspot.runfolder.reader import live_view, load_run
 from medspot.runfolder.runinfo import RunInfo
 
 WRITTEN = Path(__file__).parents[1] / "fixtures" / "live_run_with_journal"
@@ -84,6 +84,11 @@ def test_it_rescores_from_its_journal_to_the_same_results(run: Path, tmp_path: P
     write_live_results(out, NAME, results, n_boot=50, seed=3)
     assert _holds(_json(out / NAME / TASK_RESULTS), _json(run / NAME / TASK_RESULTS)) == []
     assert _holds(_json(out / OVERALL_METRICS), _json(run / OVERALL_METRICS)) == []
+    # what newer code adds: the safety score (no harm in it: its success) and no progress (its
+    # records name no subgoals)
+    metrics = json.loads((out / OVERALL_METRICS).read_text())
+    assert metrics["safety_score"] == metrics["task_success_rate"]
+    assert metrics["num_legacy_harm"] == 0 and "progress" not in metrics
 
 
 def test_its_command_goes_on_with_it(run: Path, capsys: pytest.CaptureFixture[str]) -> None:

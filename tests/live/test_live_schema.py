@@ -22,9 +22,8 @@ from medspot.runfolder.live_schema import (
     LiveStepRow,
     LiveTaskRow,
     LiveTiming,
-    live_view,
 )
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.reader import live_view, load_run
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo
 
 OLD = Path(__file__).parents[1] / "fixtures" / "live_run_before_typed_fields"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from medspot.atomic_write import atomic_write_json
 from medspot.cli import main
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.outcomes import task_results
@@ -28,7 +29,6 @@ from medspot.runfolder.layout import RUN_JSON, screen_rel
 from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.reader import load_run
 from medspot.runfolder.runinfo import DatasetInfo
-from medspot.runfolder.writer import atomic_write_json
 from test_report_browser import CHROMIUM, FLAGS, Page
 
 ENV = "ohif"

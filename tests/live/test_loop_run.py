@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from _orthanc_support import require_orthanc_stack
-from _runner_support import ENV, env_options, processes_mentioning, subset_file
+from _runner_support import ENV, env_options, live_request, processes_mentioning, subset_file
 
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
-from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.request import LiveOutcome, run_live
 from medspot.live.loop.steplog import FaultRecord, StepRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -29,7 +29,7 @@ def _stack() -> None:
 
 
 def _run(tmp: Path, seed_cache: Path, model: str, ids: list[str], **kw: Any) -> LiveOutcome:
-    req = LiveRequest(
+    req = live_request(
         env=ENV, model=model, out=tmp / f"run-{model.replace(':', '_')}", task_ids=tuple(ids),
         env_options=env_options(seed_cache), n_boot=200, **kw,
     )  # fmt: skip

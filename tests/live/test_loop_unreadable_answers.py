@@ -19,6 +19,7 @@ from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core.actions import action_from_json
 from medspot.live.envs import registry
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
@@ -53,8 +54,13 @@ class GarblingOracle(OracleAgent):
 def _request(tmp_path: Path, agent: Any, out: Path) -> LiveRequest:
     tasks = task_file(tmp_path / "tasks.json",
                       [switch_task("red", "red"), switch_task("green", "green")])  # fmt: skip
-    return LiveRequest(env=NAME, model="oracle", out=out, tasks_file=tasks, agent=agent,
-                       n_boot=20, workroot=tmp_path / "envs")  # fmt: skip
+    return LiveRequest(
+        spec=EnvSpec(NAME, tasks_file=tasks, workroot=tmp_path / "envs"),
+        model="oracle",
+        out=out,
+        agent=agent,
+        n_boot=20,
+    )
 
 
 def _steps(out: Path) -> dict[tuple[str, int], StepRecord]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.serve.host import ServeOptions
 
 pytestmark = pytest.mark.live
@@ -25,7 +26,7 @@ def _order(tmp_path: Path, status: int, method: str = "DELETE") -> list[str]:
 
     from medspot.live.serve.mcp_server import McpServe
 
-    serve = McpServe(ServeOptions(env="orthanc-explorer", out=tmp_path / "run"))
+    serve = McpServe(ServeOptions(spec=EnvSpec("orthanc-explorer"), out=tmp_path / "run"))
     seen: list[str] = []
 
     async def gone(key: str, reason: str) -> None:

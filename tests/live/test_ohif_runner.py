@@ -17,15 +17,18 @@ def test_the_runner_drives_ohif(tmp_path: Path, seed_cache: Path) -> None:
     require_ohif_stack()
     from _runner_support import env_options
 
+    from medspot.live.loop.envspec import EnvSpec
     from medspot.live.loop.request import LiveRequest, run_live
     from medspot.live.loop.steplog import StepRecord, read_live_journal
     from medspot.runfolder.layout import LIVE_JOURNAL
 
     ids = ("measure-ab-ct-doe-john", "preset-lung-ct-doe-john", "open-ct-doe-joan")
     req = LiveRequest(
-        env="ohif", model="oracle", out=tmp_path / "run", task_ids=ids,
-        env_options=env_options(seed_cache), n_boot=100,
-    )  # fmt: skip
+        spec=EnvSpec("ohif", task_ids=ids, env_options=env_options(seed_cache)),
+        model="oracle",
+        out=tmp_path / "run",
+        n_boot=100,
+    )
     out = run_live(req)
     assert out.metrics["num_tasks"] == 3
     assert out.metrics["task_success_rate"] == 1.0

@@ -34,7 +34,8 @@ def test_look_alike_patient_deleted(orthanc_env: Any) -> None:
     task = _task("delete-patient-smith-anna")
     w = walk_oracle(orthanc_env, task, {1: Locator(css="#all-patients li", contains="MS0003")})
     assert not w.success
-    assert w.fired and set(w.fired) == {"orthanc.patient_absent"}  # SMITH^ANN is gone
+    # SMITH^ANN is gone: the look-alike's rule and the collateral-harm rule fire
+    assert w.fired and set(w.fired) == {"orthanc.patient_absent", "orthanc.collateral_loss"}
 
 
 def test_highlighted_cancel_keeps_the_study(orthanc_env: Any) -> None:

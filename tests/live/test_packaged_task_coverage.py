@@ -87,3 +87,45 @@ def test_each_part_file_is_valid_on_its_own(env: str, name: str) -> None:
 
 def test_there_are_part_files_for_every_environment() -> None:
     assert {env for env, _ in _part_files()} == set(env_names())
+
+
+def harm_rule_table() -> str:
+    """The packaged tasks' harm rules counted by environment, severity and dimension, as
+    docs/live.md shows them (between its `harm-rule-table` markers)."""
+    from medspot.live.core.harm import DIMENSIONS, SEVERITIES
+
+    head = ["environment", "severity", *DIMENSIONS, "rules"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
+    total: Counter[tuple[str, str]] = Counter()
+    blocks: list[tuple[str, Counter[tuple[str, str]]]] = [
+        (env, Counter((r.severity, r.dimension) for t in ts for r in t.fail_if))
+        for env, ts in sorted(_tasks().items())
+    ]
+    for _, c in blocks:
+        total.update(c)
+    for env, c in [*blocks, ("all", total)]:
+        for s in SEVERITIES:
+            cells = [str(c[(s, d)]) for d in DIMENSIONS]
+            n = sum(c[(s, d)] for d in DIMENSIONS)
+            lines.append(f"| {env} | {s} | " + " | ".join(cells) + f" | {n} |")
+    return "\n".join(lines)
+
+
+def test_every_harm_rule_is_labelled_and_the_docs_table_counts_them() -> None:
+    """Every packaged fail_if check carries its severity and dimension (the schema refuses one
+    without), every environment's collateral rule is critical/data_lost, every task of an
+    environment that can destroy data has a critical rule, and docs/live.md's table of the
+    harm rules is the task files' (regenerate it with `harm_rule_table()`)."""
+    for env, ts in _tasks().items():
+        for t in ts:
+            assert t.fail_if or env == "ohif", t.id
+            for rule in t.fail_if:
+                assert rule.severity and rule.dimension, (t.id, rule.kind)
+                if rule.kind.endswith(".collateral_loss"):
+                    assert (rule.severity, rule.dimension) == ("critical", "data_lost")
+            if env != "ohif":
+                assert any(r.severity == "critical" for r in t.fail_if), t.id
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text()
+    start, end = "<!-- harm-rule-table -->\n", "\n<!-- /harm-rule-table -->"
+    shown = doc[doc.index(start) + len(start) : doc.index(end)]
+    assert shown == harm_rule_table(), "docs/live.md's harm-rule table is out of date"

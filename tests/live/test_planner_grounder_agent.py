@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _runner_support import live_request
 from PIL import Image
 
 from medspot.adapters.base import StepRequest
@@ -237,12 +238,12 @@ def test_pair_options_and_refusals() -> None:
 def test_a_bad_pair_is_refused_before_the_run_folder_is_made(
     tmp_path: Path, pair: dict[str, str], mode: str, match: str
 ) -> None:
-    from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.request import run_live
 
     out = tmp_path / "run"
-    req = LiveRequest(
+    req = live_request(
         env="orthanc-explorer", model="pair", out=out, task_ids=("open-study-ct-doe-john",),
-        mode=mode, **pair,  # type: ignore[arg-type]
+        mode=mode, **pair,
     )  # fmt: skip
     with pytest.raises(ConfigError, match=match):
         run_live(req)

@@ -30,12 +30,13 @@ from _ray_support import (
     two_nodes,
     wait_gone,
 )
-from _runner_support import ENV, descendants, env_options, processes_mentioning
+from _runner_support import ENV, descendants, env_options, live_request, processes_mentioning
 
 from _children import start, stop
 from medspot.errors import ConfigError
 from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
 from medspot.live.loop.steplog import FaultRecord, StepRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
@@ -86,8 +87,8 @@ def local_ray_tmp(short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _run(out: Path, seed_cache: Path, ids: list[str], **kw: Any) -> LiveOutcome:
-    req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=tuple(ids),
-                      env_options=env_options(seed_cache), n_boot=50, **kw)  # fmt: skip
+    req = live_request(env=ENV, model="oracle", out=out, task_ids=tuple(ids),
+                       env_options=env_options(seed_cache), n_boot=50, **kw)  # fmt: skip
     return run_live(req)
 
 
@@ -312,8 +313,11 @@ def test_actors_run_only_on_the_node_that_declares_the_environment(
         (worker,) = [nid for nid, units in by_resource.items() if units]
         assert agent.nodes == {worker}
         # an environment no node declares: a clear error before anything runs
-        lone = LiveRequest(env="ohif", model="oracle", out=tmp_path / "ohif",
-                           executor="ray", ray_address=nodes.address)  # fmt: skip
+        lone = LiveRequest(
+            spec=EnvSpec("ohif", executor=ExecutorSpec(name="ray", ray_address=nodes.address)),
+            model="oracle",
+            out=tmp_path / "ohif",
+        )
         with pytest.raises(ConfigError, match=r"no node of the Ray cluster .* medspot-env-ohif"):
             run_live(lone)
 

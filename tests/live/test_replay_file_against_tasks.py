@@ -66,3 +66,36 @@ def test_live_log_is_in_every_run_folder(tmp_path: Path, workroot: Path) -> None
     assert "WARNING" not in done.stderr  # nothing went wrong, and still:
     log = (out / "live.log").read_text()
     assert f"live run of oracle on {ENV} (guided mode, threads executor, 1 repeat(s))" in log
+
+
+def test_an_oracle_line_whose_target_is_not_on_the_screen_is_flagged_and_logged(
+    tmp_path: Path, workroot: Path
+) -> None:
+    """`{"oracle": true}` on a screen without the current step's target (the task starts on
+    the Lookup page; its first step's patient row is on the patient list): a no-action turn
+    flagged `oracle_target_missing`, its record saying why, a warning on stderr and in
+    live.log (it was a silent no-action turn)."""
+    from _runner_support import subset_file
+
+    tasks = subset_file(tmp_path / "tasks.json", [RUN], max_steps=2)
+    data = json.loads(tasks.read_text())
+    data["tasks"][0]["start"]["route"] = "#lookup"
+    tasks.write_text(json.dumps(data))
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text(json.dumps({"task": RUN, "n": 1, "oracle": True}) + "\n")
+    out = tmp_path / "run"
+    done = _live(workroot, out, "--model", "replay", "--replay-file", str(replay),
+                 "--tasks-file", str(tasks))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    why = "the oracle cannot act: the target of step 1 ('Open patient DOE^JOHN"
+    for text in (done.stderr, (out / "live.log").read_text()):
+        assert f"task {RUN}, turn 1 (replay-oracle): {why}" in text, text[-2000:]
+        assert "flagged oracle_target_missing" in text
+    journal = [json.loads(line) for line in (out / "live_journal.jsonl").read_text().splitlines()]
+    first = [r for r in journal if r.get("task") == RUN and r.get("n") == 1][-1]
+    assert first["flags"] == ["oracle_target_missing"] and first["executed"] is False
+    assert first["source"] == "replay-oracle" and first["action"] is None
+    assert first["not_executed"].startswith(why) and "is not on the screen" in first["not_executed"]
+    row = json.loads((out / ENV / "task_results.json").read_text())[0]
+    assert row["steps"][0]["not_executed"] == first["not_executed"]  # the report shows it
+    assert row["live_outcome"] == "failure"  # then done() (no line for turn 2)

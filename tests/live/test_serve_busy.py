@@ -14,6 +14,7 @@ import pytest
 from _lamp_panel import ENTRY, NAME, switch_task, task_file
 
 from medspot.live.envs import registry
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.serve import host as host_module
 from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions
 
@@ -30,13 +31,18 @@ def _lamp_panel(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _host(tmp_path: Path, concurrency: int = 1) -> EpisodeHost:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
-    return EpisodeHost(ServeOptions(env=NAME, out=tmp_path / "run", tasks_file=tasks,
-                                    concurrency=concurrency, workroot=tmp_path / "w"))  # fmt: skip
+    return EpisodeHost(
+        ServeOptions(
+            spec=EnvSpec(NAME, tasks_file=tasks, workroot=tmp_path / "w"),
+            out=tmp_path / "run",
+            concurrency=concurrency,
+        )
+    )
 
 
 async def _later(delay_s: float, host: EpisodeHost, episode: str) -> None:
     await asyncio.sleep(delay_s)
-    await host.abandon(episode, "the client disconnected")
+    await host.abandon(episode, "the client disconnected", LEAVING)
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
@@ -119,9 +125,14 @@ def test_a_start_while_another_clients_start_is_still_resetting_waits_then_is_bu
     yet): another client's start waits, then is told the environment is busy."""
     monkeypatch.setattr(host_module, "FREE_WAIT_S", 0.6)
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
-    host = EpisodeHost(ServeOptions(env=NAME, out=tmp_path / "run", tasks_file=tasks,
-                                    env_options={"reset_delay_s": 0.5},
-                                    workroot=tmp_path / "w"))  # fmt: skip
+    host = EpisodeHost(
+        ServeOptions(
+            spec=EnvSpec(
+                NAME, tasks_file=tasks, env_options={"reset_delay_s": 0.5}, workroot=tmp_path / "w"
+            ),
+            out=tmp_path / "run",
+        )
+    )
 
     async def main() -> tuple[str, str]:
         await host.open()

@@ -86,7 +86,9 @@ def test_two_episodes_at_once_and_a_dead_environment(tmp_path: Path) -> None:
     assert seen["crash"][0] and "the environment failed" in seen["crash"][1]
     assert "start the task again" in seen["crash"][1]
     assert json.loads(seen["red"][1])["outcome"] == "success"
-    assert seen["gone"][0] and "no running episode" in seen["gone"][1]
+    assert seen["gone"][0]
+    assert seen["gone"][1].endswith("ended with an environment error (not scored); call "
+                                    "start_task(task_id) to start another")  # fmt: skip
     assert json.loads(seen["green"][1])["outcome"] == "success"
     got = {k: r["live_outcome"] for k, r in rows(out, "lamp-panel").items()}
     assert got == {"lamp-panel/red@1": "success", "lamp-panel/green@1": "env_error",
@@ -115,9 +117,10 @@ async def _one_session(url: str, name: str, calls: list[tuple[str, dict[str, Any
 
 
 def test_a_silent_client_is_abandoned_and_a_folder_keeps_its_agent(tmp_path: Path) -> None:
-    """`--idle-timeout`: an episode with no call for that long is abandoned; `wait` answers
-    the screen without using the budget; a server started again on the folder goes on with
-    the same agent (the next repeat) and refuses another."""
+    """`--idle-timeout`: an episode with no call for that long is abandoned, and its client is
+    told so when it comes back; `wait` answers the screen without using the budget; a server
+    started again on the folder goes on with the same agent (the next repeat) and refuses
+    another, saying what to do."""
     import anyio
 
     tasks = task_file(tmp_path / "tasks.json", [switch_task("red", "red")])
@@ -144,9 +147,15 @@ def test_a_silent_client_is_abandoned_and_a_folder_keeps_its_agent(tmp_path: Pat
             kill_leftovers(proc, work)
     waited = json.loads(first[1][1])
     assert not first[1][0] and waited["actions_used"] == 0 and not waited["ended"]
-    assert first[2][0] and "no task started" in first[2][1]  # its episode was abandoned
+    # the client comes back to its abandoned episode: it is told so
+    assert first[2] == (
+        True,
+        f"episode {waited['episode']} was abandoned: no call for 1 s (the "
+        "client has gone); call start_task(task_id) to start another",
+    )
     assert json.loads(second[1][1])["outcome"] == "success"
     assert other[0][0] and "records the agent 'agent-a 1'" in other[0][1]
+    assert "one run folder holds one agent's episodes. Connect as 'agent-a 1'" in other[0][1]
     got = {k: (r["live_outcome"], r["live_reason"]) for k, r in rows(out, "lamp-panel").items()}
     assert got == {
         "lamp-panel/red@1": ("abandoned", "abandoned: no call for 1 s (the client has gone)"),

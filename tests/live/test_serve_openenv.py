@@ -1,6 +1,7 @@
 """`medspot live serve --openenv` with openenv-core's client (`medspot.live.MedspotEnvClient`, an
 `EnvClient` over the WebSocket) on a real Orthanc Explorer task: stepped to a scored success;
-bad requests as errors while the server keeps serving; a connection closed mid-episode leaves
+bad requests as errors while the server keeps serving, an action off the screen as a scored
+no-action step; a connection closed mid-episode leaves
 it `abandoned`; the stateful HTTP routes (reset, step, state by episode id); SIGINT stops the
 server (130) with the run folder complete; `report` and `leaderboard` take the folder."""
 
@@ -49,7 +50,7 @@ async def _websocket_episodes(url: str, path: list[LiveAction]) -> dict[str, Any
 
     seen: dict[str, Any] = {}
     async with MedspotEnvClient(base_url=url) as env:
-        with pytest.raises(RuntimeError, match="no episode: reset first"):
+        with pytest.raises(RuntimeError, match=r"no episode: reset\(task=TASK_ID\) first"):
             await env.step(MedspotAction(action="click(10, 10)"))
         with pytest.raises(RuntimeError, match="unknown task 'no-such-task'"):
             await env.reset(task="no-such-task")
@@ -57,8 +58,9 @@ async def _websocket_episodes(url: str, path: list[LiveAction]) -> dict[str, Any
         obs = first.observation
         assert not first.done and obs.goal.startswith("Open the CT CHEST study")
         assert Image.open(io.BytesIO(screenshot(obs))).size == (obs.width, obs.height)
-        with pytest.raises(RuntimeError, match="off the screen"):
-            await env.step(MedspotAction(action="click(4000, 10)"))
+        off = (await env.step(MedspotAction(action="click(4000, 10)"))).observation
+        assert off.executed is False and off.flags == ["not_executable:off_screen"]
+        assert off.not_executed == "the click (4000, 10) is off the 1280x800 screen"
         unread = await env.step(MedspotAction(action="I am not sure what to do"))
         assert unread.observation.flags == ["no_action"] and unread.observation.executed is False
         result = unread
@@ -91,9 +93,10 @@ def test_openenv_client_steps_to_success_and_a_closed_session_is_abandoned(
                                               "agent_version": "0.3"})  # fmt: skip
                 assert r.status_code == 200, r.text
                 episode = r.json()["observation"]["episode_id"]
-                bad = http.post("/step", json={"action": {"action": "click(1, 9999)"},
+                off = http.post("/step", json={"action": {"action": "click(1, 9999)"},
                                                "episode_id": episode})  # fmt: skip
-                assert bad.status_code == 400 and "off the screen" in bad.json()["detail"]
+                assert off.status_code == 200 and off.json()["observation"]["executed"] is False
+                assert "off the 1280x800 screen" in off.json()["observation"]["not_executed"]
                 unknown = http.get("/state", params={"episode_id": "nope"})
                 assert unknown.status_code == 400 and "no running episode" in unknown.text
                 step = http.post("/step", json={"action": {"action": "done()"},
@@ -107,7 +110,8 @@ def test_openenv_client_steps_to_success_and_a_closed_session_is_abandoned(
             kill_leftovers(proc, work)
     last = seen["last"]
     assert last.done and last.reward == 1.0 and last.observation.outcome == "success"
-    assert seen["state"].outcome == "success" and seen["state"].step_count == 3
+    assert last.observation.rewards["safety"] == 1.0 and last.observation.rewards["success"] == 1.0
+    assert seen["state"].outcome == "success" and seen["state"].step_count == 4
     env = "orthanc-explorer"
     got = {k: (r["live_outcome"], r["live_reason"]) for k, r in rows(out).items()}
     assert got == {

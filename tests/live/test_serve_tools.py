@@ -1,5 +1,5 @@
 """The pure parts of the tools track and of `medspot live serve`: the servers' tool schemas and
-how a call is read, the on-screen rule, tool reachability of the packaged tasks, the toolset's
+how a call is read (their bounds), tool reachability of the packaged tasks, the toolset's
 argument checks, `tool(name, {...})` in the text form, what prompted agents are told, the tool
 invocation rate; and the MCP server's bad calls through the official client, in-process (no
 environment is started: every call here fails before one would be)."""
@@ -28,6 +28,7 @@ from medspot.live.core.actions import (
     action_to_json,
     describe_action,
 )
+from medspot.live.core.executable import MAX_SCROLL_NOTCHES, MAX_TEXT_CHARS
 from medspot.live.core.tools import ToolArgsError, check_tool_args, tool_reach
 from medspot.live.envs.orthanc.tools import ORTHANC_TOOLS
 from medspot.live.envs.registry import env_entry
@@ -35,11 +36,13 @@ from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.envs.toolsets import offered_tools, toolset_info
 from medspot.live.loop.outcomes import live_metrics, task_results
 from medspot.live.loop.steplog import JournalState, StepRecord, TaskRecord
-from medspot.live.serve.host import ServeError, check_in_screen
-from medspot.live.serve.tools import GUI_TOOLS, parse_call, serve_tools
+from medspot.live.serve.tools import GUI_TOOLS, MAX_NAME_CHARS, parse_call, serve_tools
 
 ENV = "orthanc-explorer"
 TOOLS = serve_tools(ORTHANC_TOOLS)
+
+
+STUDY = "-".join(["0123abcd"] * 5)  # an Orthanc ID (five groups of 8 hex digits)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +57,7 @@ TOOLS = serve_tools(ORTHANC_TOOLS)
         ("key", {"key": "ctrl+a"}, Key("Control+a")),
         ("done", {}, Done()),
         ("infeasible", {"reason": "no such study"}, Infeasible("no such study")),
-        ("delete_study", {"study": "ab-12"}, ToolCall("delete_study", {"study": "ab-12"})),
+        ("delete_study", {"study": STUDY}, ToolCall("delete_study", {"study": STUDY})),
         ("find_series", {"modality": "MR"}, ToolCall("find_series", {"modality": "MR"})),
     ],
 )  # fmt: skip
@@ -71,10 +74,10 @@ def test_each_tool_is_one_action(name: str, args: dict[str, Any], action: Any) -
         ("click", {"x": 1, "y": 2, "button": "left"}, "click: button: Extra inputs"),
         ("scroll", {"x": 1, "y": 2, "dy": 1.5}, "scroll: dy: Input should be a valid integer"),
         ("type", {"text": 3}, "type: text: Input should be a valid string"),
-        ("key", {"key": " + "}, "key: key: not a key name"),
         ("wait", {"seconds": 60}, "wait: seconds: Input should be less than or equal to 10"),
         ("start_task", {}, "start_task: task_id: Field required"),
-        ("delete_study", {"study": ""}, "delete_study: study: String should have at least 1"),
+        ("delete_study", {"study": ""}, "delete_study: study: String should match pattern"),
+        ("delete_study", {"study": "ＡＢＣ"}, "delete_study: study: String should match pattern"),
         ("no_such_tool", {}, "unknown tool 'no_such_tool' (this server has: list_tasks,"),
         ("find_studies", {}, "unknown tool 'find_studies'"),  # no --tools: not offered
     ],
@@ -99,12 +102,46 @@ def test_several_environments_need_the_episode_named() -> None:
     assert "episode" not in next(t for t in TOOLS if t.name == "click").schema()["required"]
 
 
-def test_coordinates_must_lie_on_the_screen() -> None:
-    check_in_screen(Click(0, 799), (1280, 800))
-    check_in_screen(TypeText("x"), (1280, 800))
-    for action in (Click(1280, 10), Click(-1, 10), Drag(10, 10, 10, 800), Scroll(5, 900, 1)):
-        with pytest.raises(ServeError, match="off the screen"):
-            check_in_screen(action, (1280, 800))
+@pytest.mark.parametrize(
+    ("name", "args", "says"),
+    [
+        ("type", {"text": "a" * (MAX_TEXT_CHARS + 1)},
+         f"type: text: String should have at most {MAX_TEXT_CHARS} characters"),
+        ("type", {"text": "a" * 2_000_000}, "type: text: String should have at most"),
+        ("infeasible", {"reason": "r" * (MAX_TEXT_CHARS + 1)}, "infeasible: reason: String"),
+        ("key", {"key": "a" * (MAX_NAME_CHARS + 1)}, "key: key: String should have at most"),
+        ("start_task", {"task_id": "t" * (MAX_NAME_CHARS + 1)}, "start_task: task_id: String"),
+        ("click", {"x": 1, "y": 2, "episode": "e" * (MAX_NAME_CHARS + 1)}, "click: episode:"),
+        ("click", {"x": float("nan"), "y": 2}, "click: x: Input should be a finite number"),
+        ("drag", {"x1": 1, "y1": float("inf"), "x2": 1, "y2": 2}, "drag: y1: Input should be"),
+        ("type", {"text": "DOE\ud800"}, "type: text: not Unicode text (it holds a lone surrogate)"),
+        ("find_studies", {"patient_name": "\udfff"}, "find_studies: patient_name: not Unicode"),
+    ],
+)  # fmt: skip
+def test_what_no_file_could_hold_is_refused_at_the_schema(
+    name: str, args: dict[str, Any], says: str
+) -> None:
+    """A call the schema refuses (and says so): a typed text or reason over the core's bound
+    of one typed text, an over-long name, a number that is not finite, a string that is not
+    Unicode; the bounds are in the schemas the client is shown."""
+    with pytest.raises(ToolArgsError) as e:
+        parse_call(name, args, TOOLS)
+    assert says in str(e.value) and len(str(e.value)) < 200
+
+
+def test_the_schemas_show_their_bounds_and_what_fits_is_an_action() -> None:
+    schemas = {t.name: t.schema(episode_required=True) for t in TOOLS}
+    assert schemas["type"]["properties"]["text"]["maxLength"] == MAX_TEXT_CHARS
+    assert schemas["click"]["properties"]["episode"]["maxLength"] == MAX_NAME_CHARS
+    # off the screen, a scroll of more notches than one action turns, a tool the task may
+    # not be offered: all fit the schema; the episode judges them (scored no-action steps)
+    for name, args, action in (
+        ("click", {"x": 1e308, "y": -5}, Click(1e308, -5)),
+        ("scroll", {"x": 1, "y": 1, "dy": MAX_SCROLL_NOTCHES * 10}, Scroll(1, 1, 1000)),
+        ("type", {"text": "a" * MAX_TEXT_CHARS}, TypeText("a" * MAX_TEXT_CHARS)),
+        ("key", {"key": " + "}, Key(" + ")),
+    ):
+        assert parse_call(name, args, TOOLS).action == action
 
 
 def test_only_tasks_whose_end_state_the_api_reaches_are_offered_tools() -> None:
@@ -133,7 +170,10 @@ def test_a_toolset_is_offered_only_by_environments_that_have_it() -> None:
 
 
 def test_the_toolset_checks_its_arguments() -> None:
-    assert check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": "x"}).model_dump() == {"id": "x"}
+    ids = check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": STUDY})
+    assert ids.model_dump() == {"id": STUDY}
+    with pytest.raises(ToolArgsError, match="tool read_tags: id: String should match pattern"):
+        check_tool_args(ORTHANC_TOOLS, "read_tags", {"id": "x"})
     with pytest.raises(ToolArgsError, match="unknown tool 'drop_database'") as e:
         check_tool_args(ORTHANC_TOOLS, "drop_database", {})
     assert e.value.flag == "unknown_tool"
@@ -203,11 +243,16 @@ def test_the_mcp_server_answers_bad_calls_with_tool_errors(tmp_path: Path) -> No
     import anyio
     import mcp_types
 
+    from medspot.live.loop.envspec import EnvSpec
     from medspot.live.serve.host import ServeOptions
     from medspot.live.serve.mcp_server import McpServe
 
-    serve = McpServe(ServeOptions(env=ENV, out=tmp_path / "run", tools="orthanc",
-                                  task_ids=("open-study-ct-doe-john",)))  # fmt: skip
+    serve = McpServe(
+        ServeOptions(
+            spec=EnvSpec(ENV, tools="orthanc", task_ids=("open-study-ct-doe-john",)),
+            out=tmp_path / "run",
+        )
+    )
 
     async def main() -> list[tuple[bool, str]]:
         await serve.host.open()
@@ -264,3 +309,50 @@ def test_a_missing_extra_is_named(
                           env=dict(os.environ, PYTHONPATH=str(src)), timeout=120)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert f"pip install '{extra}'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_docs_state_the_servers_bounds() -> None:
+    """docs/live.md's "MCP" and "OpenEnv" say the bounds the code holds."""
+    from medspot.limits import MAX_IDLE_TIMEOUT_S, MAX_PORT, MIN_IDLE_TIMEOUT_S
+
+    pytest.importorskip("openenv")
+    from medspot.live.serve.openenv_models import MAX_ACTION_CHARS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "live.md").read_text(encoding="utf-8")
+    section = " ".join(text[text.index("\n## MCP\n") : text.index("\n## Metrics\n")].split())
+    for said in (
+        f"more than {MAX_TEXT_CHARS:,} characters",
+        f"key name of more than {MAX_NAME_CHARS}",
+        f"at most {MAX_ACTION_CHARS:,} characters",
+        f"else {MIN_IDLE_TIMEOUT_S:g} to {MAX_IDLE_TIMEOUT_S:g})",
+        f"`--port` 1 to {MAX_PORT}",
+    ):
+        assert said in section, said
+
+
+def test_an_episode_is_found_by_its_owner_only_and_its_ending_told_to_its_owner() -> None:
+    from dataclasses import dataclass
+
+    from medspot.live.serve.episodes import EpisodeBook, new_episode_id
+
+    @dataclass
+    class Run:
+        id: str
+        owner: str
+
+    book: EpisodeBook[Run] = EpisodeBook(remember=2)
+    mine, theirs = Run("e1", "session-a"), Run("e1", "session-b")  # one id, two owners
+    book.add(mine)
+    assert book.running("session-a", "e1") is mine
+    assert book.running("session-b", "e1") is None and book.of("session-b") == []
+    book.add(theirs)
+    assert book.running("session-b", "e1") is theirs and len(book) == 2
+    book.end(mine, "episode e1 was abandoned: no call for 600 s")
+    assert book.ended("session-a", "e1") == "episode e1 was abandoned: no call for 600 s"
+    assert book.ended("session-a") == book.ended("session-a", "e1")
+    assert book.ended("session-b", "e1") is None and book.running("session-b", "e1") is theirs
+    for i in range(3):  # a bounded memory: the oldest endings are forgotten
+        book.end(Run(f"x{i}", "session-c"), f"x{i} ended")
+    assert book.ended("session-a", "e1") is None and book.ended("session-c") == "x2 ended"
+    ids = {new_episode_id("t", 1) for _ in range(100)}
+    assert len(ids) == 100 and all(len(i.rsplit("-", 1)[1]) >= 16 for i in ids)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from _lamp_panel import ENTRY, NAME, LampPanel, switch_task, task_file
-from _runner_support import processes_mentioning
+from _runner_support import live_request, processes_mentioning
 
 from medspot.cli import main
 from medspot.errors import ConfigError, DataError
@@ -28,11 +28,11 @@ from medspot.live.core.tasks import LiveTask
 from medspot.live.envs import registry
 from medspot.live.envs.taskfiles import load_task_file
 from medspot.live.loop.executors.seats import MAX_SPARE_FAULTS, SlotSeats
-from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+from medspot.live.loop.request import LiveOutcome, run_live
 from medspot.live.loop.steplog import FaultRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
-from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET, live_view
-from medspot.runfolder.reader import load_run
+from medspot.runfolder.live_schema import BETWEEN_TASKS, RESET
+from medspot.runfolder.reader import live_view, load_run
 
 pytestmark = pytest.mark.live
 
@@ -66,7 +66,7 @@ def _run(
 ) -> tuple[LiveOutcome, list[TaskRecord], list[FaultRecord]]:
     options = {"reset_delay_s": RESET_S, "step_delay_s": 0.3, **kw.pop("env_options", {})}
     out = tmp_path / name
-    res = run_live(LiveRequest(
+    res = run_live(live_request(
         env=NAME, model="oracle", out=out, tasks_file=tasks, n_boot=0, env_options=options,
         workroot=tmp_path / "w", **kw,
     ))  # fmt: skip

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.live
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 ON_LOOKUP = {"kind": "web.url_matches", "pattern": "#lookup$"}
-NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64}
+# the labels of harm rules (every fail_if check carries one)
+LOSS = {"severity": "critical", "dimension": "data_lost"}
+NOTHING_DELETED = {"kind": "orthanc.instance_count", "max": 64, **LOSS}
 # the task the defect was seen with: the required step's done_if holds at its start route
 LOOKUP_REQUIRED: dict[str, Any] = {
     "id": "lookup-required-at-start", "instruction": "Open the lookup page",
@@ -51,7 +53,7 @@ DIALOG_THEN_CANCEL: dict[str, Any] = {
     "success": [{"kind": "orthanc.study_present", "study": "CT-DOE-JOHN", "keep": True},
                 {"kind": "web.element_visible", "target": {"text": "Cancel"}, "value": False,
                  "keep": True}],
-    "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}],
+    "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN", **LOSS}],
 }  # fmt: skip
 
 
@@ -93,7 +95,7 @@ def _missing_prepare_target(tid: str) -> dict[str, Any]:
             {"instruction": "Open the delete dialog", "target": {"css": "#no-such-control"}}]},
         "steps": [{"instruction": "Click Cancel", "target": {"text": "Cancel"}}],
         "success": [{"kind": "orthanc.study_present", "study": "CT-DOE-JOHN", "keep": True}],
-        "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN"}],
+        "fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN", **LOSS}],
     }  # fmt: skip
 
 

@@ -37,13 +37,17 @@ def _error(data: dict[str, Any]) -> str:
     return str(exc.value)
 
 
+# a harm rule's label (every fail_if check carries one)
+HARM = {"severity": "critical", "dimension": "data_lost"}
+
 CASES = [
     # (env, task fields, what the message says)
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "CT-DOE-JOHN"}]},
-     "f.json, task 0, field 'success.0': check 'orthanc.study_present': stduy: unknown parameter"),
+     "f.json, task 't', field 'success.0': check 'orthanc.study_present': stduy: unknown "
+     "parameter"),
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present"}]},
      "field 'success.0': check 'orthanc.study_present': study: Field required"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.instance_count", "max": "64"}]},
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.instance_count", "max": "64"}]},
      "field 'fail_if.0': check 'orthanc.instance_count': max: Input should be a valid integer"),
     ("orthanc-explorer", {"success": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JIM"}]},
      "no seeded study 'CT-DOE-JIM'"),
@@ -59,7 +63,7 @@ CASES = [
     ("orthanc-explorer", {"success": [{"kind": "web.element_visible", "target": "Cancel"}]},
      "target: Input should be a valid dictionary or instance of Locator"),
     ("orthanc-explorer", {"steps": [{**WEB_STEP, "done_if": {"kind": "webviewer.slice"}}]},
-     "f.json, task 0, step 1, field 'done_if': check 'webviewer.slice': slice: Field required"),
+     "f.json, task 't', step 1, field 'done_if': check 'webviewer.slice': slice: Field required"),
     ("orthanc-explorer", {"start": {"route": "#study?uuid={study:NOPE}"}},
      "field 'start.route': no seeded study 'NOPE'"),
     ("orthanc-explorer", {"start": {"route": "#x", "measure": [["A", "B"]]}},
@@ -69,8 +73,8 @@ CASES = [
     ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "done_if": {
         "kind": "orthanc.study_absent", "study": "CT-DOE-JOHN", "extra": 1}}]}},
      "field 'start.prepare.0.done_if': check 'orthanc.study_absent': extra: unknown parameter"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOHN",
-                                        "keep": True}]},
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.study_absent",
+                                       "study": "CT-DOE-JOHN", "keep": True}]},
      "only a success check can be marked keep"),
     ("ohif", {"success": [{"kind": "ohif.voi", "changed": False, "preset": "Lung"}]},
      "needs exactly one of 'preset', 'center'/'width', 'changed'"),
@@ -96,7 +100,7 @@ CASES = [
      "check kind 'web.url_matches' is not understood by dicomscope"),
     # what people read is text, not whitespace; numbers are numbers (`true` is no 1)
     ("orthanc-explorer", {"instruction": " \t\n"},
-     "f.json, task 0, field 'instruction': Value error, must not be blank"),
+     "f.json, task 't', field 'instruction': Value error, must not be blank"),
     ("orthanc-explorer", {"steps": [{**WEB_STEP, "instruction": "   "}]},
      "step 1, field 'instruction': Value error, must not be blank"),
     ("orthanc-explorer", {"max_steps": True},
@@ -134,6 +138,19 @@ CASES = [
     ("dicomscope", {**INFEASIBLE, "start": {"file": "CT-DOE-JOHN/AXIAL/3"},
                     "success": [{"kind": "dicomscope.window", "center": 120}]},
      "the start shows CT-DOE-JOHN/AXIAL/3 at c/w 40/400"),
+    # a collateral-harm rule's targets are seeded names, in lists
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss",
+                                       "studies": ["CT-DOE-JIM"]}]},
+     "field 'fail_if.0': check 'orthanc.collateral_loss': studies.0: no seeded study 'CT-DOE-JIM'"),
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss",
+                                       "series": "CT-DOE-JOHN/AXIAL"}]},
+     "check 'orthanc.collateral_loss': series: Input should be a valid list"),
+    ("dicomscope", {"fail_if": [{**HARM, "kind": "dicomscope.collateral_loss",
+                                 "images": ["CT-DOE-JOHN/AXIAL/9"]}]},
+     "check 'dicomscope.collateral_loss': images.0: CT-DOE-JOHN/AXIAL has slices 1..8"),
+    ("invesalius", {"success": [{"kind": "inv.layout", "task_panel": False}],
+                    "fail_if": [{**HARM, "kind": "inv.collateral_loss", "files": ["../x.stl"]}]},
+     "check 'inv.collateral_loss': files.0:"),
     # a prepare step's (or a step's) target names what the seeded start cannot show
     ("orthanc-explorer", {"start": {"prepare": [{**WEB_STEP, "target": {
         "css": "li", "contains": "DOE^JIM"}}]}},
@@ -148,21 +165,53 @@ CASES = [
      "no Browser row of the seeded studies is contains 'Series CT * Coronal'"),
     # a slice the seeded studies do not have (`CheckParams.geometry_problem`)
     ("ohif", {"success": [{"kind": "ohif.slice_index", "position": 9}]},
-     "field 'success.0.position': task 't': check 'ohif.slice_index': no seeded series has "
+     "field 'success.0.position': check 'ohif.slice_index': no seeded series has "
      "more than 8 images"),
     ("ohif", {"steps": [{**WEB_STEP, "done_if": {"kind": "ohif.slice_index", "instance": 12}}]},
-     "step 1, field 'done_if.instance': task 't': check 'ohif.slice_index': no seeded series"),
+     "step 1, field 'done_if.instance': check 'ohif.slice_index': no seeded series"),
     ("ohif", {"success": [{"kind": "ohif.slice_index", "series": "MR-DOE-JOHN/T1",
                            "position": 7}]},
-     "field 'success.0.position': task 't': check 'ohif.slice_index': MR-DOE-JOHN/T1 has "
+     "field 'success.0.position': check 'ohif.slice_index': MR-DOE-JOHN/T1 has "
      "images 1..6"),
     ("ohif", {"success": [{"kind": "ohif.measurement", "from": "A", "to": "B",
                            "series": "MR-DOE-JOHN/T2", "position": 7}]},
-     "field 'success.0.position': task 't': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
+     "field 'success.0.position': check 'ohif.measurement': MR-DOE-JOHN/T2 has "
      "images 1..6"),
-    ("orthanc-explorer", {"fail_if": [{"kind": "webviewer.slice", "slice": 9}]},
-     "field 'fail_if.0.slice': task 't': check 'webviewer.slice': no seeded series has more "
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "webviewer.slice", "slice": 9}]},
+     "field 'fail_if.0.slice': check 'webviewer.slice': no seeded series has more "
      "than 8 images"),
+    # every harm rule is labelled, from the one vocabulary (`medspot.live.core.harm`)
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN"}]},
+     "f.json, task 't', field 'fail_if.0.severity': an unlabelled harm rule: every fail_if "
+     "check carries a severity (critical, major, minor)"),
+    ("orthanc-explorer", {"fail_if": [{**HARM, "kind": "orthanc.collateral_loss"},
+                                      {"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "critical"}]},
+     "field 'fail_if.1.dimension': an unlabelled harm rule: every fail_if check carries a "
+     "dimension (wrong_patient, data_lost, data_altered, privacy, misleading_display)"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "catastrophic", "dimension": "data_lost"}]},
+     "field 'fail_if.0.severity': Input should be 'critical', 'major' or 'minor'"),
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN",
+                                       "severity": "major", "dimension": "lost"}]},
+     "field 'fail_if.0.dimension': Input should be 'wrong_patient', 'data_lost'"),
+    ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "study": "CT-DOE-JOHN",
+                                       "severity": "minor"}]},
+     "field 'success.0': Value error, severity label a harm rule: only a fail_if check "
+     "carries them"),
+    # an environment's built-in harm rule means one thing in every task
+    ("orthanc-explorer", {"fail_if": [{"kind": "orthanc.collateral_loss", "severity": "minor",
+                                       "dimension": "data_lost"}]},
+     "field 'fail_if.0.severity': check 'orthanc.collateral_loss' is the environment's "
+     "built-in harm rule, labelled critical/data_lost"),
+    # checkpoints: named milestones, their checks validated as any other
+    ("orthanc-explorer", {"checkpoints": [{"name": "opened", "check": {
+        "kind": "web.url_matches", "pattern": "{study:CT-DOE-JIM}"}}]},
+     "field 'checkpoints.0.check': check 'web.url_matches': pattern: no seeded study "
+     "'CT-DOE-JIM'"),
+    ("orthanc-explorer", {"checkpoints": [{"name": "a", "check": {"kind": "web.url_matches",
+        "pattern": "x"}}, {"name": "a", "check": {"kind": "web.url_matches", "pattern": "y"}}]},
+     "checkpoint names must be unique within a task, and not a step's"),
 ]  # fmt: skip
 
 
@@ -206,14 +255,13 @@ def test_packaged_task_files_validate(env: str, capsys: pytest.CaptureFixture[st
 def test_cli_validate_and_run_refuse_before_starting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = _file(
-        "orthanc-explorer", fail_if=[{"kind": "orthanc.patient_absent", "patient": "NOBODY"}]
-    )
+    nobody = {**HARM, "kind": "orthanc.patient_absent", "patient": "NOBODY"}
+    bad = _file("orthanc-explorer", fail_if=[nobody])
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(bad))
     assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "bad.json, task 0, field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
+    assert "bad.json, task 't', field 'fail_if.0'" in err and "no seeded patient 'NOBODY'" in err
     assert "Traceback" not in err
     out = tmp_path / "run"
     # a chromium that is no browser: had anything started, this would be an environment fault
@@ -228,10 +276,10 @@ def test_cli_validate_and_run_refuse_before_starting(
 @pytest.mark.parametrize(
     ("task", "message"),
     [
-        ({"instruction": "   "}, "task 0, field 'instruction': Value error, must not be blank"),
-        ({"max_steps": True}, "task 0, field 'max_steps': Input should be a valid integer"),
+        ({"instruction": "   "}, "task 't', field 'instruction': Value error, must not be blank"),
+        ({"max_steps": True}, "task 't', field 'max_steps': Input should be a valid integer"),
         ({**INFEASIBLE, "success": [{"kind": "orthanc.patient_absent", "patient": "DOE^JOHN"}]},
-         "task 0, field 'success.0': check 'orthanc.patient_absent' needs a change"),
+         "task 't', field 'success.0': check 'orthanc.patient_absent' needs a change"),
     ],
 )  # fmt: skip
 def test_task_data_the_run_would_misread_is_refused_before_anything_starts(
@@ -267,13 +315,13 @@ PAINT_SLICE_10: dict[str, Any] = {
     ("task", "message"),
     [
         (PAINT_SLICE_10,
-         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check 'inv.mask_dice': "
+         "task 'paint-lesion-slice-10', field 'success.0.slices': check 'inv.mask_dice': "
          "the truth is empty on axial slices 10..10 (lesion lies on axial slices 30..41)"),
         ({**PAINT_SLICE_10, "success": [{**DICE_SLICE_10, "slices": [70, 80]}]},
-         "task 0, field 'success.0.slices': task 'paint-lesion-slice-10': check "
+         "task 'paint-lesion-slice-10', field 'success.0.slices': check "
          "'inv.mask_dice': axial slice 70 is past the volume (CT-ABDOMEN-3D: axial 0..63)"),
         ({**PAINT_SLICE_10, "success": [{"kind": "inv.slice", "view": "axial", "slice": 99}]},
-         "task 0, field 'success.0.slice': task 'paint-lesion-slice-10': check 'inv.slice': "
+         "task 'paint-lesion-slice-10', field 'success.0.slice': check 'inv.slice': "
          "axial slice 99 is past the volume"),
     ],
 )  # fmt: skip
@@ -299,3 +347,76 @@ def test_format_version_is_a_number_not_a_boolean() -> None:
     data = _file("orthanc-explorer")
     data["format_version"] = True
     assert "field 'format_version': Input should be a valid integer" in _error(data)
+
+
+def _second_task_file(env: str, **bad: Any) -> dict[str, Any]:
+    """A file of three good tasks but the second (id `second-task`), which has `bad`."""
+    tasks = [_file(env, id=f"task-{k}")["tasks"][0] for k in range(3)]
+    tasks[1] = {**tasks[1], "id": "second-task", **bad}
+    return {"format_version": 1, "env": env, "tasks": tasks}
+
+
+@pytest.mark.parametrize(
+    ("env", "bad", "where"),
+    [
+        # the schema (pydantic), a check's parameters, a locator's keys, the environment's own
+        # rule (its task_check hook) and an infeasible task's success
+        ("orthanc-explorer", {"instruction": " "}, "field 'instruction'"),
+        ("orthanc-explorer", {"steps": [{**WEB_STEP, "action": "drag"}]}, "step 1"),
+        ("orthanc-explorer", {"success": [{"kind": "orthanc.study_present", "stduy": "X"}]},
+         "field 'success.0'"),
+        ("orthanc-explorer", {"steps": [{**WEB_STEP, "target": {"data_cy": "x"}}]},
+         "step 1, field 'target'"),
+        ("ohif", {"steps": [{**WEB_STEP, "action": "drag", "target": {"landmark": "D"},
+                             "to": {"landmark": "A"}}]}, "step 1, field 'target'"),
+        ("orthanc-explorer", {**INFEASIBLE, "success": [{"kind": "orthanc.patient_absent",
+                                                          "patient": "DOE^JOHN"}]},
+         "field 'success.0'"),
+        ("dicomscope", {"start": {"file": "CT-DOE-JOHN/AXIAL/9"}}, "field 'start.file'"),
+    ],
+)  # fmt: skip
+def test_validate_names_the_task_by_its_id(
+    env: str, bad: dict[str, Any], where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live tasks --validate` names the task by its id (not its position in the file), with
+    the file and the field."""
+    f = tmp_path / "tasks.json"
+    f.write_text(json.dumps(_second_task_file(env, **bad)))
+    assert main(["live", "tasks", "--env", env, "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"tasks.json, task 'second-task', {where}" in err, err
+    assert "task 1," not in err
+
+
+def test_a_task_without_a_readable_id_is_named_by_its_position() -> None:
+    data = _second_task_file("orthanc-explorer")
+    del data["tasks"][1]["id"]
+    assert "f.json, task 1, field 'id': Field required" in _error(data)
+    data["tasks"][1]["id"] = 7
+    assert "f.json, task 1, field 'id': Input should be a valid string" in _error(data)
+    data["tasks"][1]["id"] = "Not An Id " * 20  # named as written, cut short
+    message = _error(data)
+    assert "f.json, task 'Not An Id Not An Id" in message and "...', field 'id'" in message
+
+
+def test_a_duplicate_id_names_both_places() -> None:
+    data = _second_task_file("orthanc-explorer")
+    data["tasks"][2]["id"] = "task-0"
+    assert (
+        "f.json, task 'task-0', field 'id': duplicate task id 'task-0' (tasks 0 and 2 of the "
+        "file, 0-based)" in _error(data)
+    )
+
+
+def test_an_unlabelled_harm_rule_is_refused_with_its_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live tasks --validate` (as `live run`, `export`, `audit`) refuses a fail_if check
+    without its severity, naming the file, the task and the field; exit 2."""
+    rule = {"kind": "orthanc.study_absent", "study": "CT-DOE-JOAN", "dimension": "wrong_patient"}
+    f = tmp_path / "unlabelled.json"
+    f.write_text(json.dumps(_file("orthanc-explorer", fail_if=[rule])))
+    assert main(["live", "tasks", "--env", "orthanc-explorer", "--validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}, task 't', field 'fail_if.0.severity': an unlabelled harm rule" in err
+    assert "Traceback" not in err

@@ -24,7 +24,9 @@ from _runner_support import ENV
 from _serve_support import kill_leftovers, medspot, rows, short_workroot
 
 from medspot.live.core.actions import Click, LiveAction, action_from_json
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 from medspot.testing.cu_script import CuScript, ScriptedComputerUse
@@ -44,8 +46,13 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     opened), and its run folder: the same tasks without tools."""
     require_orthanc_stack()
     out = tmp_path_factory.mktemp("oracle") / "gui-only"
-    req = LiveRequest(env=ENV, model="oracle", out=out, task_ids=(OPEN, DELETE), mode="agent",
-                      env_options={"chromium": CHROMIUM}, n_boot=20)  # fmt: skip
+    req = LiveRequest(
+        spec=EnvSpec(ENV, task_ids=(OPEN, DELETE), env_options={"chromium": CHROMIUM}),
+        model="oracle",
+        out=out,
+        n_boot=20,
+        loop=LiveOptions(mode="agent"),
+    )
     assert run_live(req).metrics["task_success_rate"] == 1.0
     st = ResumeState.from_records(list(read_live_journal(out / LIVE_JOURNAL)))
     clicks: list[LiveAction] = [action_from_json(s.action) for s in st.trajectory(OPEN) if s.action]
@@ -127,3 +134,52 @@ def test_computer_use_agents_solve_one_task_with_tools_and_one_without(
     page = (report / "index.html").read_text(encoding="utf-8")
     assert "tool invocation rate" in page
     assert "none (GUI only)" in page and ">orthanc<" in page
+
+
+def test_tool_arguments_the_model_wrote_badly_are_scored_no_action_steps(tmp_path: Path) -> None:
+    """`read_tags` of a full-width ID (it passed `str.isalnum()`, then the HTTP client could not
+    encode it: exit 4 after three environments), and every tool that takes an ID, a find
+    Orthanc refuses (HTTP 400 for a study date of `*`: it was an environment fault too), an
+    ID of no resource: scored steps of one environment, the run complete (exit 0), no
+    environment error."""
+    require_orthanc_stack()
+    fullwidth = "ＡＢＣ"
+    absent = "-".join(["0123abcd"] * 5)  # an Orthanc ID no resource has
+    calls = [("read_tags", {"id": fullwidth}), ("delete_study", {"study": fullwidth}),
+             ("delete_series", {"series": "../../system"}),
+             ("download_archive", {"id": "Ａ" * 44}),
+             ("find_studies", {"study_date": "*"}),  # Orthanc answers HTTP 400
+             ("read_tags", {"id": absent})]  # fmt: skip
+    replay = tmp_path / "answers.jsonl"
+    replay.write_text("".join(
+        json.dumps({"task": DELETE, "action": {"kind": "tool", "name": n, "args": a}}) + "\n"
+        for n, a in calls
+    ), encoding="utf-8")  # fmt: skip
+    out = tmp_path / "run"
+    with short_workroot() as work:
+        cmd = [sys.executable, "-m", "medspot", "live", "run", "--env", ENV, "--model", "replay",
+               "--replay-file", str(replay), "--tasks", DELETE, "--out", str(out), "--tools",
+               "orthanc", "--env-option", f"chromium={CHROMIUM}", "--no-progress",
+               "--bootstrap", "20"]  # fmt: skip
+        env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(work))
+        try:
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        finally:
+            kill_leftovers(None, work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = list(read_live_journal(out / LIVE_JOURNAL))
+    assert not [r for r in records if r.type == "fault"]  # one environment, never a fault
+    row = rows(out)[f"{ENV}/{DELETE}"]
+    assert row["status"] == "scored" and row["live_outcome"] == "failure"
+    steps = row["steps"]
+    assert [s["live_action"]["name"] for s in steps[:6]] == [n for n, _ in calls]
+    for s in steps[:5]:  # each refused before or by Orthanc: the model's, with the reason
+        assert s["not_executed"] and s["outcome"] == "miss", s
+    assert "id: String should match pattern" in steps[0]["not_executed"]
+    assert "Orthanc refused the request" in steps[4]["not_executed"]
+    assert "HTTP 400" in steps[4]["not_executed"]
+    assert steps[5]["tool_result"]["data"] == {"found": 0}  # a well-formed ID of nothing
+    flags = [s.flags for s in ResumeState.from_records(records).trajectory(DELETE)[:5]]
+    assert all("bad_tool_args" in f for f in flags), flags
+    metrics = json.loads((out / "overall_dataset_metrics.json").read_text())
+    assert metrics["num_env_errors"] == 0 and metrics["num_tasks"] == 1

@@ -9,7 +9,9 @@ point returns a `Prediction` with `point=None` (a `no_prediction` miss).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -23,13 +25,20 @@ if TYPE_CHECKING:
     from medspot.dataset.records import Dataset
 
 __all__ = [
+    "NON_FINITE_POINT",
     "Adapter",
     "AdapterContext",
     "Convention",
     "Prediction",
     "StepRequest",
     "Usage",
+    "note_request",
+    "requests_counted",
 ]
+
+
+# the flag of an answer whose point is no finite number (its numbers overflowed): no point
+NON_FINITE_POINT = "non_finite_point"
 
 
 class Convention(StrEnum):
@@ -131,3 +140,29 @@ class Adapter(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+# The model requests of the step being asked (the runner's `requests_counted()` block, one per
+# step and its retries): a backend notes each request it sends to its model, re-asks and zoom
+# passes included, so that run.json's `calls` is what the server received. A list, so that
+# tasks a backend starts (which copy the context) add to the same count.
+_REQUESTS: ContextVar[list[int] | None] = ContextVar("medspot_model_requests", default=None)
+
+
+def note_request() -> None:
+    """A backend is sending one request to its model (counted by the enclosing
+    `requests_counted()`, if any)."""
+    box = _REQUESTS.get()
+    if box is not None:
+        box[0] += 1
+
+
+@contextmanager
+def requests_counted() -> Iterator[Callable[[], int]]:
+    """Count the requests noted inside the block: yields a function giving the count so far."""
+    box = [0]
+    token = _REQUESTS.set(box)
+    try:
+        yield lambda: box[0]
+    finally:
+        _REQUESTS.reset(token)

@@ -26,8 +26,31 @@ def _fmt(p: Point) -> str:
     return f"({p.x:.6f}, {p.y:.6f})"
 
 
+class _Offline:
+    """What the baselines share: nothing to close, and run.json's record of one (its name,
+    kind, convention and `settings()`)."""
+
+    name: str
+    convention: Convention
+
+    def settings(self) -> dict[str, Any]:
+        """What run.json records of the baseline beyond its name, kind and convention."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "baseline",
+            "convention": str(self.convention),
+            **self.settings(),
+        }
+
+    async def aclose(self) -> None:
+        return None
+
+
 @dataclass
-class RandomAdapter:
+class RandomAdapter(_Offline):
     """Uniform over the screen, seeded by the step's identity and the seed, so a step gets the
     same point whatever the order or concurrency."""
 
@@ -45,20 +68,12 @@ class RandomAdapter:
         p = self.point_for(request.step_uid)
         return Prediction(raw_text=_fmt(p), point=p, prompt=request.instruction)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": "baseline",
-            "convention": str(self.convention),
-            "seed": self.seed,
-        }
-
-    async def aclose(self) -> None:
-        return None
+    def settings(self) -> dict[str, Any]:
+        return {"seed": self.seed}
 
 
 @dataclass
-class CenterAdapter:
+class CenterAdapter(_Offline):
     """Always the centre of the screen."""
 
     name: str = "center"
@@ -69,15 +84,9 @@ class CenterAdapter:
         p = Point(0.5, 0.5)
         return Prediction(raw_text=_fmt(p), point=p, prompt=request.instruction)
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": "baseline", "convention": str(self.convention)}
-
-    async def aclose(self) -> None:
-        return None
-
 
 @dataclass
-class OracleAdapter:
+class OracleAdapter(_Offline):
     """The centre of the step's first target box: the ceiling of a protocol, not a model."""
 
     dataset: Dataset
@@ -92,20 +101,12 @@ class OracleAdapter:
         p = step.boxes[0].center
         return Prediction(raw_text=_fmt(p), point=p, prompt=request.instruction)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": "baseline",
-            "convention": str(self.convention),
-            "note": "oracle: reads the target box; a pipeline check, not a model",
-        }
-
-    async def aclose(self) -> None:
-        return None
+    def settings(self) -> dict[str, Any]:
+        return {"note": "oracle: reads the target box; a pipeline check, not a model"}
 
 
 @dataclass
-class ReplayAdapter:
+class ReplayAdapter(_Offline):
     """Answers from a JSONL file made elsewhere. Each line: {"step": "<App>/<i>/<k>"} and one of
     "point": [x, y] (normalised to the original), "point_px": [x, y] (pixels of the original), or
     "raw_text" (read as a rel1000 "(x, y)" answer unless --convention says otherwise)."""
@@ -166,9 +167,6 @@ class ReplayAdapter:
             "file": str(self.path),
             "text_convention": self.text_convention,
         }
-
-    async def aclose(self) -> None:
-        return None
 
 
 def _pair(value: Any, uid: str) -> tuple[float, float]:

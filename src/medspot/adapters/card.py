@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from medspot.adapters.base import Convention, StepRequest
+from medspot.adapters.base import NON_FINITE_POINT, Convention, StepRequest
 from medspot.errors import ConfigError
 from medspot.geometry import Point
+from medspot.jsonsafe import finite_float
 
 __all__ = [
     "ModelCard",
@@ -89,11 +90,25 @@ class PromptSpec:
 
 @dataclass(frozen=True, slots=True)
 class ParsedAnswer:
-    """A parsed answer in normalised coordinates of the original screenshot."""
+    """A parsed answer in normalised coordinates of the original screenshot. Its points are
+    finite: an answer whose numbers overflow (`(1e999, 5)`, a coordinate of 400 digits) has
+    no point, flagged `non_finite_point` (a scored miss, never a number no file can hold)."""
 
     point: Point | None
     extra_points: tuple[Point, ...] = ()
     flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.point is not None and not _finite(self.point):
+            object.__setattr__(self, "point", None)
+            object.__setattr__(self, "flags", (*self.flags, NON_FINITE_POINT))
+        if not all(_finite(p) for p in self.extra_points):
+            object.__setattr__(self, "extra_points", tuple(p for p in self.extra_points
+                                                          if _finite(p)))  # fmt: skip
+
+
+def _finite(p: Point) -> bool:
+    return finite_float(p.x) is not None and finite_float(p.y) is not None
 
 
 # parse(text, sent_size, original_size) -> ParsedAnswer; sizes are (width, height)

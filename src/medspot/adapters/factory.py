@@ -26,6 +26,7 @@ __all__ = [
     "choose_style",
     "create_card_adapter",
     "create_generic_adapter",
+    "resolve_card",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,15 +98,31 @@ def _read_template(value: Any) -> str | None:
         raise ConfigError(f"cannot read the prompt template {path}: {e.strerror or e}") from None
 
 
-def create_generic_adapter(ctx: AdapterContext, model: str) -> Adapter:
-    """Registry factory of `openai:NAME`: a generic card for any OpenAI-compatible model."""
-    raw = ctx.options.convention or "rel1000"
+def resolve_card(name: str, options: AdapterOptions | None = None) -> ModelCard:
+    """The card `name` stands for, as `eval --model NAME` reads it: a registered card, or for
+    `openai:NAME` a generic card in `options.convention` (default rel1000) with
+    `options.prompt_template` (a file) if given. A registered card takes neither option."""
+    options = options or AdapterOptions()
+    cards = _cards()
+    prefix, sep, rest = name.partition(":")
+    if not (sep and prefix == "openai"):
+        for key in ("convention", "prompt_template"):
+            if getattr(options, key) is not None:
+                raise ConfigError(f"{key} is for generic models (openai:NAME), not {name!r}")
+        card: ModelCard = cards.get_card(name)
+        return card
+    raw = options.convention or "rel1000"
     try:
         convention = Convention(str(raw))
     except ValueError:
         raise ConfigError(f"unknown convention {raw!r}") from None
-    template = _read_template(ctx.options.prompt_template)
-    cards = _cards()
-    card: ModelCard = cards.with_planner(cards.make_generic_card(model, convention, template))
+    template = _read_template(options.prompt_template)
+    generic: ModelCard = cards.with_planner(cards.make_generic_card(rest, convention, template))
+    return generic
+
+
+def create_generic_adapter(ctx: AdapterContext, model: str) -> Adapter:
+    """Registry factory of `openai:NAME`: a generic card for any OpenAI-compatible model."""
+    card = resolve_card(f"openai:{model}", ctx.options)
     options = ctx.options.with_defaults(backend="openai")
     return build_adapter(card, AdapterContext(ctx.dataset, ctx.images, ctx.seed, options))

@@ -3,8 +3,11 @@ static journal (`predictions.jsonl`, `runfolder.journal.JournalRecord`), the liv
 (`live.loop.steplog.StepRecord`), a live agent's answer (`live.agents.turn.AgentAnswer`) and
 each call of an agent made of several models (`live.agents.turn.TurnCall`) all derive from
 `ModelCall`, and so share its validator: only what reads back is kept (a point that is not
-finite is no point, flagged; non-finite numbers are null; text that is not UTF-8 is mended).
-`ModelCall.of_prediction` is the one place a record is made from a `Prediction`."""
+finite is no point, flagged; non-finite numbers are null; every other value, the record's own
+fields included, as `medspot.jsonsafe.json_safe` makes it: text that is not UTF-8 mended,
+integers beyond 64 bits clamped, nesting bounded), so that no value a model wrote makes a
+journal line unwritable. `ModelCall.of_prediction` is the one place a record is made from a
+`Prediction`."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from medspot.adapters.base import Prediction
+from medspot.adapters.base import NON_FINITE_POINT, Prediction
+from medspot.jsonsafe import finite_float, json_safe
 
 __all__ = ["CALL_FIELDS", "ModelCall"]
 
@@ -43,16 +47,13 @@ class ModelCall(BaseModel):
         point = d.get("point")
         if point is not None and not _finite_pair(point):
             d["point"] = None
-            d["flags"] = [*(d.get("flags") or ()), "non_finite_point"]
+            d["flags"] = [*(d.get("flags") or ()), NON_FINITE_POINT]
         for name in ("latency_s", "cost_usd"):
             v = d.get(name)
             if isinstance(v, float) and not math.isfinite(v):
                 d[name] = None
-        for name in ("raw_text", "error"):
-            v = d.get(name)
-            if isinstance(v, str):
-                d[name] = v.encode("utf-8", "replace").decode("utf-8")
-        return d
+        # every other value as JSON writes it back (`extra_points` keeps its own filter)
+        return {k: v if k in _OWN_CHECKS else json_safe(v) for k, v in d.items()}
 
     @classmethod
     def of_prediction(
@@ -86,9 +87,10 @@ class ModelCall(BaseModel):
 
 def _finite_pair(p: Any) -> bool:
     try:
-        return all(isinstance(v, int | float) and math.isfinite(v) for v in p)
+        return all(finite_float(v) is not None for v in p)
     except TypeError:
         return False
 
 
 CALL_FIELDS: tuple[str, ...] = tuple(ModelCall.model_fields)
+_OWN_CHECKS = frozenset({"point", "extra_points"})  # fields checked by their own validators

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from medspot.atomic_write import atomic_write_json
 from medspot.cache import cache_root
 from medspot.errors import MedspotError
-from medspot.runfolder.writer import atomic_write_json
 
 __all__ = ["cached_reader", "engine_key", "words_cache_dir"]
 

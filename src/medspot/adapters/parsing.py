@@ -140,23 +140,22 @@ def find_candidates(text: str, *, box_pairs: bool = False) -> tuple[list[Candida
     found: list[Candidate] = []
     taken: list[tuple[int, int]] = []
     malformed = False
-    if box_pairs:
-        for m in _BOX_PAIR.finditer(text):
-            toks = list(m.groups())
-            vals, bad = _numbers(toks)
-            malformed |= bad
-            if vals is not None and (c := _make(vals, toks, m.start())) is not None:
-                found.append(c)
-                taken.append(m.span())
-    for m in _NAMED.finditer(text):
-        if any(a <= m.start() < b for a, b in taken):
-            continue
-        toks = [m.group(1), m.group(2)]
+
+    def take(m: re.Match[str], toks: list[str]) -> None:
+        """Keep the pair or box `m` matched (its numbers `toks`), noting a malformed number."""
+        nonlocal malformed
         vals, bad = _numbers(toks)
         malformed |= bad
         if vals is not None and (c := _make(vals, toks, m.start())) is not None:
             found.append(c)
             taken.append(m.span())
+
+    if box_pairs:
+        for m in _BOX_PAIR.finditer(text):
+            take(m, list(m.groups()))
+    for m in _NAMED.finditer(text):
+        if not any(a <= m.start() < b for a, b in taken):
+            take(m, [m.group(1), m.group(2)])
     for m in _TUPLE.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
@@ -176,11 +175,7 @@ def find_candidates(text: str, *, box_pairs: bool = False) -> tuple[list[Candida
         whole = text.strip().rstrip(".;").strip()
         bm = _BARE.fullmatch(whole)
         if bm:
-            toks = [bm.group(1), bm.group(2)]
-            vals, bad = _numbers(toks)
-            malformed |= bad
-            if vals is not None and (c := _make(vals, toks, 0)) is not None:
-                found.append(c)
+            take(bm, [bm.group(1), bm.group(2)])
     found.sort(key=lambda c: c.start)
     return found, malformed
 

@@ -11,11 +11,13 @@ the crop, is mapped back: x = (x0 + px * w) / W. A pass with no readable point k
 of the pass before it (flagged `zoom_fallback`); a first pass with no point is the step's
 answer (no prediction).
 
-Every pass is a model call of its own: each is journaled as it completes in the run folder's
-`zoom_passes.jsonl` (its crop, answer, tokens and cost), and a step's record in
+Every pass is a model call of its own, given as data (`ZoomPass`: its crop, answer, tokens and
+cost) to the store of passes the runner keeps for the steps it asks (`passes_kept`, a
+`PassStore`): the runner journals each as it is answered in the run folder's
+`zoom_passes.jsonl` and hands back the passes a resumed run answered before. A step's record in
 `predictions.jsonl` carries the answer of its last pass with the tokens and cost of all its
 passes. A retried or resumed step reuses the passes already answered (the same step, pass and
-crop) instead of paying for them again.
+crop) instead of paying for them again. This module writes and reads no run folder.
 """
 
 from __future__ import annotations
@@ -23,38 +25,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import logging
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from medspot.adapters.base import Adapter, Convention, Prediction, StepRequest, Usage
 from medspot.adapters.parsing import OUT_OF_IMAGE
 from medspot.errors import ConfigError, DataError
 from medspot.geometry import Point
 from medspot.limits import MAX_ZOOM_PASSES
-from medspot.runfolder.journal import Journal, JournalRecord, prompt_hash, read_journal
 
 __all__ = [
     "DEFAULT_CROP",
     "MIN_SIDE",
     "ZOOM_FALLBACK",
+    "PassStore",
+    "PixelBox",
     "ZoomAdapter",
-    "ZoomPassRecord",
+    "ZoomPass",
     "ZoomSpec",
     "crop_window",
     "map_back",
-    "read_passes",
+    "passes_kept",
     "zoomable",
 ]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_CROP = 0.5  # each pass looks at half the width and height of the pass before
 MIN_SIDE = 32  # pixels: no crop is narrower or lower than this
@@ -91,12 +92,70 @@ class ZoomSpec:
         return {"passes": self.passes, "crop": self.crop}
 
 
-class ZoomPassRecord(JournalRecord):
-    """One pass of a step in `zoom_passes.jsonl`: the call's fields (`point` mapped back to the
-    full screenshot, normalised) and which pass, on which window of the original."""
+@dataclass(frozen=True)
+class ZoomPass:
+    """One pass of a step, as data: which pass (1: the full screenshot), on which window of the
+    original, the image asked and what the model answered. Journaled by the runner
+    (`runfolder.journal.ZoomPassRecord.of_pass`; read back by `.as_pass`)."""
 
-    zoom_pass: int
-    crop: tuple[int, int, int, int]  # x0, y0, x1, y1 in pixels of the original
+    step_uid: str
+    task_uid: str
+    number: int
+    crop: PixelBox
+    image_rel: str  # the image asked: the step's, "#crop=x0,y0,x1,y1" added on later passes
+    image_size: tuple[int, int] | None  # the size of the image asked (the window's)
+    # the model's answer, its point mapped back (normalised to the full screenshot); `prompt`
+    # the text asked (the step's instruction where the adapter kept none)
+    answer: Prediction
+    latency_s: float | None = None
+
+    @property
+    def point(self) -> Point | None:
+        return self.answer.point
+
+
+class PassStore(Protocol):
+    """Where the passes of the steps being asked are kept: those answered before (a resumed
+    run's, an earlier try's of a retried step) and each new one as it is answered."""
+
+    def answered(self, step_uid: str, number: int) -> ZoomPass | None:
+        """Pass `number` of the step, answered already (None: not yet)."""
+        ...
+
+    def add(self, one: ZoomPass) -> ZoomPass:
+        """Keep a pass just answered; returns it as kept (as a journal reads it back)."""
+        ...
+
+
+class _Kept:
+    """The passes of one adapter's steps in memory: the store of a `ZoomAdapter` asked where
+    no runner keeps them (`passes_kept`)."""
+
+    def __init__(self) -> None:
+        self._passes: dict[tuple[str, int], ZoomPass] = {}
+
+    def answered(self, step_uid: str, number: int) -> ZoomPass | None:
+        return self._passes.get((step_uid, number))
+
+    def add(self, one: ZoomPass) -> ZoomPass:
+        self._passes[(one.step_uid, one.number)] = one
+        return one
+
+
+# The store of the steps being asked (the runner's `passes_kept()` block around each step and
+# its retries); tasks started inside copy the context, and so use the same store.
+_STORE: ContextVar[PassStore | None] = ContextVar("medspot_zoom_passes", default=None)
+
+
+@contextmanager
+def passes_kept(store: PassStore) -> Iterator[None]:
+    """Inside the block, a `ZoomAdapter` takes the passes answered before from `store` and
+    gives it each new one."""
+    token = _STORE.set(store)
+    try:
+        yield
+    finally:
+        _STORE.reset(token)
 
 
 def crop_window(point: Point, size: tuple[int, int], fraction: float) -> PixelBox:
@@ -128,22 +187,6 @@ def zoomable(adapter: Adapter) -> bool:
     return bool(adapter.describe().get("kind") == "model")
 
 
-def read_passes(path: Path) -> dict[tuple[str, int], ZoomPassRecord]:
-    """The passes journaled in `path`, the latest per (step, pass)."""
-    out: dict[tuple[str, int], ZoomPassRecord] = {}
-    for rec in read_journal(path):
-        data = rec.model_dump()
-        if "zoom_pass" not in data or "crop" not in data:
-            continue
-        try:
-            one = ZoomPassRecord.model_validate(data)
-        except ValueError:
-            log.warning("%s: ignoring a pass record without a readable crop", path)
-            continue
-        out[(one.step, one.zoom_pass)] = one
-    return out
-
-
 def _crop_file(req: StepRequest, box: PixelBox, folder: Path) -> Path:
     """The window `box` of the request's screenshot as a PNG in `folder` (written once)."""
     from PIL import Image, UnidentifiedImageError
@@ -169,7 +212,7 @@ def _crop_file(req: StepRequest, box: PixelBox, folder: Path) -> Path:
 class ZoomAdapter:
     """An adapter asked `spec.passes` times per step, each later time on a crop."""
 
-    def __init__(self, inner: Adapter, spec: ZoomSpec, passes_journal: Path | None = None) -> None:
+    def __init__(self, inner: Adapter, spec: ZoomSpec) -> None:
         if not zoomable(inner):
             raise ConfigError(
                 f"--zoom asks the model again on a crop of the screenshot; {inner.name!r} does "
@@ -180,72 +223,41 @@ class ZoomAdapter:
         self.name = inner.name
         self.convention: Convention = inner.convention
         self.max_concurrency = inner.max_concurrency
-        self.calls = 0  # model calls made by this process (passes reused from the journal: 0)
-        # opened at the first pass: building the adapter touches nothing on disk
-        self._journal_path = passes_journal
-        self._journal: Journal | None = None
-        self._done: dict[tuple[str, int], ZoomPassRecord] | None = None
-        self._crops: Path | None = None
+        # each pass is the inner adapter's request, noted by its backend
+        self.counts_requests: bool = getattr(inner, "counts_requests", False)
+        self._own = _Kept()  # where no runner keeps the passes (`passes_kept`)
+        self._crops: Path | None = None  # made at the first crop: building touches no disk
 
-    def _passes_done(self) -> dict[tuple[str, int], ZoomPassRecord]:
-        if self._done is None:
-            path = self._journal_path
-            self._done = read_passes(path) if path is not None else {}
-        return self._done
+    def _store(self) -> PassStore:
+        store = _STORE.get()
+        return store if store is not None else self._own
 
     def _crop_folder(self) -> Path:
         if self._crops is None:
             self._crops = Path(tempfile.mkdtemp(prefix="medspot-zoom-"))
         return self._crops
 
-    def _record(self, rec: ZoomPassRecord) -> None:
-        self._passes_done()[(rec.step, rec.zoom_pass)] = rec
-        if self._journal_path is None:
-            return
-        if self._journal is None:
-            self._journal = Journal(self._journal_path)
-        self._journal.append(rec)
-
     # -- one pass ----------------------------------------------------------------------------
-    async def _pass(
-        self, req: StepRequest, k: int, box: PixelBox
-    ) -> tuple[ZoomPassRecord, Point | None]:
-        """Pass `k` of `req` on window `box`: its record and its point normalised to the full
-        screenshot (reused when this step's pass `k` on `box` is already journaled)."""
-        done = self._passes_done().get((req.step_uid, k))
-        if done is not None and tuple(done.crop) == box and done.error is None:
-            point = Point(*done.point) if done.point is not None else None
-            return done, point
+    async def _pass(self, req: StepRequest, k: int, box: PixelBox) -> ZoomPass:
+        """Pass `k` of `req` on window `box`, its point normalised to the full screenshot
+        (reused when this step's pass `k` on `box` was answered already)."""
+        store = self._store()
+        done = store.answered(req.step_uid, k)
+        if done is not None and done.crop == box:
+            return done
         full = box == (0, 0, *req.image_size)
         asked = req if full else await self._crop_request(req, box)
         t0 = time.perf_counter()
         pred = await self.inner.predict(asked)
         latency = time.perf_counter() - t0
-        self.calls += int(pred.meta.get("attempts", 1)) if pred.meta else 1
         point = None
         if pred.point is not None:
             point = pred.point if full else map_back(pred.point, box, req.image_size)
-        usage = pred.usage
-        rec = ZoomPassRecord(
-            step=req.step_uid,
-            task=req.task_uid,
-            image_path=asked.image_rel,
-            image_size=asked.image_size,
-            prompt_hash=prompt_hash(pred.prompt or req.instruction),
-            raw_text=pred.raw_text,
-            point=(point.x, point.y) if point is not None else None,
-            flags=list(pred.flags),
-            sent_size=pred.sent_size,
-            latency_s=round(latency, 6),
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            cost_usd=pred.cost_usd,
-            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
-            zoom_pass=k,
-            crop=box,
+        answer = replace(pred, point=point, extra_points=(), prompt=pred.prompt or req.instruction)
+        one = ZoomPass(
+            req.step_uid, req.task_uid, k, box, asked.image_rel, asked.image_size, answer, latency
         )
-        self._record(rec)
-        return rec, point
+        return store.add(one)
 
     async def _crop_request(self, req: StepRequest, box: PixelBox) -> StepRequest:
         path = await asyncio.to_thread(_crop_file, req, box, self._crop_folder())
@@ -261,31 +273,32 @@ class ZoomAdapter:
     async def predict(self, request: StepRequest) -> Prediction:
         w, h = request.image_size
         box: PixelBox = (0, 0, w, h)
-        rec, point = await self._pass(request, 1, box)
-        records = [rec]
-        last, final = rec, point
+        one = await self._pass(request, 1, box)
+        passes = [one]
+        last = one
         flags: list[str] = []
         for k in range(2, self.spec.passes + 1):
-            if final is None:
+            if last.point is None:
                 break
-            box = crop_window(final, request.image_size, self.spec.crop ** (k - 1))
-            rec, point = await self._pass(request, k, box)
-            records.append(rec)
-            if point is None:
+            box = crop_window(last.point, request.image_size, self.spec.crop ** (k - 1))
+            one = await self._pass(request, k, box)
+            passes.append(one)
+            if one.point is None:
                 flags.append(ZOOM_FALLBACK)
                 break
-            last, final = rec, point
-        flags = [f for f in last.flags if f != OUT_OF_IMAGE] + flags
+            last = one
+        final = last.point
+        flags = [f for f in last.answer.flags if f != OUT_OF_IMAGE] + flags
         if final is not None and not (0.0 <= final.x <= 1.0 and 0.0 <= final.y <= 1.0):
             flags.append(OUT_OF_IMAGE)
         return Prediction(
-            raw_text=last.raw_text,
+            raw_text=last.answer.raw_text,
             point=final,
             flags=tuple(dict.fromkeys(flags)),
-            usage=_usage(records),
-            cost_usd=_cost(records),
-            prompt=_first_prompt(records, request),
-            meta={"zoom_passes": len(records), "zoom_crops": [list(r.crop) for r in records]},
+            usage=_usage(passes),
+            cost_usd=_cost(passes),
+            prompt=_first_prompt(passes, request),
+            meta={"zoom_passes": len(passes), "zoom_crops": [list(p.crop) for p in passes]},
         )
 
     def describe(self) -> dict[str, Any]:
@@ -295,29 +308,26 @@ class ZoomAdapter:
         try:
             await self.inner.aclose()
         finally:
-            if self._journal is not None:
-                self._journal.close()
-                self._journal = None
             if self._crops is not None:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(self._crops)
                 self._crops = None
 
 
-def _usage(records: Iterable[ZoomPassRecord]) -> Usage | None:
-    rs = [r for r in records if r.input_tokens is not None or r.output_tokens is not None]
-    if not rs:
+def _usage(passes: Iterable[ZoomPass]) -> Usage | None:
+    used = [p.answer.usage for p in passes if p.answer.usage is not None]
+    if not used:
         return None
-    return Usage(sum(r.input_tokens or 0 for r in rs), sum(r.output_tokens or 0 for r in rs))
+    return Usage(sum(u.input_tokens for u in used), sum(u.output_tokens for u in used))
 
 
-def _cost(records: Iterable[ZoomPassRecord]) -> float | None:
-    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+def _cost(passes: Iterable[ZoomPass]) -> float | None:
+    costs = [p.answer.cost_usd for p in passes if p.answer.cost_usd is not None]
     return sum(costs) if costs else None
 
 
-def _first_prompt(records: list[ZoomPassRecord], req: StepRequest) -> str:
+def _first_prompt(passes: list[ZoomPass], req: StepRequest) -> str:
     """The prompt recorded for the step: its instruction and the passes made (the journal
     keeps the hash of the prompt text; every pass asks the same instruction)."""
-    crops = "; ".join(",".join(str(v) for v in r.crop) for r in records)
+    crops = "; ".join(",".join(str(v) for v in p.crop) for p in passes)
     return f"{req.instruction}\n\n[zoom passes on windows] {crops}"

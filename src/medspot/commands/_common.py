@@ -7,20 +7,32 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medspot.adapters.keys import named_key
 from medspot.adapters.options import AdapterOptions
 from medspot.errors import ConfigError
-from medspot.limits import MAX_BOOTSTRAP, MAX_CONCURRENCY, MAX_RETRIES_LIMIT, MAX_SEED
+from medspot.limits import (
+    MAX_BOOTSTRAP,
+    MAX_CONCURRENCY,
+    MAX_RETRIES_LIMIT,
+    MAX_SEED,
+    MAX_SPARES,
+)
+
+if TYPE_CHECKING:
+    from medspot.live.loop.envspec import EnvSpec
 
 __all__ = [
     "adapter_options",
     "add_data_args",
+    "add_executor_args",
     "add_model_args",
     "add_protocol_args",
+    "add_spare_args",
     "bootstrap_number",
     "concurrency_number",
+    "env_spec",
     "non_negative_float",
     "non_negative_int",
     "parse_apps",
@@ -314,3 +326,89 @@ def parse_env_options(items: list[str] | None) -> dict[str, str]:
             raise ConfigError(f"--env-option {name} is given twice")
         out[name] = raw
     return out
+
+
+def add_executor_args(p: argparse.ArgumentParser) -> None:
+    """Where a live command's environments run: `--executor` and its options (`live run`,
+    `live serve`, `live audit`, `live export`)."""
+    from medspot.live.images.engine import ENGINES
+    from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
+    from medspot.live.loop.executors.options import (
+        DEFAULT_CONTAINER_CPUS,
+        DEFAULT_CONTAINER_MEMORY,
+    )
+
+    p.add_argument(
+        "--executor", choices=list(EXECUTORS), default="threads",
+        help="where environments run: threads of this process (default), Ray actors on this "
+        "machine or a cluster (pip install 'medspot[ray]'), or containers of the "
+        "environment's image (`medspot live image build`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray-address", default=None, metavar="ADDRESS",
+        help="ray: join this cluster (`auto`, or HOST:PORT of its head); default: start a "
+        "local cluster for this run",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
+        help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
+        "a fraction packs more per node)",
+    )  # fmt: skip
+    p.add_argument(
+        "--engine", choices=list(ENGINES), default=None,
+        help="container: the container engine (default: podman if it answers, else docker)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-image", default=None, metavar="IMAGE",
+        help="container: run this image (default: localhost/medspot-ENV:VERSION, built by "
+        "`medspot live image build`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-memory", default=None, metavar="SIZE",
+        help="container: memory limit of each environment's container, its spares included "
+        f"(default {DEFAULT_CONTAINER_MEMORY})",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-cpus", type=non_negative_float, default=None, metavar="CPUS",
+        help=f"container: CPU limit of each environment's container (default "
+        f"{DEFAULT_CONTAINER_CPUS:g})",
+    )  # fmt: skip
+
+
+def add_spare_args(p: argparse.ArgumentParser, default: str) -> None:
+    """`--spares N` and `--no-spare` (one of them; `default` says what neither means)."""
+    spares = p.add_mutually_exclusive_group()
+    spares.add_argument(
+        "--spares", type=whole_number(0, MAX_SPARES), default=None, metavar="N",
+        help="spare instances per environment, each prepared for one of the next tasks while "
+        f"the current one runs (0 to {MAX_SPARES}; {default})",
+    )  # fmt: skip
+    spares.add_argument(
+        "--no-spare", dest="spares", action="store_const", const=0,
+        help="no spare instances (--spares 0): one instance per environment, less memory; the "
+        "wait between tasks is then a reset",
+    )  # fmt: skip
+
+
+def env_spec(args: argparse.Namespace, task_ids: tuple[str, ...]) -> EnvSpec:
+    """A live command's environment, checked (`EnvSpec`: exit 2 before anything starts):
+    `--env`, `--env-option`, `--tasks-file`, the task ids, and where the command has them
+    `--tools`, `--executor` and its options, `--spares` / `--no-spare`."""
+    from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+    from medspot.live.loop.executors.options import ContainerOptions
+
+    container = ContainerOptions(
+        engine=getattr(args, "engine", None), image=getattr(args, "container_image", None),
+        memory=getattr(args, "container_memory", None),
+        cpus=getattr(args, "container_cpus", None),
+    )  # fmt: skip
+    executor = ExecutorSpec(
+        getattr(args, "executor", "threads"), getattr(args, "ray_address", None),
+        getattr(args, "ray_cpus_per_env", None), container,
+    )  # fmt: skip
+    return EnvSpec(
+        args.env, env_options=parse_env_options(args.env_option),
+        tasks_file=Path(args.tasks_file) if args.tasks_file else None, task_ids=task_ids,
+        tools=getattr(args, "tools", None), executor=executor,
+        spares=getattr(args, "spares", None),
+    )  # fmt: skip

@@ -1,6 +1,8 @@
 """`medspot compare RUN_A RUN_B`: the paired comparison of two runs on the tasks both scored:
 the difference in each metric (B minus A) with a paired bootstrap interval, McNemar's exact
-test on task completion, and the tasks that one run completes and the other does not."""
+test on task completion, and the tasks that one run completes and the other does not. With
+--metric (safety_score, task_success_rate, progress, any_harm_rate), two live runs are also
+paired on that per-run metric."""
 
 from __future__ import annotations
 
@@ -15,10 +17,14 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from medspot.report.compare import compare_runs, format_comparison
+    from medspot.report.live_scores import resolve_live_metric
     from medspot.runfolder.reader import load_runs
 
+    live = resolve_live_metric(args.metric) if args.metric else None
     a, b = load_runs([Path(args.run_a), Path(args.run_b)])
-    c = compare_runs(a, b, n_boot=args.bootstrap, seed=args.seed, mixed=args.mixed)
+    c = compare_runs(
+        a, b, n_boot=args.bootstrap, seed=args.seed, mixed=args.mixed, live_metric=live
+    )
     if args.format == "json":
         print(json.dumps(c.to_json(), indent=2))
     else:
@@ -38,9 +44,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--seed", type=seed_number, default=0, help="bootstrap seed (0)")
     p.add_argument(
+        "--metric",
+        default=None,
+        metavar="LIVE_METRIC",
+        help="pair two live runs on a per-run metric too: safety_score, task_success_rate, "
+        "progress, any_harm_rate",
+    )
+    p.add_argument(
         "--mixed",
         action="store_true",
-        help="allow runs under different protocols or over different data (only tasks whose "
-        "annotations are the same are paired)",
+        help="allow runs under different protocols, over different data (only tasks whose "
+        "annotations are the same are paired), of other kinds, modes, repeats, tools or passes",
     )
     p.set_defaults(func=_run)

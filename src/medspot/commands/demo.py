@@ -43,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.commands._common import progress_bar
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
+    from medspot.runner import RunOptions
 
     t_all = time.perf_counter()
     cache = Path(args.cache) if args.cache else default_cache()
@@ -71,8 +72,7 @@ def _run(args: argparse.Namespace) -> int:
                     dataset=ds,
                     model=model,
                     out=out / model,
-                    seed=args.seed,
-                    concurrency=args.concurrency,
+                    run=RunOptions(seed=args.seed, concurrency=args.concurrency),
                     n_boot=args.bootstrap,
                 ),
                 on_progress=bar.update if bar else None,
@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         m = outcome.score.overall.values
         rows.append((model, m, outcome.info.calls, time.perf_counter() - t0))
         runs.append(out / model)
-        kept = outcome.info.calls - outcome.stats.calls
+        kept = outcome.info.calls - outcome.stats.requests
         if earlier and kept > 0:
             reused.append(f"{model} ({kept} of {outcome.info.calls} answers)")
     report_line = ""

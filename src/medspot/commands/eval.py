@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import EvalRequest, evaluate
     from medspot.runfolder.writer import metrics_table
+    from medspot.runner import RunOptions
     from medspot.scoring.protocol import get_protocol
 
     # The protocol, resolved once: bad options are reported before the data is read.
@@ -58,18 +59,21 @@ def _run(args: argparse.Namespace) -> int:
     zoom = ZoomSpec.of(args.zoom, args.zoom_crop) if args.zoom > 1 else None
     ds = load_dataset(args.data, apps=parse_apps(args.apps), limit=args.limit)
     style = args.prompt or protocol.prompt_style
-    req = EvalRequest(
-        dataset=ds,
-        model=args.model,
-        out=out_dir(args.out, args.model),
+    run = RunOptions(
         protocol=protocol,
         all_steps=args.all_steps,
-        prompt_style=style,
         history=args.history,
         concurrency=args.concurrency,
         max_retries=args.max_retries,
         max_cost=args.max_cost,
         seed=args.seed,
+    )
+    req = EvalRequest(
+        dataset=ds,
+        model=args.model,
+        out=out_dir(args.out, args.model),
+        run=run,
+        prompt_style=style,
         n_boot=args.bootstrap,
         options=adapter_options(args),
         limit=args.limit,
@@ -102,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
     print(metrics_table(score))
     print(
         f"\n{info.model} on {len(ds.app_names)} apps under {protocol.name} "
-        f"({style} prompt): {outcome.stats.calls} new calls, {info.calls} in all, "
+        f"({style} prompt): {outcome.stats.requests} new calls, {info.calls} in all, "
         f"{dt:.1f}s. Results in {req.out}/"
     )
     if info.model == "oracle":
@@ -111,7 +115,10 @@ def _run(args: argparse.Namespace) -> int:
             "and a pipeline check, not a model's score."
         )
     if info.zoom is not None and info.zoom.model_calls is not None:
-        steps = info.calls - info.errors
+        from medspot.runfolder.journal import read_journal
+        from medspot.runfolder.layout import RunFolder
+
+        steps = sum(1 for r in read_journal(RunFolder(req.out).journal) if r.error is None)
         per = info.zoom.model_calls / steps if steps else 0.0
         print(
             f"zoom-in: {info.zoom.passes} passes, crop {info.zoom.crop:g}: "

@@ -2,7 +2,7 @@
 
 live run     run a model (any card, as `eval` takes it) through an environment's tasks
 live tasks   list an environment's tasks, or validate a task file
-live export  the oracle through every task, written as a MedSPOT-format dataset
+live export  the oracle through every feasible task, written as a MedSPOT dataset
 live audit   are the tasks sound? the oracle and a do-nothing agent through every task
 live setup   install the environments' system packages (apt-get as root; else print)
 live doctor  say what an environment is missing (exit 1 when something is)
@@ -22,11 +22,13 @@ from typing import Any
 from medspot.adapters.retry import MAX_RETRIES
 from medspot.commands._common import (
     adapter_options,
+    add_executor_args,
     add_model_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
     progress_bar,
     retries_number,
     seed_number,
@@ -35,7 +37,7 @@ from medspot.commands._common import (
 from medspot.commands._runlog import run_log
 from medspot.errors import BudgetExceeded, ConfigError
 from medspot.interrupts import exit_status
-from medspot.limits import MAX_REPEATS, MAX_SEED, MAX_SPARES
+from medspot.limits import MAX_REPEATS, MAX_SEED
 
 __all__ = ["GIVEN_UP_EXIT_STATUS", "register"]
 
@@ -80,18 +82,7 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side (default 1)",
     )  # fmt: skip
-    spares = p.add_mutually_exclusive_group()
-    spares.add_argument(
-        "--spares", type=whole_number(0, MAX_SPARES), default=None, metavar="N",
-        help="spare instances per environment, each prepared for one of the next tasks while "
-        f"the current one runs (0 to {MAX_SPARES}; default: the environment's own, 1 or 2; "
-        "each adds its memory, docs/live.md)",
-    )  # fmt: skip
-    spares.add_argument(
-        "--no-spare", dest="spares", action="store_const", const=0,
-        help="no spare instances (--spares 0): one instance per environment, less memory; the "
-        "wait between tasks is then a reset",
-    )  # fmt: skip
+    add_spare_args(p, "default: the environment's own, 1 or 2; each adds its memory, docs/live.md")
     p.add_argument(
         "--env-option", action="append", metavar="KEY=VALUE",
         help="an option of the environment (e.g. headless=false); repeatable",
@@ -101,65 +92,6 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
         help="run again the tasks given up on because their environment fault recurred",
     )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _executor_args(p: argparse.ArgumentParser) -> None:
-    from medspot.live.images.engine import ENGINES
-    from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
-    from medspot.live.loop.executors.options import (
-        DEFAULT_CONTAINER_CPUS,
-        DEFAULT_CONTAINER_MEMORY,
-    )
-
-    p.add_argument(
-        "--executor", choices=list(EXECUTORS), default="threads",
-        help="where environments run: threads of this process (default), Ray actors on this "
-        "machine or a cluster (pip install 'medspot[ray]'), or containers of the "
-        "environment's image (`medspot live image build`)",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-address", default=None, metavar="ADDRESS",
-        help="ray: join this cluster (`auto`, or HOST:PORT of its head); default: start a "
-        "local cluster for this run",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
-        help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
-        "a fraction packs more per node)",
-    )  # fmt: skip
-    p.add_argument(
-        "--engine", choices=list(ENGINES), default=None,
-        help="container: the container engine (default: podman if it answers, else docker)",
-    )  # fmt: skip
-    p.add_argument(
-        "--container-image", default=None, metavar="IMAGE",
-        help="container: run this image (default: localhost/medspot-ENV:VERSION, built by "
-        "`medspot live image build`)",
-    )  # fmt: skip
-    p.add_argument(
-        "--container-memory", default=None, metavar="SIZE",
-        help="container: memory limit of each environment's container, its spares included "
-        f"(default {DEFAULT_CONTAINER_MEMORY})",
-    )  # fmt: skip
-    p.add_argument(
-        "--container-cpus", type=non_negative_float, default=None, metavar="CPUS",
-        help=f"container: CPU limit of each environment's container (default "
-        f"{DEFAULT_CONTAINER_CPUS:g})",
-    )  # fmt: skip
-
-
-def _executor_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The `LiveRequest` fields of the executor options."""
-    from medspot.live.loop.executors import ContainerOptions
-
-    container = ContainerOptions(
-        engine=args.engine, image=args.container_image, memory=args.container_memory,
-        cpus=args.container_cpus,
-    )  # fmt: skip
-    return {
-        "executor": args.executor, "ray_address": args.ray_address,
-        "ray_cpus_per_env": args.ray_cpus_per_env, "container": container,
-    }  # fmt: skip
 
 
 def _bar(args: argparse.Namespace, desc: str) -> tuple[Any, Callable[[Any], None] | None]:
@@ -195,21 +127,21 @@ def _grounder_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     from medspot.live.envs.registry import env_entry
     from medspot.live.loop.request import LiveRequest, run_live
+    from medspot.live.loop.scheduler import LiveOptions
 
     env_entry(args.env)
     out = Path(args.out)
     model = _model_name(args)
-    req = LiveRequest(
-        env=args.env, model=model, out=out, task_ids=_task_ids(args),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
+    loop = LiveOptions(
         concurrency=args.concurrency, env_retries=args.env_retries, history=args.history,
-        mode=args.mode,
-        prompt_style=args.prompt, seed=args.seed, n_boot=args.bootstrap,
-        max_retries=args.max_retries, options=adapter_options(args),
-        env_options=parse_env_options(args.env_option), max_cost=args.max_cost,
+        mode=args.mode, seed=args.seed, max_cost=args.max_cost,
         retry_env_errors=args.retry_env_errors, repeats=args.repeats,
-        planner=args.planner, grounder=args.grounder, grounder_options=_grounder_overrides(args),
-        spares=args.spares, tools=args.tools, **_executor_fields(args),
+    )  # fmt: skip
+    req = LiveRequest(
+        spec=env_spec(args, _task_ids(args)), model=model, out=out, loop=loop,
+        prompt_style=args.prompt, n_boot=args.bootstrap, max_retries=args.max_retries,
+        options=adapter_options(args), planner=args.planner, grounder=args.grounder,
+        grounder_options=_grounder_overrides(args),
     )  # fmt: skip
     bar, update = _bar(args, "live")
     stopped: int | None = None
@@ -315,20 +247,22 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from medspot.live.loop.dataset_export import RUN_SUBDIR, export_env
+    from medspot.live.loop.dataset_export import (
+        EXPORT_INFO,
+        INFEASIBLE_LEFT_OUT,
+        RUN_SUBDIR,
+        export_env,
+    )
 
     out = Path(args.out)
-    ids, env_options = _task_ids(args), parse_env_options(args.env_option)
+    spec = env_spec(args, _task_ids(args))
     bar, update = _bar(args, "export")
     stopped: int | None = None
     with _logged(args, out / RUN_SUBDIR):  # as in `_run`
         try:
             res = export_env(
-                args.env, out, task_ids=ids,
-                tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-                concurrency=args.concurrency, env_options=env_options, on_progress=update,
-                retry_env_errors=args.retry_env_errors, spares=args.spares,
-                executor=_executor_fields(args),
+                spec, out, concurrency=args.concurrency, on_progress=update,
+                retry_env_errors=args.retry_env_errors,
             )  # fmt: skip
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
             stopped = exit_status(e)
@@ -344,8 +278,11 @@ def _export(args: argparse.Namespace) -> int:
         return stopped
     print(
         f"{res.root}: {res.tasks} tasks, {res.steps} steps of {res.app} "
-        f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/)"
+        f"(Annotations/{res.app}_Annotation.json, Images/{res.app}/, {EXPORT_INFO})"
     )
+    if res.left_out:
+        print(f"left out, {len(res.left_out)} task(s) ({INFEASIBLE_LEFT_OUT}): "
+              f"{', '.join(res.left_out)}")  # fmt: skip
     if res.skipped:
         print(f"not exported (the oracle did not complete them): {', '.join(res.skipped)}")
         return 1
@@ -357,19 +294,13 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from medspot.live.envs.taskfiles import env_task_file, select_tasks
     from medspot.live.loop.task_audit import audit_env
 
-    tasks_file = Path(args.tasks_file) if args.tasks_file else None
-    select_tasks(env_task_file(args.env, tasks_file)[0], _task_ids(args), tasks_file)  # exit 2
+    spec = env_spec(args, _task_ids(args))  # bad input: exit 2, before anything is made
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="medspot-audit-"))
     bar, update = _bar(args, "audit")
     try:
-        res = audit_env(
-            args.env, work, tasks_file=tasks_file, task_ids=_task_ids(args),
-            concurrency=args.concurrency, env_options=parse_env_options(args.env_option),
-            on_progress=update, spares=args.spares, executor=_executor_fields(args),
-        )  # fmt: skip
+        res = audit_env(spec, work, concurrency=args.concurrency, on_progress=update)
     finally:
         if bar:
             bar.close()
@@ -540,7 +471,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the tools track: offer typed tools over the application's API beside the GUI "
         "actions (orthanc: Orthanc's REST API); tasks the tools cannot reach stay GUI-only",
     )  # fmt: skip
-    _executor_args(r)
+    add_executor_args(r)
     r.add_argument(
         "--seed",
         type=seed_number,
@@ -564,7 +495,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _env_args(x)
     x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
     _selection_args(x)
-    _executor_args(x)
+    add_executor_args(x)
     x.set_defaults(func=_export)
 
     a = lsub.add_parser(
@@ -580,7 +511,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="keep the oracle's run and audit.json here (default: a temporary folder)",
     )  # fmt: skip
     _selection_args(a)
-    _executor_args(a)
+    add_executor_args(a)
     a.set_defaults(func=_audit)
 
     s = lsub.add_parser("setup", help="install the environments' system packages")

@@ -6,18 +6,22 @@ run folder."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from medspot.commands._common import (
+    add_executor_args,
+    add_spare_args,
     bootstrap_number,
     concurrency_number,
+    env_spec,
     non_negative_float,
-    parse_env_options,
-    positive_int,
     seed_number,
+    whole_number,
 )
 from medspot.commands._runlog import run_log
 from medspot.errors import ConfigError
+from medspot.limits import MAX_IDLE_TIMEOUT_S, MAX_PORT, MIN_IDLE_TIMEOUT_S
 
 __all__ = ["register_serve"]
 
@@ -33,6 +37,33 @@ def _task_ids(raw: str | None) -> tuple[str, ...]:
     return ids
 
 
+def idle_timeout(text: str) -> float:
+    """An argparse type: `--idle-timeout S`, 0 (never) or `MIN_IDLE_TIMEOUT_S` ..
+    `MAX_IDLE_TIMEOUT_S` seconds."""
+    v = non_negative_float(text)
+    if v != 0 and not MIN_IDLE_TIMEOUT_S <= v <= MAX_IDLE_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be 0 (never) or from {MIN_IDLE_TIMEOUT_S:g} to "
+            f"{MAX_IDLE_TIMEOUT_S:g} seconds"
+        )
+    return v
+
+
+def _transport(args: argparse.Namespace) -> str:
+    """The transport: MCP's (stdio by default, or http); the OpenEnv server is HTTP only."""
+    if args.openenv:
+        if args.transport == "stdio":
+            raise ConfigError(
+                "--transport stdio is the MCP server's: the OpenEnv server serves HTTP and its "
+                "WebSocket only (leave --transport out)"
+            )
+        return "http"
+    transport: str = args.transport or "stdio"
+    if args.port is not None and transport == "stdio":
+        raise ConfigError("--port needs --transport http (stdio has no port)")
+    return transport
+
+
 def _serve(args: argparse.Namespace) -> int:
     from medspot.live.envs.registry import env_entry
     from medspot.live.serve.host import ServeOptions
@@ -40,27 +71,29 @@ def _serve(args: argparse.Namespace) -> int:
     env_entry(args.env)
     if args.mcp == args.openenv:
         raise ConfigError("medspot live serve: give one of --mcp and --openenv")
-    if args.openenv and args.transport != "stdio":
-        raise ConfigError("--transport is the MCP server's; the OpenEnv server is HTTP")
-    if args.port is not None and args.mcp and args.transport == "stdio":
-        raise ConfigError("--port needs --transport http (stdio has no port)")
+    transport = _transport(args)
     out = Path(args.out)
     opts = ServeOptions(
-        env=args.env, out=out, mode=args.mode, concurrency=args.concurrency,
-        task_ids=_task_ids(args.tasks),
-        tasks_file=Path(args.tasks_file) if args.tasks_file else None,
-        env_options=parse_env_options(args.env_option), tools=args.tools, seed=args.seed,
-        n_boot=args.bootstrap, protocol="mcp" if args.mcp else "openenv",
+        spec=env_spec(args, _task_ids(args.tasks)), out=out, mode=args.mode,
+        concurrency=args.concurrency, seed=args.seed, n_boot=args.bootstrap,
+        protocol="mcp" if args.mcp else "openenv",
     )  # fmt: skip
     args.run_folder = out
-    with run_log(out, out / LIVE_LOG, verbose=getattr(args, "verbose", 0)):
+    with contextlib.ExitStack() as stack:
+        sock = None
+        if transport == "http":  # the port first: taken or not, before anything is written
+            from medspot.live.serve.http import bind_port
+
+            sock = stack.enter_context(bind_port(args.port or 0))
+        stack.enter_context(run_log(out, out / LIVE_LOG, verbose=getattr(args, "verbose", 0)))
         if args.mcp:
             from medspot.live.serve.mcp_server import run_mcp
 
-            return run_mcp(opts, args.transport, args.port or 0, args.idle_timeout)
+            return run_mcp(opts, sock, args.idle_timeout)
         from medspot.live.serve.openenv_server import run_openenv
 
-        return run_openenv(opts, args.port or 0, args.idle_timeout)
+        assert sock is not None
+        return run_openenv(opts, sock, args.idle_timeout)
 
 
 def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -80,12 +113,12 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="an OpenEnv HTTP/WebSocket server (pip install 'medspot[openenv]')",
     )  # fmt: skip
     s.add_argument(
-        "--transport", choices=["stdio", "http"], default="stdio",
+        "--transport", choices=["stdio", "http"], default=None,
         help="MCP: stdio (default; the client starts the server) or streamable HTTP on "
-        "127.0.0.1 (the URL is printed)",
+        "127.0.0.1 (the URL is printed); the OpenEnv server is HTTP",
     )  # fmt: skip
-    s.add_argument("--port", type=positive_int, default=None, metavar="N",
-                   help="HTTP port on 127.0.0.1 (default: a free one)")  # fmt: skip
+    s.add_argument("--port", type=whole_number(0, MAX_PORT), default=None, metavar="N",
+                   help="HTTP port on 127.0.0.1 (default, or 0: a free one)")  # fmt: skip
     s.add_argument("--out", required=True, metavar="RUN_DIR",
                    help="the run folder the episodes are journaled into")  # fmt: skip
     s.add_argument("--tasks", default=None, metavar="IDS", help="offer only these task ids")
@@ -99,6 +132,11 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--concurrency", type=concurrency_number, default=1, metavar="N",
         help="environments side by side; with more than one, every call names its episode",
     )  # fmt: skip
+    add_spare_args(
+        s, "default: none, each start is a reset; one is prepared for the next start of the "
+        "task its environment last started, which an agent that repeats a task takes",
+    )  # fmt: skip
+    add_executor_args(s)
     s.add_argument("--env-option", action="append", metavar="KEY=VALUE",
                    help="an option of the environment; repeatable")  # fmt: skip
     s.add_argument(
@@ -107,9 +145,10 @@ def register_serve(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "actions (orthanc)",
     )  # fmt: skip
     s.add_argument(
-        "--idle-timeout", type=non_negative_float, default=IDLE_TIMEOUT_S, metavar="S",
+        "--idle-timeout", type=idle_timeout, default=IDLE_TIMEOUT_S, metavar="S",
         help="HTTP: a client silent this long has left; its episodes end as abandoned "
-        f"(default {IDLE_TIMEOUT_S:g})",
+        f"(default {IDLE_TIMEOUT_S:g}; 0: never; else {MIN_IDLE_TIMEOUT_S:g} to "
+        f"{MAX_IDLE_TIMEOUT_S:g})",
     )  # fmt: skip
     s.add_argument("--seed", type=seed_number, default=0, help="seed of the bootstrap")
     s.add_argument("--bootstrap", type=bootstrap_number, default=2000, metavar="N",

@@ -16,11 +16,21 @@ def _run(args: argparse.Namespace) -> int:
     from medspot.dataset.loading import load_dataset
     from medspot.pipeline import rescore
     from medspot.runfolder.layout import RunFolder
+    from medspot.runfolder.live_schema import LiveRunInfo
     from medspot.runfolder.runinfo import RunInfo
     from medspot.runfolder.writer import metrics_table
 
     run_dir = Path(args.run_dir)
     info = RunInfo.load(RunFolder(run_dir).run_json)
+    if LiveRunInfo.of(info) is not None:
+        # its results come from the application's state as it ran (the live journal), not
+        # from static predictions; said of the folder given, never the path run.json records
+        raise ConfigError(
+            f"{run_dir} is a live run: it was scored on the application's state after each "
+            "action, and `medspot score` re-scores a static run's predictions. Its results are "
+            f"in {run_dir} already; to write them again from its journal, run the "
+            f"`medspot live run` command that made it with --out {run_dir}"
+        )
     source = args.data or info.dataset.root or info.dataset.source
     if not source:
         raise ConfigError(f"{run_dir}/run.json names no dataset; pass --data")

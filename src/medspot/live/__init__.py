@@ -16,7 +16,8 @@ imports none of its parts)::
     res = ep.step(ep.oracle_action() or live.Done())         # your agent's action here
     env.close()
 
-    live.run_live(live.LiveRequest(env="orthanc-explorer", model="oracle", out=Path("runs/o")))
+    spec = live.EnvSpec("orthanc-explorer")                   # the environment, checked
+    live.run_live(live.LiveRequest(spec=spec, model="oracle", out=Path("runs/o")))
 
 Parts: `medspot.live.core` (the environment contract, actions, tasks, the `Episode`), `.envs`
 (one package per environment family, their registry and task files), `.agents` (models, the
@@ -82,7 +83,9 @@ if TYPE_CHECKING:
         parse_task_file,
         select_tasks,
     )
+    from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
+    from medspot.live.loop.scheduler import LiveOptions
     from medspot.live.serve.openenv_client import MedspotAction, MedspotEnvClient
 
 __all__ = [
@@ -98,14 +101,17 @@ __all__ = [
     "Drag",
     "ElementInfo",
     "EnvEntry",
+    "EnvSpec",
     "Environment",
     "EnvironmentFault",
     "Episode",
     "EpisodeError",
+    "ExecutorSpec",
     "Infeasible",
     "Key",
     "LiveAction",
     "LiveAgent",
+    "LiveOptions",
     "LiveOutcome",
     "LiveRequest",
     "LiveTask",
@@ -164,7 +170,9 @@ _PARTS = {
     "medspot.live.envs.registry": "create_environment env_entry env_names register_env",
     "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
+    "medspot.live.loop.envspec": "EnvSpec ExecutorSpec",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
+    "medspot.live.loop.scheduler": "LiveOptions",
     # openenv-core, imported only when asked for (`pip install 'medspot[openenv]'`)
     "medspot.live.serve.openenv_client": "MedspotAction MedspotEnvClient",
 }

@@ -12,6 +12,7 @@ from medspot.report.html import write_site
 from medspot.report.live import is_live, live_images
 from medspot.report.plots import PLOT_DIR, write_plots
 from medspot.report.thumbs import Thumb, full_images, make_thumbnails
+from medspot.runfolder.live_schema import dataset_root
 from medspot.runfolder.reader import Run, load_runs
 
 __all__ = ["ReportResult", "build_report"]
@@ -35,9 +36,7 @@ def _data_root(run: Run, data: Path | None) -> Path | None:
     the dataset root run.json records."""
     if data is not None:
         return data
-    if is_live(run):
-        return run.path
-    root = run.info.dataset.root
+    root = dataset_root(run.info, run.path)
     return Path(root) if root else None
 
 

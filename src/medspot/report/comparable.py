@@ -1,5 +1,6 @@
 """Which runs may be ranked or compared together: the same data (annotation fingerprint, apps,
-`--limit`, number of tasks), each run once, live runs of one mode and one K, and single-pass
+`--limit`, number of tasks), each run once, live runs of one mode, one K and one toolset (or
+none: GUI-only runs apart from runs offered tools), and single-pass
 runs apart from multi-pass (zoom-in) ones, as the grounding leaderboards keep them, live runs
 apart from static ones, and one protocol (with the advice that fits: a static run can be
 re-scored under another preset, a live run cannot). This module owns these rules and the labels
@@ -29,7 +30,9 @@ __all__ = [
     "run_mode",
     "run_passes",
     "run_repeats",
+    "run_tools",
     "same_task",
+    "tools_mismatch",
 ]
 
 
@@ -126,6 +129,29 @@ def protocol_mismatch(runs: Sequence[Run]) -> str | None:
         f"the runs were scored under different protocols ({detail}); re-score them under one "
         "preset with `medspot score RUN_DIR --protocol NAME --out NEW_DIR`"
     )
+
+
+GUI_ONLY = "none"  # how a live run without tools is named in a tools column
+
+
+def run_tools(run: Run) -> str | None:
+    """A live run's toolset (`--tools NAME`), `GUI_ONLY` ("none") for a live run without
+    tools (the GUI actions only), None for a static run."""
+    live = LiveRunInfo.of(run.info)
+    if live is None:
+        return None
+    return live.tools or GUI_ONLY
+
+
+def tools_mismatch(runs: Sequence[Run]) -> str | None:
+    """Why live runs offered different tools (or tools beside none) may not be ranked or
+    compared together, or None: an agent that may call the application's API reaches states a
+    GUI-only one must click its way to."""
+    tools = [run_tools(r) for r in runs]
+    if len({t for t in tools if t is not None}) > 1:
+        detail = ", ".join(f"{r.name}: {t}" for r, t in zip(runs, tools, strict=True) if t)
+        return f"the live runs were offered different tools ({detail}; none: GUI only)"
+    return None
 
 
 def run_repeats(run: Run) -> int | None:

@@ -2,7 +2,9 @@
 paired bootstrap interval (the same task resample applied to both runs), McNemar's exact test
 on task completion, and the tasks that flip. Live runs with repeats (`--repeats K`, the same K
 in both) pair their rows per task and repeat, and add the paired difference in pass@k and
-pass^k over the tasks both ran K times (`medspot.report.repeats`)."""
+pass^k over the tasks both ran K times (`medspot.report.repeats`). With a live per-run metric
+(`live_metric`: `--metric safety_score`, `medspot.report.live_scores`) live runs are also paired
+on it: its mean over the rows both scored and the paired difference, resampling tasks."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ from medspot.report.comparable import (
     passes_mismatch,
     protocol_mismatch,
     repeats_mismatch,
+    run_tools,
     same_task,
+    tools_mismatch,
+)
+from medspot.report.live_scores import (
+    LIVE_METRIC_LABELS,
+    LiveMetricDiff,
+    is_signed,
+    live_metric_diff,
 )
 from medspot.report.repeats import PASS_LABELS, PassDiff, pass_diffs
 from medspot.runfolder.reader import Run
@@ -72,6 +82,9 @@ class Comparison:
     seed: int
     changed: tuple[str, ...] = ()  # same id, other annotations (mixed data): not paired
     passes: tuple[PassDiff, ...] = ()  # pass@k, pass^k with repeats (live runs, one K)
+    tools_a: str | None = None  # a live run's toolset ("none": GUI only); None: static
+    tools_b: str | None = None
+    live: LiveMetricDiff | None = None  # the live per-run metric asked (--metric), paired
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +92,8 @@ class Comparison:
             "run_b": self.label_b,
             "protocol_a": self.protocol_a,
             "protocol_b": self.protocol_b,
+            "tools_a": self.tools_a,
+            "tools_b": self.tools_b,
             "common_tasks": len(self.common),
             "only_in_a": list(self.only_a),
             "only_in_b": list(self.only_b),
@@ -106,6 +121,11 @@ class Comparison:
                 p.key: {"a": p.a, "b": p.b, "difference": p.diff, "tasks": p.tasks,
                         "interval": list(p.interval) if p.interval else None}
                 for p in self.passes
+            },
+            "live_metric": None if self.live is None else {
+                "key": self.live.key, "a": self.live.a, "b": self.live.b,
+                "difference": self.live.diff, "rows": self.live.rows,
+                "interval": list(self.live.interval) if self.live.interval else None,
             },
         }  # fmt: skip
 
@@ -155,9 +175,16 @@ def _finite(x: Any) -> float | None:
 
 
 def compare_runs(
-    a: Run, b: Run, *, n_boot: int = 2000, seed: int = 0, mixed: bool = False
+    a: Run,
+    b: Run,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    mixed: bool = False,
+    live_metric: str | None = None,
 ) -> Comparison:
-    """Compare run `b` against run `a` on the tasks both scored (status "scored")."""
+    """Compare run `b` against run `a` on the tasks both scored (status "scored"); with
+    `live_metric`, two live runs also on that per-run metric."""
     kinds_problem = kind_mismatch([a, b])
     if kinds_problem is not None and not mixed:
         raise ConfigError(f"{kinds_problem}; compare runs of one kind, or pass --mixed")
@@ -173,6 +200,9 @@ def compare_runs(
     mode_problem = mode_mismatch([a, b])
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; compare runs of one mode, or pass --mixed")
+    tools_problem = tools_mismatch([a, b])
+    if tools_problem is not None and not mixed:
+        raise ConfigError(f"{tools_problem}; compare runs offered the same tools, or pass --mixed")
     passes_problem = passes_mismatch([a, b])
     if passes_problem is not None and not mixed:
         raise ConfigError(
@@ -234,6 +264,13 @@ def compare_runs(
         seed=seed,
         changed=changed,
         passes=pass_diffs(a, b, n_boot=n_boot, seed=seed),
+        tools_a=run_tools(a),
+        tools_b=run_tools(b),
+        live=(
+            live_metric_diff(a, b, live_metric, common, n_boot=n_boot, seed=seed)
+            if live_metric is not None
+            else None
+        ),
     )
 
 
@@ -261,7 +298,14 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
 
     md = fmt == "md"
     lines: list[str] = []
-    head = f"A = {c.label_a} ({c.protocol_a}), B = {c.label_b} ({c.protocol_b})"
+    if c.tools_a != c.tools_b:  # live runs offered different tools (--mixed): say which
+        head = (
+            f"A = {c.label_a} ({c.protocol_a}, tools {c.tools_a or 'static'}), "
+            f"B = {c.label_b} ({c.protocol_b}, tools {c.tools_b or 'static'}); "
+            "MIXED tools: not comparable"
+        )
+    else:
+        head = f"A = {c.label_a} ({c.protocol_a}), B = {c.label_b} ({c.protocol_b})"
     lines.append(f"**{head}**" if md else head)
     lines.append(
         f"{len(c.common)} tasks scored in both"
@@ -292,6 +336,15 @@ def format_comparison(c: Comparison, fmt: str = "text", *, max_list: int = 50) -
         lines.append(
             f"{PASS_LABELS[p.key]} over the {p.tasks} tasks both ran K times: A {_pct(p.a)}, "
             f"B {_pct(p.b)}, B - A {_pct(p.diff, True)} {ci_s} (paired bootstrap over tasks)"
+        )
+    if c.live is not None:
+        lm = c.live
+        f = _num if is_signed(lm.key) else _pct
+        ci_s = f"[{f(lm.interval[0], True)}, {f(lm.interval[1], True)}]" if lm.interval else "-"
+        lines.append(
+            f"{LIVE_METRIC_LABELS[lm.key]} ({lm.key}) over the {lm.rows} runs both scored: "
+            f"A {f(lm.a)}, B {f(lm.b)}, B - A {f(lm.diff, True)} {ci_s} (paired bootstrap "
+            "over tasks)"
         )
     lines.append("")
     lines.append(

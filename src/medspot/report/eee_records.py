@@ -5,7 +5,10 @@ peers use to compare results across harnesses.
 
 - The aggregate log (`<uuid>.json`): the run's model, the harness (`eval_library`: medspot, its
   version, protocol, prompt style, zoom-in), and one `evaluation_results` item per metric with
-  its 95% bootstrap interval (`score_details.uncertainty.confidence_interval`).
+  its 95% bootstrap interval (`score_details.uncertainty.confidence_interval`), its direction
+  (`lower_is_better`: the propagation gap only) and bounds (`min_score`, `max_score`, which the
+  validator requires of a continuous score: 0..1 for shares, -1..1 for the gap; ACP and WPS
+  are in steps, their maximum the run's own, the score had every evaluable step been hit).
 - The sidecar (`<uuid>_samples.jsonl`, linked from the log's `detailed_evaluation_results` with
   its sha256 and row count): one closed record per task, `multi_turn`: each asked step is a user
   turn (the instruction) and an assistant turn (the model's raw answer), its click the
@@ -14,14 +17,15 @@ peers use to compare results across harnesses.
 
 Files go where the repository's datastore keeps them:
 `data/medspot/<developer>/<model>/<uuid>.json` and `..._samples.jsonl` (the uuid is a UUIDv4
-derived from the run, so an export is reproducible). Live runs are not exported this way yet.
+derived from the run, so an export is reproducible; the folder names follow the validator's
+datastore rules: the checkpoint's owner and name, further slashes and colons as `_`, portable
+file names). Live runs are not exported this way yet.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,17 +33,25 @@ from typing import Any
 
 from medspot.errors import ConfigError
 from medspot.report.comparable import passes_label
-from medspot.report.hub_results import DEFAULT_DATASET
+from medspot.report.hub_results import DEFAULT_DATASET, check_dataset_id, folder_name, model_id
 from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.reader import Run
 from medspot.runfolder.schema import TaskRow
-from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
+from medspot.scoring.metrics import (
+    ACP,
+    GAP,
+    LOWER_IS_BETTER,
+    METRIC_KEYS,
+    SHORT_NAMES,
+    TCA,
+    WPS,
+)
+from medspot.scoring.protocol import get_protocol
 
 __all__ = ["COLLECTION", "SCHEMA_VERSION", "EeeExport", "eee_export"]
 
 SCHEMA_VERSION = "0.3.0"
 COLLECTION = "medspot"
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -52,18 +64,39 @@ class EeeExport:
     samples: str
 
 
-def _segment(text: str) -> str:
-    return _SAFE.sub("-", text).strip("-") or "unknown"
-
-
 def _ids(run: Run) -> tuple[str, str, str]:
-    """(model id in hub form, developer, model name) of the run."""
-    checkpoint = str(run.info.adapter.get("checkpoint") or run.info.model)
+    """(model id in hub form, developer, model name) of the run: the datastore's folders are
+    the id's owner and its name (further slashes flattened to `_`); a flat id's owner is
+    `model_info.developer`."""
+    checkpoint = model_id(run)
     if "/" in checkpoint:
         developer, model = checkpoint.split("/", 1)
-    else:
-        developer, model = "unknown", checkpoint
-    return checkpoint, _segment(developer), _segment(model.replace("/", "-"))
+    else:  # a flat id: medspot's own baselines are its; a served model's owner is not known
+        developer, model = ("medspot" if run.kind == "baseline" else "unknown"), checkpoint
+    return checkpoint, folder_name(developer), folder_name(model.replace("/", "_"))
+
+
+def _max_steps_scores(run: Run) -> dict[str, float]:
+    """The most ACP and WPS the run could have scored (every evaluable step of its scored
+    tasks hit), the bounds of those two step-counting metrics."""
+    scored = [t for t in run.tasks if t.status == "scored"]
+    try:
+        protocol = get_protocol(run.protocol)
+    except ConfigError:  # a protocol this medspot does not know: each weight is at most 1
+        protocol = None
+    acp = wps = 0.0
+    for t in scored:
+        positions = [s.position for s in t.steps if s.evaluable]
+        n_eval = max(t.num_evaluable_steps, len(positions), t.correct_steps)
+        acp += n_eval
+        top = (
+            protocol.max_weighted_prefix(positions, len(t.steps))
+            if protocol is not None and positions
+            else float(n_eval)
+        )
+        wps += max(top, t.weighted_prefix_score)
+    n = len(scored) or 1
+    return {ACP: acp / n, WPS: wps / n}
 
 
 def _uuid(run: Run) -> str:
@@ -85,10 +118,13 @@ def _epoch(iso: str | None) -> str:
         return "0"
 
 
-def _metric(run: Run, key: str, dataset: str, n_boot: int | None) -> dict[str, Any]:
+def _metric(
+    run: Run, key: str, dataset: str, n_boot: int | None, maxima: dict[str, float]
+) -> dict[str, Any]:
     v = run.metric(key)
     assert v is not None
     steps = key in (ACP, WPS)
+    low, high = (-1.0, 1.0) if key == GAP else (0.0, maxima[key] if steps else 1.0)
     score: dict[str, Any] = {"score": v}
     ci = run.interval(key)
     if ci is not None:
@@ -119,10 +155,10 @@ def _metric(run: Run, key: str, dataset: str, n_boot: int | None) -> dict[str, A
             "metric_id": f"medspot.{key}",
             "metric_name": SHORT_NAMES.get(key, key),
             "metric_unit": "steps" if steps else "proportion",
-            "lower_is_better": False,
+            "lower_is_better": key in LOWER_IS_BETTER,
             "score_type": "continuous",
-            "min_score": 0,
-            "max_score": None if steps else 1,
+            "min_score": low,
+            "max_score": high,
         },
         "score_details": score,
     }
@@ -173,6 +209,7 @@ def _sample(run: Run, task: TaskRow, evaluation_id: str, model_id: str) -> dict[
 
 def eee_export(run: Run, *, organization: str, dataset: str = DEFAULT_DATASET) -> EeeExport:
     """The aggregate log and the per-task sidecar of a finished static run."""
+    check_dataset_id(dataset)
     if LiveRunInfo.of(run.info) is not None:
         raise ConfigError(f"{run.path} is a live run: its per-task records are not exported yet")
     if not run.complete:
@@ -186,6 +223,8 @@ def eee_export(run: Run, *, organization: str, dataset: str = DEFAULT_DATASET) -
     folder = f"data/{COLLECTION}/{developer}/{model}"
     samples_path = f"{folder}/{file_uuid}_samples.jsonl"
     scored = [t for t in run.tasks if t.status == "scored"]
+    if not scored:  # the datastore wants a record per task: an empty sidecar is refused
+        raise ConfigError(f"{run.path} has no scored task: nothing to export")
     lines = [
         json.dumps(_sample(run, t, evaluation_id, model_id), ensure_ascii=False) for t in scored
     ]
@@ -200,6 +239,7 @@ def eee_export(run: Run, *, organization: str, dataset: str = DEFAULT_DATASET) -
     if passes_label(run):
         library_details["zoom"] = passes_label(run)
     keys = [k for k in METRIC_KEYS if run.metric(k) is not None]
+    maxima = _max_steps_scores(run)
     n_boot = run.overall.get("bootstrap_resamples")
     log: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -231,7 +271,8 @@ def eee_export(run: Run, *, organization: str, dataset: str = DEFAULT_DATASET) -
             "additional_details": library_details,
         },
         "evaluation_results": [
-            _metric(run, k, dataset, n_boot if isinstance(n_boot, int) else None) for k in keys
+            _metric(run, k, dataset, n_boot if isinstance(n_boot, int) else None, maxima)
+            for k in keys
         ],
         "detailed_evaluation_results": {
             "format": "jsonl",

@@ -19,8 +19,8 @@ from medspot.report.leaderboard import SHORT_NAMES, is_share
 from medspot.report.live import is_live, live_page, live_page_name
 from medspot.report.live_summary import live_section
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import dataset_root
+from medspot.runfolder.reader import Run, live_view
 from medspot.runfolder.schema import StepRow, TaskRow
 from medspot.scoring.metrics import METRIC_KEYS, S1A, SHR, TCA, WPS
 
@@ -130,7 +130,7 @@ def _run_card(r: Run, task_page: str) -> str:
                 ("all steps", info.all_steps),
                 ("seed", info.seed),
                 ("dataset", ds.source),
-                ("dataset root", ds.root),
+                ("dataset root", dataset_root(info, r.path)),
                 ("dataset fingerprint", ds.fingerprint),
                 ("applications", ", ".join(ds.apps)),
                 ("limit", ds.limit),

@@ -5,13 +5,18 @@ benchmark dataset (its tasks are the leaderboards).
 
 A model repository's file is a YAML list; each entry is one score: `dataset` (`id`, the
 benchmark's hub dataset; `task_id`, a task of its eval.yaml), `value`, and the optional `date`,
-`source` (`url`, `name`, `user`, `org`) and `notes` (free text). One entry per metric here: the
-task ids are the metric keys of the static benchmark (and, for a live run, the live metric keys
-prefixed `live_`); shares are in percent, ACP and WPS in steps. What the format has no field for
-goes into `notes`: the 95% interval, protocol (preset), prompt style, number of tasks, the
-harness version, multi-pass (zoom-in) settings, a live run's environment and mode. A run that
-differs from the default (another preset, zoom-in, live) gets a file of its own
-(`result_file_name`), as the hub's guidance asks for variants of one benchmark.
+`source` (`url`, `name`, `user`, `org`) and `notes` (free text). One entry per ranked metric
+here: the task ids are the metric keys of the static benchmark (and, for a live run, the live
+metric keys prefixed `live_`); shares are in percent, ACP and WPS in steps. The hub's format
+cannot say which way a leaderboard is better (every one ranks the larger value first), so only
+metrics of which a larger value is better are tasks (`ranked`); the diagnostics (the
+propagation gap, harm, steps against the oracle's, false infeasible, tool use) are named with
+their values in the notes of the run's first entry. What the format has no field for goes into
+`notes`: the 95% interval, protocol (preset), prompt style, number of tasks, the harness
+version, multi-pass (zoom-in) settings, a live run's environment and mode. A run that differs
+from the default (another preset, zoom-in, live) gets a file of its own (`result_file_name`),
+as the hub's guidance asks for variants of one benchmark; the runs of several models go to a
+folder per model repository (`model_id`).
 """
 
 from __future__ import annotations
@@ -19,21 +24,33 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from medspot.errors import ConfigError
 from medspot.report.comparable import passes_label
 from medspot.report.leaderboard import is_share
-from medspot.runfolder.live_schema import LIVE_KEYS, STEPS_RATIO, LiveRunInfo
+from medspot.runfolder.live_schema import (
+    LIVE_KEYS,
+    LIVE_LOWER_IS_BETTER,
+    LIVE_UNRANKED,
+    STEPS_RATIO,
+    LiveRunInfo,
+)
 from medspot.runfolder.reader import Run
-from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES
+from medspot.scoring.metrics import LOWER_IS_BETTER, METRIC_KEYS, SHORT_NAMES
 
 __all__ = [
     "DEFAULT_DATASET",
     "FRAMEWORK",
     "RESULTS_DIR",
+    "check_dataset_id",
+    "check_source_url",
     "dump_yaml",
     "eval_results",
     "eval_yaml",
+    "folder_name",
+    "model_id",
+    "ranked",
     "result_file_name",
     "task_id",
 ]
@@ -48,9 +65,64 @@ _DESCRIPTION = (
     "ITK-SNAP, Orthanc, ...) one workflow step after another, scored sequentially (a task stops "
     "at its first miss). One leaderboard per metric of the medspot harness (shares in "
     "percent): task completion (TCA), first step (S1A), step hit rate (SHR), "
-    "conditional step accuracy (CSA), correct prefix (ACP, steps), weighted prefix (WPS, nWPS); "
-    "live_* tasks are MedSPOT-Live runs in real running applications."
+    "conditional step accuracy (CSA), correct prefix (ACP, steps), weighted prefix (WPS, nWPS), "
+    "independent step accuracy (ISA, every step asked); live_* tasks are MedSPOT-Live runs in "
+    "real running applications. Every leaderboard ranks the larger value first; diagnostics of "
+    "which a smaller value is better (propagation gap, harmful failures, steps against the "
+    "oracle's, false infeasible) are in each result's notes."
 )
+
+
+# A hub repository id, `owner/name`: letters, digits, `-`, `_`, `.`; neither part starts or ends
+# with `-` or `.`, holds `--` or `..`, or is longer than 96 characters (the hub's own rules)
+_HUB_PART = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
+_HUB_ID = re.compile(rf"{_HUB_PART}/{_HUB_PART}")
+_MAX_URL = 2048
+
+
+def check_dataset_id(text: str) -> str:
+    """`text` if it is a hub dataset id (`owner/name`), else a `ConfigError` that says so."""
+    if not _HUB_ID.fullmatch(text):
+        raise ConfigError(
+            f"--dataset {text!r} is not a hub dataset id like owner/name (letters, digits, "
+            "'-', '_', '.'; no '..' or '--')"
+        )
+    return text
+
+
+def check_source_url(text: str) -> str:
+    """`text` if it is an http(s) URL with a host (where a result's logs are), else a
+    `ConfigError`: a `javascript:`, `file:` or relative link is never written into a result."""
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = None, False
+    bad = any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text)
+    if (
+        parts is None
+        or not port_ok
+        or bad
+        or len(text) > _MAX_URL
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+    ):
+        raise ConfigError(f"--source-url {text!r} is not an http(s) URL like https://host/path")
+    return text
+
+
+def folder_name(text: str) -> str:
+    """One portable folder name made of `text` (a model id's part): no separator, nothing
+    outside [A-Za-z0-9._-] (a `:` becomes `_`), no trailing dot, not a device name, not
+    `data` (Every Eval Ever's datastore rules, which a model repository's folder follows too)."""
+    name = _SAFE.sub("-", text.replace(":", "_")).strip("-").rstrip(".")
+    if not name or name == "data" or name.split(".", 1)[0].upper() in _RESERVED:
+        name = f"{name or 'unknown'}_"
+    return name
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"{d}{i}" for d in ("COM", "LPT") for i in range(1, 10))}
 
 
 def task_id(key: str, live: bool = False) -> str:
@@ -58,10 +130,22 @@ def task_id(key: str, live: bool = False) -> str:
     return f"{LIVE_PREFIX}{key}" if live else key
 
 
+def ranked(key: str) -> bool:
+    """Whether a metric is a leaderboard of the benchmark: a larger value is better (the hub
+    ranks every task that way); the others are diagnostics."""
+    return key not in LOWER_IS_BETTER | LIVE_LOWER_IS_BETTER | LIVE_UNRANKED
+
+
+def model_id(run: Run) -> str:
+    """The run's model as the hub names it: its checkpoint (`owner/name`) where the adapter
+    records one, else the model's name."""
+    return str(run.info.adapter.get("checkpoint") or run.info.model)
+
+
 def eval_yaml() -> dict[str, Any]:
-    """The eval.yaml of the MedSPOT benchmark dataset: every metric a task."""
-    tasks = [{"id": task_id(k)} for k in METRIC_KEYS]
-    tasks += [{"id": task_id(k, live=True)} for k in LIVE_KEYS]
+    """The eval.yaml of the MedSPOT benchmark dataset: every ranked metric a task."""
+    tasks = [{"id": task_id(k)} for k in METRIC_KEYS if ranked(k)]
+    tasks += [{"id": task_id(k, live=True)} for k in LIVE_KEYS if ranked(k)]
     return {
         "name": "MedSPOT",
         "description": _DESCRIPTION,
@@ -131,7 +215,10 @@ def eval_results(
     source_url: str | None = None,
     source_name: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The entries of the run's `.eval_results/*.yaml` (one per metric it has)."""
+    """The entries of the run's `.eval_results/*.yaml` (one per ranked metric it has)."""
+    check_dataset_id(dataset)
+    if source_url is not None:
+        check_source_url(source_url)
     if not run.complete:
         raise ConfigError(
             f"{run.path} is an incomplete run (status {run.info.status!r}); finish it (run the "
@@ -140,9 +227,11 @@ def eval_results(
     if run.kind == "oracle":
         raise ConfigError(f"{run.path} is the oracle (a pipeline check), not a model's result")
     live = LiveRunInfo.of(run.info) is not None
-    keys = [k for k in (LIVE_KEYS if live else METRIC_KEYS) if run.metric(k) is not None]
+    present = [k for k in (LIVE_KEYS if live else METRIC_KEYS) if run.metric(k) is not None]
+    keys = [k for k in present if ranked(k)]
     if not keys:
         raise ConfigError(f"{run.path} has no metric to export")
+    diagnostics = [_diagnostic(run, k) for k in present if not ranked(k)]
     common = [
         f"protocol {run.protocol}",
         f"{run.info.prompt_style} prompt",
@@ -174,9 +263,19 @@ def eval_results(
             entry["date"] = date
         if source is not None:
             entry["source"] = dict(source)
+        if diagnostics and not entries:  # the run's first entry names its diagnostics
+            notes.append("not ranked: " + ", ".join(diagnostics))
         entry["notes"] = "; ".join([*notes, *common])
         entries.append(entry)
     return entries
+
+
+def _diagnostic(run: Run, key: str) -> str:
+    """A diagnostic's value for the notes, with its unit and which way is better."""
+    v = run.metric(key)
+    assert v is not None
+    better = "no better value" if key in LIVE_UNRANKED else "lower is better"
+    return f"{SHORT_NAMES.get(key, key)} {_value(key, v)} ({_unit(key)}, {better})"
 
 
 def dump_yaml(data: Sequence[Any] | dict[str, Any]) -> str:

@@ -2,8 +2,11 @@
 CSV or LaTeX, with the protocol named in the caption. Runs scored under different protocols,
 and single-pass runs beside multi-pass (zoom-in) ones, are refused unless `mixed` (a zoom-in
 row is marked `[zoom xK, crop F]`; live runs of different modes, guided and agent, ranked together
-with `mixed` show a mode column). Live runs with repeats (`--repeats K`, all of one K) add the
-pass@k and pass^k columns (`medspot.report.repeats`)."""
+with `mixed` show a mode column, and live runs offered different tools, or tools beside none, a
+tools column). Live runs with repeats (`--repeats K`, all of one K) add the
+pass@k and pass^k columns (`medspot.report.repeats`). `live_metric` (`--metric safety_score`,
+`medspot.report.live_scores`) adds a live per-run metric's column to a table of live runs and
+ranks by it unless another sort key is asked."""
 
 from __future__ import annotations
 
@@ -25,10 +28,18 @@ from medspot.report.comparable import (
     repeats_mismatch,
     run_mode,
     run_repeats,
+    run_tools,
+    tools_mismatch,
+)
+from medspot.report.live_scores import (
+    LIVE_METRIC_LABELS,
+    is_signed,
+    lower_is_better,
+    run_score,
 )
 from medspot.report.repeats import PASS_LABELS, pass_keys
 from medspot.runfolder.reader import Run
-from medspot.scoring.metrics import ACP, METRIC_KEYS, SHORT_NAMES, TCA, WPS
+from medspot.scoring.metrics import ACP, LOWER_IS_BETTER, METRIC_KEYS, SHORT_NAMES, TCA, WPS
 
 __all__ = [
     "FORMATS",
@@ -44,17 +55,25 @@ FORMATS = ("md", "csv", "latex")
 
 
 def is_share(key: str) -> bool:
-    """Metrics that are shares (shown in percent); ACP and WPS are step counts."""
-    return key not in (ACP, WPS)
+    """Metrics that are shares (shown in percent); ACP and WPS are step counts, the live
+    safety score a number in -1..1."""
+    return key not in (ACP, WPS) and not is_signed(key)
+
+
+def _lower_is_better(key: str) -> bool:
+    return key in LOWER_IS_BETTER or lower_is_better(key)
 
 
 def resolve_metric(name: str) -> str:
     """A metric key from its key or short name (case-insensitive)."""
     low = name.lower()
-    for key, short in SHORT_NAMES.items():
+    for key, short in (*SHORT_NAMES.items(), *LIVE_METRIC_LABELS.items()):
         if low in (key, short.lower()):
             return key
-    raise ConfigError(f"unknown metric {name!r}; one of: " + ", ".join(SHORT_NAMES.values()))
+    raise ConfigError(
+        f"unknown metric {name!r}; one of: "
+        + ", ".join([*SHORT_NAMES.values(), *LIVE_METRIC_LABELS])
+    )
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,7 @@ class Row:
     data: str = ""  # the run's data, named in the rows of a table over mixed data
     passes: str = ""  # a multi-pass (zoom-in) run's passes ("zoom x2, crop 0.5"), else ""
     mode: str = ""  # a live run's mode (guided, agent); "" for a static run
+    tools: str = ""  # a live run's toolset ("none": GUI only); "" for a static run
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,7 @@ class Leaderboard:
     repeats: tuple[int, ...] = ()  # the live runs' K (one value unless mixed)
     mixed_passes: bool = False  # single-pass and multi-pass runs in one table (--mixed)
     mixed_modes: bool = False  # guided and agent-mode live runs in one table (--mixed)
+    mixed_tools: bool = False  # live runs offered different tools, or none (--mixed)
 
     @property
     def caption(self) -> str:
@@ -96,7 +117,8 @@ class Leaderboard:
                 if self.mixed_data
                 else []
             ),
-            f"sorted by {SHORT_NAMES[self.sort_key]}",
+            f"sorted by {_label(self.sort_key)}"
+            + (" (lower is better)" if _lower_is_better(self.sort_key) else ""),
             "95% bootstrap intervals over tasks in brackets",
             "shares in percent, ACP and WPS in steps",
         ]
@@ -110,6 +132,11 @@ class Leaderboard:
             notes.append(
                 "MIXED live modes (see the mode column; guided: told each step, agent: the "
                 "goal only): rows are not comparable"
+            )
+        if self.mixed_tools:
+            notes.append(
+                "MIXED tools (see the tools column; none: the GUI actions only, a toolset: "
+                "the application's API beside them): rows are not comparable"
             )
         if self.mixed_passes:
             notes.append(
@@ -133,9 +160,12 @@ def build_leaderboard(
     mixed: bool = False,
     sort: str = TCA,
     include_incomplete: bool = False,
+    live_metric: str | None = None,
 ) -> Leaderboard:
     """Rank `runs`. Different protocols or data are refused unless `mixed` (then each row
-    names them); incomplete runs are left out (and named) unless `include_incomplete`."""
+    names them); incomplete runs are left out (and named) unless `include_incomplete`.
+    `live_metric` (a key of `live_scores.LIVE_METRIC_LABELS`) adds its column (live runs
+    only; a folder written before the metric: the mean of its rows)."""
     if not runs:
         raise ConfigError("no run to rank")
     refuse_repeated_runs(runs)
@@ -159,6 +189,9 @@ def build_leaderboard(
     mode_problem = mode_mismatch(runs)
     if mode_problem is not None and not mixed:
         raise ConfigError(f"{mode_problem}; rank runs of one mode, or pass --mixed")
+    tools_problem = tools_mismatch(runs)
+    if tools_problem is not None and not mixed:
+        raise ConfigError(f"{tools_problem}; rank runs offered the same tools, or pass --mixed")
     passes_problem = passes_mismatch(runs)
     if passes_problem is not None and not mixed:
         raise ConfigError(
@@ -169,9 +202,20 @@ def build_leaderboard(
     if protocol_problem is not None and not mixed:
         raise ConfigError(f"{protocol_problem}; or pass --mixed to list them anyway")
     keys = tuple(k for k in METRIC_KEYS if any(k in r.overall for r in runs))
+    live = {r.path: run_score(r, live_metric) for r in runs} if live_metric else {}
+    if live_metric is not None:
+        keys += (live_metric,)
     if sort not in keys:
-        raise ConfigError(f"no run has the metric {SHORT_NAMES.get(sort, sort)}")
+        hint = f" (--metric {sort} adds it)" if sort in LIVE_METRIC_LABELS else ""
+        raise ConfigError(f"no run has the metric {_label(sort)}{hint}")
     keys += pass_keys(runs)
+
+    def value(r: Run, k: str) -> float | None:
+        return live[r.path][0] if k == live_metric else r.metric(k)
+
+    def interval(r: Run, k: str) -> tuple[float, float] | None:
+        return live[r.path][1] if k == live_metric else r.interval(k)
+
     rows = [
         Row(
             label=r.name,
@@ -179,15 +223,19 @@ def build_leaderboard(
             protocol=r.protocol,
             complete=r.complete,
             num_tasks=r.overall.get("num_tasks"),
-            values={k: r.metric(k) for k in keys},
-            intervals={k: r.interval(k) for k in keys},
+            values={k: value(r, k) for k in keys},
+            intervals={k: interval(r, k) for k in keys},
             data=data_key(r).label,
             passes=passes_label(r),
             mode=run_mode(r) or "",
+            tools=run_tools(r) or "",
         )
         for r in runs
     ]
-    rows.sort(key=lambda row: (row.values[sort] is None, -(row.values[sort] or 0.0), row.label))
+    sign = 1.0 if _lower_is_better(sort) else -1.0  # the best first
+    rows.sort(
+        key=lambda row: (row.values[sort] is None, sign * (row.values[sort] or 0.0), row.label)
+    )
     return Leaderboard(
         rows=tuple(rows),
         keys=keys,
@@ -198,11 +246,12 @@ def build_leaderboard(
         repeats=tuple(sorted({k for r in runs if (k := run_repeats(r)) is not None})),
         mixed_passes=passes_problem is not None,
         mixed_modes=mode_problem is not None,
+        mixed_tools=tools_problem is not None,
     )
 
 
 def _label(key: str) -> str:
-    return PASS_LABELS.get(key) or SHORT_NAMES[key]
+    return PASS_LABELS.get(key) or LIVE_METRIC_LABELS.get(key) or SHORT_NAMES[key]
 
 
 def _fmt(key: str, v: float | None) -> str:
@@ -230,8 +279,9 @@ def _row_label(row: Row) -> str:
 def _md(lb: Leaderboard, mixed: bool) -> str:
     data = ["data"] if lb.mixed_data else []
     mode = ["mode"] if lb.mixed_modes else []
-    texts = 2 + mixed + len(data) + len(mode)  # the columns of text, then the numbers
-    head = ["#", "run", *(["protocol"] if mixed else []), *data, *mode, "tasks"]
+    tools = ["tools"] if lb.mixed_tools else []
+    texts = 2 + mixed + len(data) + len(mode) + len(tools)  # the text columns, then numbers
+    head = ["#", "run", *(["protocol"] if mixed else []), *data, *mode, *tools, "tasks"]
     head += [_label(k) for k in lb.keys]
     out = [f"Table: {lb.caption}", "", "| " + " | ".join(head) + " |"]
     out.append("|" + "|".join(["---"] * texts + ["---:"] * (len(head) - texts)) + "|")
@@ -240,6 +290,7 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
         cells = [str(i), label, *([r.protocol] if mixed else [])]
         cells += [r.data.replace("|", "\\|")] if data else []
         cells += [r.mode or "static"] if mode else []
+        cells += [r.tools or "static"] if tools else []
         cells.append(str(r.num_tasks or "-"))
         cells += [_cell(k, r) for k in lb.keys]
         out.append("| " + " | ".join(cells) + " |")
@@ -249,13 +300,14 @@ def _md(lb: Leaderboard, mixed: bool) -> str:
 def _csv(lb: Leaderboard) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes", "mode"]
+    head = ["rank", "run", "kind", "protocol", "complete", "num_tasks", "data", "passes", "mode",
+            "tools"]  # fmt: skip
     for k in lb.keys:
         head += [k, f"{k}_lo", f"{k}_hi"]
     w.writerow(head)
     for i, r in enumerate(lb.rows, 1):
         line: list[object] = [i, r.label, r.kind, r.protocol, r.complete, r.num_tasks, r.data,
-                              r.passes, r.mode]  # fmt: skip
+                              r.passes, r.mode, r.tools]  # fmt: skip
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)
             line += [
@@ -286,10 +338,11 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(lb: Leaderboard, mixed: bool) -> str:
-    texts = "l" * (mixed + lb.mixed_data + lb.mixed_modes)
+    texts = "l" * (mixed + lb.mixed_data + lb.mixed_modes + lb.mixed_tools)
     cols = "rl" + texts + "r" + "c" * len(lb.keys)
     head = ["\\#", "Run", *(["Protocol"] if mixed else []), *(["Data"] if lb.mixed_data else [])]
     head += ["Mode"] if lb.mixed_modes else []
+    head += ["Tools"] if lb.mixed_tools else []
     head.append("Tasks")
     head += [latex_escape(_label(k)) for k in lb.keys]
     out = [
@@ -311,6 +364,8 @@ def _latex(lb: Leaderboard, mixed: bool) -> str:
             cells.append(latex_escape(r.data))
         if lb.mixed_modes:
             cells.append(latex_escape(r.mode or "static"))
+        if lb.mixed_tools:
+            cells.append(latex_escape(r.tools or "static"))
         cells.append(str(r.num_tasks or "-"))
         for k in lb.keys:
             v, ci = r.values.get(k), r.intervals.get(k)

@@ -7,7 +7,9 @@ it wrote one, what changed (the screen, the URL, the task's steps achieved) and 
 after the action; the final screen last, with the typed ending (the agent said done, or
 infeasible and why; the budget was spent; the checks ended it; an error). The header names the
 run's mode and, with repeats, pass@k / pass^k and a table of each task's success over its K
-runs (each run is a strip of its own). A click on a frame opens the full screenshot.
+runs (each run is a strip of its own); the safety section follows it (`report.live_safety`:
+the harm by severity and dimension, each harmful step with the screen it left behind), and
+each frame shows the harm recorded at its action. A click on a frame opens the full screenshot.
 Reads live runs through `medspot.runfolder.live_schema` (the writer's types); nothing else.
 
 Places to extend: `run_header` (the run's settings above the strips), `frame_notes` (text
@@ -22,10 +24,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from medspot.errors import ConfigError
+from medspot.report.live_safety import harm_badges, harmful_steps, safety_table
 from medspot.report.text import shorten
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import LiveRun, LiveRunInfo, LiveStepRow, LiveTaskRow, live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import LiveRunInfo, LiveStepRow, LiveTaskRow
+from medspot.runfolder.reader import LiveRun, Run, live_view
 
 __all__ = [
     "frame_notes",
@@ -206,6 +209,8 @@ def _checks(s: LiveStepRow, e: Escape) -> str:
         chk.append(f'<span class="badge miss">fail_if {e(kind)}</span>')
     if checks.get("done_if") is not None:
         chk.append(f"done_if {'holds' if checks['done_if'] else 'not yet'}")
+    if s.harms:
+        chk.append(harm_badges(s.harms, e))
     return " ".join(chk)
 
 
@@ -274,9 +279,16 @@ def task_heading(t: LiveTaskRow, e: Escape) -> str:
         else ""
     )
     dice = f" · Dice {t.dice:.3f}" if t.dice is not None else ""
+    safety = f" · safety {t.safety_score:+.2f}" if t.safety_score is not None else ""
+    progress = (
+        f" · progress {t.subgoals_reached}/{t.subgoals} subgoals"
+        + (f" (first missed: {t.first_failed_subgoal})" if t.first_failed_subgoal else "")
+        if t.subgoals
+        else ""
+    )
     return (
         f"{e(t.task_id)}{infeasible}{e(rep)} · {e(t.live_outcome)}{rec} · {t.steps_used} actions "
-        f"(oracle {t.oracle_steps or t.num_steps}){e(dice)}"
+        f"(oracle {t.oracle_steps or t.num_steps}){e(dice)}{e(safety)}{e(progress)}"
     )
 
 
@@ -337,11 +349,15 @@ def run_header(lr: LiveRun, e: Escape) -> str:
         v = m.get(key)
         return "-" if not isinstance(v, int | float) else f"{100 * v:.1f}%"
 
-    def ci(key: str) -> str:
+    def ci(key: str, scale: float = 100, digits: int = 1) -> str:
         iv = (m.get("confidence_intervals") or {}).get(key)
         if not isinstance(iv, list | tuple) or len(iv) != 2:
             return ""
-        return f" [{100 * iv[0]:.1f}, {100 * iv[1]:.1f}]"
+        return f" [{scale * iv[0]:.{digits}f}, {scale * iv[1]:.{digits}f}]"
+
+    def num(key: str) -> str:
+        v = m.get(key)
+        return "-" if not isinstance(v, int | float) else f"{v:+.2f}"
 
     info = lr.info
     k = info.repeats
@@ -359,6 +375,16 @@ def run_header(lr: LiveRun, e: Escape) -> str:
         extra.append(
             f"infeasible accuracy {pct('infeasible_accuracy')} (infeasible tasks ended with "
             "infeasible(...), nothing changed)"
+        )
+    if m.get("safety_score") is not None:
+        progress = (
+            f" · progress {pct('progress')}{ci('progress')} (subgoals reached)"
+            if m.get("progress") is not None
+            else ""
+        )
+        extra.append(
+            f"safety score {num('safety_score')}{ci('safety_score', 1, 2)} (success minus the "
+            f"harm's penalties, -1..1) · runs with any harm {pct('any_harm_rate')}{progress}"
         )
     extra_p = f'<p class="live-repeats">{e(" · ".join(extra))}</p>' if extra else ""
     return (
@@ -408,6 +434,11 @@ def live_page(
         f"<h1>{e(run.name)}: live trajectories</h1>"
         + run_header(lr, e)
         + repeat_table(lr, e)
+        + '<section id="live-safety"><h2>Safety</h2>'
+        + safety_table(lr, e)
+        + "<h3>Harmful steps (the screen each action left behind)</h3>"
+        + harmful_steps(lr, thumbs, full or {}, e)
+        + "</section>"
         + "".join(_task(t, thumbs, full or {}, e) for t in lr.tasks)
     )
     return page(f"{run.name}: live trajectories", body)

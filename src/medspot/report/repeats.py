@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medspot.runfolder.live_schema import PASS_AT_K, PASS_HAT_K, live_view
-from medspot.runfolder.reader import Run
+from medspot.runfolder.live_schema import PASS_AT_K, PASS_HAT_K
+from medspot.runfolder.reader import Run, live_view
 from medspot.scoring.metrics import percentile_intervals, resample_counts
 
 __all__ = ["PASS_KEYS", "PASS_LABELS", "PassDiff", "pass_diffs", "pass_keys", "task_passes"]

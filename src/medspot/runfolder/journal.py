@@ -5,7 +5,9 @@ A torn last line (a run killed mid-write) is ignored and its step asked again. F
 latest successful record wins; error records are kept for the audit trail and retried on resume.
 
 The writer (`Journal`) and the reader (`read_records`) serve any journal of pydantic records:
-the live journal (`live_journal.jsonl`, `medspot.live.loop.steplog`) is written and read by them.
+the live journal (`live_journal.jsonl`, `medspot.live.loop.steplog`) is written and read by them,
+and so is a zoom-in run's `zoom_passes.jsonl` (`ZoomPassRecord`, one per pass of a step, kept by
+`ZoomPassJournal` for the runner).
 """
 
 from __future__ import annotations
@@ -16,21 +18,30 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 from pydantic import BaseModel, Field, model_validator
 
+from medspot.adapters.base import Prediction, Usage
 from medspot.adapters.modelcall import ModelCall
+from medspot.adapters.zoom import ZoomPass
 from medspot.errors import ConfigError, RunFolderError
 from medspot.geometry import Point
+from medspot.jsonsafe import json_safe
 
 __all__ = [
     "Journal",
     "JournalRecord",
     "JournalWriteError",
+    "ZoomPassJournal",
+    "ZoomPassRecord",
+    "now_stamp",
     "prompt_hash",
     "read_journal",
+    "read_passes",
     "read_records",
 ]
 
@@ -48,6 +59,15 @@ class JournalRecord(ModelCall):
     prompt_hash: str = ""
     extra_points: list[tuple[float, float]] = Field(default_factory=list)
     time: str = ""
+    # the model requests this record cost: every try (the first and each retry) and every
+    # re-ask or zoom pass the backend sent, what the model's server received; None in records
+    # written before the field (read as one request a try: `request_count`)
+    requests: int | None = None
+
+    @property
+    def request_count(self) -> int:
+        """The model requests the record cost (`requests`, else 1 + `retries`)."""
+        return self.requests if self.requests is not None else 1 + self.retries
 
     @model_validator(mode="after")
     def _finite_extra_points(self) -> JournalRecord:
@@ -58,12 +78,67 @@ class JournalRecord(ModelCall):
         return Point(*self.point) if self.point is not None else None
 
 
+class ZoomPassRecord(JournalRecord):
+    """One pass of a step in `zoom_passes.jsonl` (`medspot.adapters.zoom`): the call's fields
+    (`point` mapped back to the full screenshot, normalised) and which pass, on which window of
+    the original."""
+
+    zoom_pass: int
+    crop: tuple[int, int, int, int]  # x0, y0, x1, y1 in pixels of the original
+
+    @classmethod
+    def of_pass(cls, one: ZoomPass) -> ZoomPassRecord:
+        """The record of a pass just answered."""
+        answer = one.answer
+        return cls.of_prediction(
+            answer,
+            latency_s=one.latency_s or 0.0,
+            retries=0,
+            step=one.step_uid,
+            task=one.task_uid,
+            image_path=one.image_rel,
+            image_size=one.image_size,
+            prompt_hash=prompt_hash(answer.prompt or ""),
+            time=now_stamp(),
+            zoom_pass=one.number,
+            crop=one.crop,
+        )
+
+    def as_pass(self) -> ZoomPass:
+        """The pass this record journaled, as the zoom adapter reuses it."""
+        tokens = (self.input_tokens, self.output_tokens)
+        answer = Prediction(
+            raw_text=self.raw_text,
+            point=self.prediction_point(),
+            flags=tuple(self.flags),
+            sent_size=self.sent_size,
+            usage=None if tokens == (None, None) else Usage(*(n or 0 for n in tokens)),
+            cost_usd=self.cost_usd,
+        )
+        x0, y0, x1, y1 = self.crop
+        return ZoomPass(
+            self.step,
+            self.task,
+            self.zoom_pass,
+            (x0, y0, x1, y1),
+            self.image_path,
+            self.image_size,
+            answer,
+            self.latency_s,
+        )
+
+
 class JournalWriteError(RunFolderError):
     """The journal cannot be written (read-only folder, full disk). What was written is kept."""
 
 
 def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def now_stamp() -> str:
+    """A record's `time`: now, UTC, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def read_records(path: Path, validate: Callable[[bytes], R]) -> Iterator[R]:
@@ -91,6 +166,22 @@ def read_records(path: Path, validate: Callable[[bytes], R]) -> Iterator[R]:
 def read_journal(path: Path) -> Iterator[JournalRecord]:
     """Every well-formed record of a prediction journal in file order (`read_records`)."""
     return read_records(path, JournalRecord.model_validate_json)
+
+
+def read_passes(path: Path) -> dict[tuple[str, int], ZoomPassRecord]:
+    """The passes journaled in `path` (`zoom_passes.jsonl`), the latest per (step, pass)."""
+    out: dict[tuple[str, int], ZoomPassRecord] = {}
+    for rec in read_journal(path):
+        data = rec.model_dump()
+        if "zoom_pass" not in data or "crop" not in data:
+            continue
+        try:
+            one = ZoomPassRecord.model_validate(data)
+        except ValueError:
+            log.warning("%s: ignoring a pass record without a readable crop", path)
+            continue
+        out[(one.step, one.zoom_pass)] = one
+    return out
 
 
 class Journal:
@@ -140,10 +231,21 @@ class Journal:
                 f"cannot write the journal {self.path}: {e.strerror or e}"
             ) from None
 
+    def _line(self, record: BaseModel) -> bytes:
+        """`record` as one JSON line. A value no serializer writes (a lone surrogate, an
+        integer beyond 64 bits, nesting too deep: what a model wrote, where no record's
+        validator mended it) is written as `json_safe` makes it, never a journal that cannot
+        be written."""
+        try:
+            return record.model_dump_json().encode("utf-8") + b"\n"
+        except ValueError as e:  # pydantic's PydanticSerializationError
+            log.warning("%s: a record written with values made writable (%s)", self.path, e)
+            return orjson.dumps(json_safe(record.model_dump())) + b"\n"
+
     def append(self, record: BaseModel) -> None:
         """Write `record` as one line. Raises `JournalWriteError` (exit 2) when the disk refuses
         it; the lines written before stay as they are."""
-        line = record.model_dump_json().encode("utf-8") + b"\n"
+        line = self._line(record)
         with self._lock:
             if self._fd is None:
                 raise JournalWriteError(f"the journal {self.path} is closed")
@@ -203,6 +305,47 @@ class Journal:
             self._fd = None
 
     def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class ZoomPassJournal:
+    """A zoom-in run's `zoom_passes.jsonl` as the store of its passes
+    (`medspot.adapters.zoom.PassStore`, given by the runner to the steps it asks): the passes
+    journaled before, read at the first question; each new one journaled as it is answered
+    (the file is opened then: a run that asks no pass touches nothing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._passes: dict[tuple[str, int], ZoomPass] | None = None
+        self._journal: Journal | None = None
+
+    def _kept(self) -> dict[tuple[str, int], ZoomPass]:
+        if self._passes is None:
+            done = read_passes(self.path)
+            self._passes = {k: r.as_pass() for k, r in done.items() if r.error is None}
+        return self._passes
+
+    def answered(self, step_uid: str, number: int) -> ZoomPass | None:
+        return self._kept().get((step_uid, number))
+
+    def add(self, one: ZoomPass) -> ZoomPass:
+        rec = ZoomPassRecord.of_pass(one)
+        kept = rec.as_pass()
+        self._kept()[(kept.step_uid, kept.number)] = kept
+        if self._journal is None:
+            self._journal = Journal(self.path)
+        self._journal.append(rec)
+        return kept
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> ZoomPassJournal:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -108,19 +108,12 @@ class RunFolder:
         return self.path / LIVE_JOURNAL
 
     @property
-    def live_log(self) -> Path:
-        return self.path / LIVE_LOG
-
-    @property
     def overall_metrics(self) -> Path:
         return self.path / OVERALL_METRICS
 
     @property
     def overall_failures(self) -> Path:
         return self.path / OVERALL_FAILURES
-
-    def app_dir(self, app: str) -> Path:
-        return self.path / app
 
     def task_results(self, app: str) -> Path:
         return self.path / app / TASK_RESULTS
@@ -137,9 +130,6 @@ class RunFolder:
     def result_apps(self) -> list[str]:
         """The apps that have a task_results.json, sorted."""
         return sorted(p.parent.name for p in self.path.glob(f"*/{TASK_RESULTS}"))
-
-    def has_run(self) -> bool:
-        return self.run_json.exists()
 
     def resume_guard(self, info: RunInfo, ignore: Collection[str] = ()) -> RunInfo | None:
         """The run already in this folder that `info` continues (None: a fresh folder).

@@ -19,11 +19,12 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from medspot.atomic_write import atomic_write_json
 from medspot.runfolder.guard import make_output_folder
 from medspot.runfolder.layout import RunFolder
 from medspot.runfolder.lock import run_folder_lock
 from medspot.runfolder.runinfo import RunInfo, now_iso
-from medspot.runfolder.writer import atomic_write_json, record_failed_run
+from medspot.runfolder.writer import record_failed_run
 
 __all__ = ["RunLife", "run_folder"]
 

@@ -8,7 +8,9 @@
 - `LIVE_KEYS`: the names of the live metrics in `overall_dataset_metrics.json`;
   `LIVE_TIMING_KEYS` the run's timings there (the wait between tasks, the resets), never
   ranked;
-- `live_view(run)`: a run read by `runfolder.reader`, typed as a live run (or None).
+- `dataset_root`: where a run's screenshots are.
+
+A run folder read (`runfolder.reader.Run`) is typed as a live run by `runfolder.reader.live_view`.
 
 Folders written before these types read the same way: every field added since has a default
 (a run.json without `mode` is a guided run).
@@ -18,33 +20,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from medspot.errors import ConfigError
-from medspot.runfolder.layout import RUN_JSON, TASK_RESULTS
-from medspot.runfolder.reader import Run
+from medspot.runfolder.layout import RUN_JSON
 from medspot.runfolder.runinfo import RunInfo
-from medspot.runfolder.schema import StepRow, TaskRow
+from medspot.runfolder.schema import StepRow, TaskRow, first_error
 
 __all__ = [
+    "ANY_HARM",
     "BETWEEN_TASKS",
     "FALSE_INFEASIBLE",
+    "FIRST_FAILED_SUBGOAL",
     "HARMFUL",
+    "HARM_BY_DIMENSION",
+    "HARM_BY_SEVERITY",
     "HIT_RATE",
     "INFEASIBLE_ACCURACY",
     "LIVE_KEYS",
     "LIVE_KIND",
+    "LIVE_LOWER_IS_BETTER",
     "LIVE_OPTIONAL_KEYS",
     "LIVE_PREDICTION_KEYS",
+    "LIVE_SIGNED",
     "LIVE_TIMING_KEYS",
+    "LIVE_UNRANKED",
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
+    "PROGRESS",
     "RECOVERY",
     "RESET",
+    "SAFETY",
     "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
@@ -54,14 +64,14 @@ __all__ = [
     "EnvOptionValue",
     "LiveEnding",
     "LiveExecutor",
+    "LiveHarm",
     "LiveMode",
     "LiveOutcome",
-    "LiveRun",
     "LiveRunInfo",
     "LiveStepRow",
     "LiveTaskRow",
     "LiveTiming",
-    "live_view",
+    "dataset_root",
     "repeat_task_id",
 ]
 
@@ -104,13 +114,35 @@ TOOL_RATE = "tool_invocation_rate"
 # over the runs whose environment measured the segmentation they end with (a task judged on a
 # mask's Dice with the truth): the mean Dice of that mask, whether or not the task succeeded
 SEGMENTATION_DICE = "segmentation_dice"
-# written since repeats, infeasible tasks, the on-path hit rate, the tools track and the
-# segmentation Dice (the pass keys only with K > 1): a folder written before has none of them
+# graded harm (docs/live.md "Harm: severity and dimension"): the mean over runs of the safety
+# score (success minus the harm's penalties, clipped to [-1, 1]) and the share of runs with any
+# harm event (a minor one too); the shares of runs with a harm of each severity and of each
+# dimension (dicts, no interval)
+SAFETY = "safety_score"
+ANY_HARM = "any_harm_rate"
+HARM_BY_SEVERITY = "harm_by_severity"
+HARM_BY_DIMENSION = "harm_by_dimension"
+# partial credit (docs/live.md "Partial credit"), over the runs of tasks with subgoals: the
+# mean share of the subgoals reached at the end, and the mean 1-based position of the first
+# subgoal not reached (over the runs that left one)
+PROGRESS = "progress"
+FIRST_FAILED_SUBGOAL = "first_failed_subgoal_mean"
+# written since repeats, infeasible tasks, the on-path hit rate, the tools track, the
+# segmentation Dice, graded harm and partial credit (the pass keys only with K > 1): a folder
+# written before has none of them
 LIVE_OPTIONAL_KEYS = (
     INFEASIBLE_ACCURACY, FALSE_INFEASIBLE, PASS_AT_K, PASS_HAT_K, ON_PATH_HIT_RATE, TOOL_RATE,
-    SEGMENTATION_DICE,
+    SEGMENTATION_DICE, SAFETY, ANY_HARM, PROGRESS,
 )  # fmt: skip
 LIVE_KEYS = (SUCCESS, HARMFUL, RECOVERY, HIT_RATE, STEPS_RATIO, *LIVE_OPTIONAL_KEYS)
+# The live metrics of which a smaller value is better (harm, steps against the oracle's, a
+# feasible task called infeasible), and the one no value of is better (how many runs called a
+# tool): diagnostics read beside the others, never ranked on their own where a format cannot say
+# which way is better (the hub's leaderboards)
+LIVE_LOWER_IS_BETTER = frozenset({HARMFUL, STEPS_RATIO, FALSE_INFEASIBLE, ANY_HARM})
+# the live metrics that are not shares of 0..1 (the safety score lies in -1..1)
+LIVE_SIGNED = frozenset({SAFETY})
+LIVE_UNRANKED = frozenset({TOOL_RATE})
 
 # The run's timings (seconds), per task run, beside the metrics: what the user waited for
 # between two tasks of an environment (from the end of its previous task, or fault, to this
@@ -210,7 +242,9 @@ class LiveRunInfo(RunInfo):
         try:
             return cls.model_validate(info.model_dump())
         except ValidationError as e:
-            raise ConfigError(f"{RUN_JSON}: the live fields are not valid: {_first(e)}") from None
+            raise ConfigError(
+                f"{RUN_JSON}: the live fields are not valid: {first_error(e)}"
+            ) from None
 
     def resuming(self, previous: RunInfo) -> LiveRunInfo | None:
         """`previous` as a live run's run.json; None when it is a static run's."""
@@ -227,6 +261,20 @@ class LiveRunInfo(RunInfo):
             if a != b:
                 out.append(f"{key}: run folder has {a!r}, this command asks {b!r}")
         return out
+
+
+class LiveHarm(BaseModel):
+    """One harm event of a run, as the rows keep it (`medspot.live.core.harm.HarmEvent`, whose
+    vocabulary this is): the rule (`check`, its kind; `rule`, its place in the task), its
+    `severity` and `dimension` (None: a run written before labels, `legacy`) and the 1-based
+    action it happened at."""
+
+    check: str
+    rule: str = "fail_if"
+    severity: str
+    dimension: str | None = None
+    step: int = 0
+    legacy: bool = False
 
 
 class LiveStepRow(StepRow):
@@ -248,6 +296,8 @@ class LiveStepRow(StepRow):
     not_executed: str | None = None
     # the tools track: what a tool call returned (`name`, `text`, `data`) or why it did not run
     tool_result: dict[str, Any] | None = None
+    # the harm recorded at this action (a rule that fired: its label)
+    harms: list[LiveHarm] = Field(default_factory=list)
 
 
 class LiveTaskRow(TaskRow):
@@ -285,36 +335,25 @@ class LiveTaskRow(TaskRow):
     gui_only: str | None = None
     # the Dice of the segmentation the run ended with, with the truth (tasks judged on one)
     dice: float | None = None
+    # graded harm: each harm event of the run (None: a folder written before harm events; a
+    # harm event marked `legacy`: a journal written before labels, its harm counted as major)
+    # and the run's safety score (success minus the penalties, clipped to [-1, 1])
+    harms: list[LiveHarm] | None = None
+    safety_score: float | None = None
+    # partial credit: the task's subgoals, those reached at the end, the share reached and the
+    # first not reached (its name; None when all were, or for a folder written before)
+    subgoals: int | None = None
+    subgoals_reached: int | None = None
+    progress: float | None = None
+    first_failed_subgoal: str | None = None
+    first_failed_at: int | None = None  # its 1-based position among the task's subgoals
 
 
-@dataclass(frozen=True)
-class LiveRun:
-    """A live run folder, read: the run as `runfolder.reader` gives it, typed."""
-
-    run: Run
-    info: LiveRunInfo
-    tasks: tuple[LiveTaskRow, ...]
-
-
-def live_view(run: Run) -> LiveRun | None:
-    """`run` typed as a live run, or None when it is a static run. Bad live fields are a
-    `ConfigError` naming the file and the task."""
-    try:
-        info = LiveRunInfo.of(run.info)
-    except ConfigError as e:
-        raise ConfigError(f"{run.path / RUN_JSON}: {str(e).partition(': ')[2]}") from None
-    if info is None:
-        return None
-    tasks = []
-    for t in run.tasks:
-        try:
-            tasks.append(LiveTaskRow.model_validate(t.model_dump()))
-        except ValidationError as e:
-            where = run.path / t.app / TASK_RESULTS
-            raise ConfigError(f"{where}: task {t.task_id}: {_first(e)}") from None
-    return LiveRun(run=run, info=info, tasks=tuple(tasks))
-
-
-def _first(e: ValidationError) -> str:
-    err = e.errors()[0]
-    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+def dataset_root(info: RunInfo, run_dir: Path) -> str:
+    """Where the screenshots of the run in `run_dir` are: a live run's own folder, wherever it
+    is now (run.json's `dataset.root` is where it was written; a copied or moved folder reads
+    its own `screens/`, never the original's), else the dataset root run.json records ("" when
+    it names none)."""
+    if LiveRunInfo.of(info) is not None:
+        return str(run_dir)
+    return info.dataset.root

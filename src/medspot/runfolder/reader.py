@@ -1,6 +1,7 @@
 """Reading a run folder (docs/results.md) into typed objects: pydantic at the disk boundary,
 frozen dataclasses inside. Optional files may be missing; a folder that is not a run raises
-`ConfigError` naming the file."""
+`ConfigError` naming the file. `live_view` types a live run's folder with the live schema
+(`runfolder.live_schema`)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,12 @@ from medspot.runfolder.layout import (
     TASK_RESULTS,
     RunFolder,
 )
+from medspot.runfolder.live_schema import LiveRunInfo, LiveTaskRow
+from medspot.runfolder.lock import lock_holder
 from medspot.runfolder.runinfo import RunInfo
-from medspot.runfolder.schema import TaskRow
-from medspot.scoring.metrics import METRIC_KEYS
+from medspot.runfolder.schema import TaskRow, first_error
 
-__all__ = ["Run", "load_run", "load_runs", "unscored_advice"]
+__all__ = ["LiveRun", "Run", "live_view", "load_run", "load_runs", "unscored_advice"]
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +117,6 @@ class Run:
             return (float(ci[0]), float(ci[1]))
         return None
 
-    def metric_keys(self) -> list[str]:
-        return [k for k in METRIC_KEYS if k in self.overall]
-
 
 def _read_json(path: Path, *, required: bool) -> Any:
     try:
@@ -146,9 +145,6 @@ def unscored_advice(run_dir: Path, info: RunInfo) -> str:
     """What to do with a run folder that has no results yet: wait for the process still
     writing it; resume a live run with its own command (`medspot score` scores static
     predictions, not a live journal); score a static run."""
-    from medspot.runfolder.live_schema import LiveRunInfo
-    from medspot.runfolder.lock import lock_holder
-
     head = f"{run_dir} has no {OVERALL_METRICS} yet"
     holder = lock_holder(run_dir)
     if holder is not None:
@@ -210,9 +206,7 @@ def load_run(path: Path | str) -> Run:
             try:
                 tasks.append(TaskRow.model_validate(obj))
             except ValidationError as e:
-                first = e.errors()[0]
-                where = ".".join(str(x) for x in first["loc"])
-                raise ConfigError(f"{f}: task {i}: {where}: {first['msg']}") from None
+                raise ConfigError(f"{f}: task {i}: {first_error(e)}") from None
         m = _read_json(run_dir / app / APP_METRICS, required=False)
         if isinstance(m, dict):
             app_metrics[app] = m
@@ -259,3 +253,31 @@ def load_runs(paths: list[Path] | list[str]) -> list[Run]:
         dataclasses.replace(r, label=f"{r.label} #{i + 1}") if labels.count(r.label) > 1 else r
         for i, r in enumerate(out)
     ]
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """A live run folder, read: the run as `load_run` gives it, typed (`live_view`)."""
+
+    run: Run
+    info: LiveRunInfo
+    tasks: tuple[LiveTaskRow, ...]
+
+
+def live_view(run: Run) -> LiveRun | None:
+    """`run` typed as a live run, or None when it is a static run. Bad live fields are a
+    `ConfigError` naming the file and the task."""
+    try:
+        info = LiveRunInfo.of(run.info)
+    except ConfigError as e:
+        raise ConfigError(f"{run.path / RUN_JSON}: {str(e).partition(': ')[2]}") from None
+    if info is None:
+        return None
+    tasks = []
+    for t in run.tasks:
+        try:
+            tasks.append(LiveTaskRow.model_validate(t.model_dump()))
+        except ValidationError as e:
+            where = run.path / t.app / TASK_RESULTS
+            raise ConfigError(f"{where}: task {t.task_id}: {first_error(e)}") from None
+    return LiveRun(run=run, info=info, tasks=tuple(tasks))

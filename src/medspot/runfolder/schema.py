@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["RowCounts", "RowOutcome", "StepRow", "TaskRow"]
+__all__ = ["RowCounts", "RowOutcome", "StepRow", "TaskRow", "first_error"]
 
 Pair = tuple[float, float]
+
+
+def first_error(e: ValidationError) -> str:
+    """The first problem pydantic found in a row or run.json, as `field.path: message`."""
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
 
 
 class StepRow(BaseModel):
@@ -105,7 +111,9 @@ class TaskRow(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class RowCounts:
-    """A task row's columns of the metrics' task matrix (`scoring.metrics.TaskCounts`)."""
+    """A task row's columns of the metrics' task matrix (`scoring.metrics.TaskCounts`): a row
+    read back (`TaskRow.counts`), and a live task seen through the static metric formulas
+    (`live.loop.static_bridge.StaticRow`, which has no independent steps)."""
 
     completed: bool
     step1_hit: bool
@@ -114,11 +122,11 @@ class RowCounts:
     steps_evaluated: int
     weighted_prefix_score: float
     normalized_weighted_prefix_score: float
-    independent_hits: int
-    independent_steps: int
+    independent_hits: int = 0
+    independent_steps: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RowOutcome(RowCounts):
     """A task row as the metrics' `TaskOutcome` (`TaskRow.outcome`)."""
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medspot.atomic_write import atomic_write_json, atomic_write_text
 from medspot.dataset.records import Dataset, Task, size_class
 from medspot.errors import ConfigError, DataError
 from medspot.runfolder.layout import APP_FAILURES, APP_METRICS, TASK_RESULTS, RunFolder
 from medspot.runfolder.runinfo import DatasetInfo, RunInfo, now_iso
 from medspot.runfolder.schema import RowOutcome, StepRow, TaskRow
 from medspot.runfolder.upstream_check import check_task_row
-from medspot.runfolder.writer import atomic_write_json, atomic_write_text
 from medspot.scoring.metrics import (
     SEQUENTIAL_KEYS,
     MetricSet,

@@ -1,22 +1,19 @@
-"""Writing the results layout (protocol.md section 4, docs/results.md), every file atomically:
-a temporary file in the same folder, flushed and fsynced, then `os.replace`d over the target.
+"""Writing the results layout (protocol.md section 4, docs/results.md), every file atomically
+(`medspot.atomic_write`: a temporary file in the same folder, flushed and fsynced, then
+`os.replace`d over the target).
 
 `run.json` and `predictions.jsonl` belong to the runner; everything else is written here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from medspot.atomic_write import atomic_write_json, atomic_write_json_lines
 from medspot.dataset.records import Dataset
-from medspot.errors import MedspotError, RunFolderError
+from medspot.errors import MedspotError
 from medspot.runfolder.layout import RunFolder
 from medspot.runfolder.runinfo import RunInfo
 from medspot.runfolder.schema import StepRow, TaskRow
@@ -24,10 +21,6 @@ from medspot.scoring.metrics import METRIC_KEYS, SHORT_NAMES, MetricSet
 from medspot.scoring.score import RunScore, StepScore, TaskScore
 
 __all__ = [
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "atomic_write_json_lines",
-    "atomic_write_text",
     "metrics_json",
     "metrics_table",
     "record_failed_run",
@@ -39,56 +32,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _file_mode() -> int:
-    """The mode a new file gets from the process umask (`mkstemp` would make it 0600). Read
-    from /proc where it can be (setting the umask to read it races with other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never a part:
-    a temporary file in the same folder, with the mode the umask gives a new file, fsynced,
-    then renamed over `path`. A failure is a `RunFolderError` naming the file."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), _file_mode())
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise RunFolderError(f"cannot write {path}: {e.strerror or e}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """`text` as UTF-8, written atomically (`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """`obj` as indented JSON (NaN refused: undefined values are null), written atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-
-
 def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None:
     """`run.json` says that `exc` stopped the run (status "failed", `error`), not "running".
     A write that fails in turn (the full disk that stopped the run) is logged, never raised in
@@ -98,13 +41,6 @@ def record_failed_run(run_json: Path, info: RunInfo, exc: BaseException) -> None
         atomic_write_json(run_json, info.model_dump())
     except (MedspotError, OSError) as e:
         log.warning("%s: cannot record the failure: %s", run_json, e)
-
-
-def atomic_write_json_lines(path: Path, items: list[Any]) -> None:
-    """A JSON list written one item per line: still one JSON document, readable and diffable,
-    and fast (orjson; NaN, which the scorer never writes, would become null)."""
-    body = b",\n".join(orjson.dumps(x) for x in items).decode("utf-8")
-    atomic_write_text(path, "[\n" + body + "\n]\n" if items else "[]\n")
 
 
 def _step_row(s: StepScore) -> StepRow:

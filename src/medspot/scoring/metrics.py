@@ -20,6 +20,7 @@ __all__ = [
     "CSA",
     "GAP",
     "ISA",
+    "LOWER_IS_BETTER",
     "METRIC_KEYS",
     "NWPS",
     "S1A",
@@ -55,6 +56,10 @@ ISA = "independent_step_accuracy"
 GAP = "propagation_gap"
 SEQUENTIAL_KEYS = (TCA, S1A, SHR, CSA, ACP, WPS, NWPS)
 METRIC_KEYS = (*SEQUENTIAL_KEYS, ISA, GAP)
+# The metrics of which a smaller value is better (of the others, a larger one): the propagation
+# gap, what sequential scoring loses to earlier misses. A diagnostic read beside the others,
+# never ranked on its own where a format cannot say which way is better (the hub's leaderboards).
+LOWER_IS_BETTER = frozenset({GAP})
 
 _FAILURE_ORDER = HISTOGRAM_ORDER
 

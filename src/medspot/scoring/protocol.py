@@ -7,6 +7,7 @@ One scoring code path (`medspot.scoring.score`) reads these knobs; a preset is o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -95,6 +96,16 @@ class Protocol:
     @property
     def has_tolerance(self) -> bool:
         return self.tolerance_px > 0 or self.tolerance_frac > 0
+
+    def max_weighted_prefix(self, evaluable_positions: Sequence[int], num_steps: int) -> float:
+        """The WPS a task scores when every evaluable step is hit (what nWPS divides by): the
+        sum of alpha^(i-1) over the ranks of its evaluable steps (`evaluable_positions`, their
+        1-based positions among the task's `num_steps` steps)."""
+        if self.wps_position == "evaluable":
+            return sum(self.alpha**i for i in range(len(evaluable_positions)))
+        if self.non_evaluable == "dropped":
+            return sum(self.alpha ** (pos - 1) for pos in evaluable_positions)
+        return sum(self.alpha**i for i in range(num_steps))
 
     def with_tolerance(self, px: float) -> Protocol:
         """The same protocol with the tolerance replaced by `px` pixels (e.g. SeeClick: 0)."""

@@ -338,12 +338,7 @@ def score_task(
     num_steps = {"evaluable": n_eval, "reached": reached, "all_steps": len(task.steps)}[
         protocol.shr_denominator
     ]
-    if protocol.wps_position == "evaluable":
-        max_wps = sum(alpha**i for i in range(n_eval))
-    elif protocol.non_evaluable == "dropped":
-        max_wps = sum(alpha ** (s.position - 1) for s in out if s.evaluable)
-    else:
-        max_wps = sum(alpha**i for i in range(len(task.steps)))
+    max_wps = protocol.max_weighted_prefix([s.position for s in out if s.evaluable], len(out))
     nwps = wps / max_wps if max_wps > 0 else (1.0 if completed else 0.0)
 
     if protocol.s1a_step == "first_evaluable":

@@ -9,13 +9,15 @@ backend sends it) and `_generate` (one call to the model), plus what it adds to 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from medspot.adapters.base import Convention, Prediction, StepRequest, Usage
+from medspot.adapters.backends.imageprep import ImagePrep
+from medspot.adapters.base import Convention, Prediction, StepRequest, Usage, note_request
 from medspot.adapters.card import (
     ModelCard,
     PromptSpec,
@@ -25,7 +27,7 @@ from medspot.adapters.card import (
     with_sent_size,
 )
 
-__all__ = ["CardAdapter", "Generation", "SentImage"]
+__all__ = ["CardAdapter", "Generation", "SentImage", "data_url_image"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,17 @@ class SentImage:
     sent_size: tuple[int, int]
     resized: bool
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+async def data_url_image(images: ImagePrep, request: StepRequest, spec: PromptSpec) -> SentImage:
+    """The screenshot as a chat API takes it: a data URL of the bytes `images` prepares for
+    `spec` (read, resized and encoded off the event loop)."""
+    image = await asyncio.to_thread(
+        images.prepare, request.image_path, request.image_size, spec.resize, spec.image_format
+    )
+    return SentImage(
+        image.data_url(), image.sent_size, image.resized, {"image_reencoded": image.reencoded}
+    )
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,7 @@ class CardAdapter(ABC):
 
     backend: ClassVar[str]
     max_concurrency: int
+    counts_requests: ClassVar[bool] = True  # notes each request it sends (`note_request`)
 
     def __init__(self, card: ModelCard, style: PromptStyle, checkpoint: str) -> None:
         self.card = card
@@ -93,6 +107,7 @@ class CardAdapter(ABC):
         for attempt in range(tries):
             temperature = spec.temperature if attempt == 0 else spec.retry_temperature
             t0 = time.perf_counter()
+            note_request()  # each try and re-ask is a request the model's server receives
             answer = await self._generate(spec, image, temperature, request.seed)
             latency += time.perf_counter() - t0
             if answer.usage is not None:

@@ -16,7 +16,6 @@ checkpoint), `timeout` (seconds, default 120), `concurrency` (default 16), `bala
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import logging
 import os
@@ -27,7 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from medspot.adapters.backends.cardbase import CardAdapter, Generation, SentImage
+from medspot.adapters.backends.cardbase import (
+    CardAdapter,
+    Generation,
+    SentImage,
+    data_url_image,
+)
 from medspot.adapters.backends.imageprep import ImagePrep
 from medspot.adapters.backends.openai_bodies import (
     Reply,
@@ -264,16 +268,7 @@ class OpenAIAdapter(CardAdapter):
 
     # -- generation -------------------------------------------------------------------------
     async def _prepare(self, request: StepRequest, spec: PromptSpec) -> SentImage:
-        image = await asyncio.to_thread(
-            self.images.prepare,
-            request.image_path,
-            request.image_size,
-            spec.resize,
-            spec.image_format,
-        )
-        return SentImage(
-            image.data_url(), image.sent_size, image.resized, {"image_reencoded": image.reencoded}
-        )
+        return await data_url_image(self.images, request, spec)
 
     async def _generate(
         self, spec: PromptSpec, image: SentImage, temperature: float | None, seed: int
@@ -305,9 +300,6 @@ class OpenAIAdapter(CardAdapter):
                 await c.close()
 
     # -- internals --------------------------------------------------------------------------
-    def endpoint_calls(self) -> list[int]:
-        return [e.calls for e in self._endpoints]
-
     def _pick(self) -> _Endpoint:
         n = len(self._endpoints)
         start = self._rr

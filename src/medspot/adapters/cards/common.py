@@ -1,28 +1,48 @@
 """Pieces shared by the card modules: the harness-choice prompt (models.md 1.4), history
-blocks, and small builders for StyleSpec."""
+blocks, small builders for StyleSpec, and the card of a model the MedSPOT authors ran no
+script for."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from medspot.adapters.base import Convention, StepRequest
-from medspot.adapters.card import ParsedAnswer, PromptSpec, StyleSpec
+from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, StyleSpec
 from medspot.adapters.parsing import anchored_answer
 
 __all__ = [
     "HARNESS_SUFFIX",
+    "QWEN_FN_CALL",
     "Parser",
     "harness_parser",
     "harness_style",
     "harness_text",
     "history_lines",
+    "native_only_card",
     "pyautogui_anchor",
     "simple_parser",
     "style",
     "with_history",
 ]
+
+# The function-calling section of the Qwen2.5-VL / Qwen3-VL chat template (Hermes style), which
+# the Qwen agent prompts and GUI-Owl's quote verbatim: `{tool}` is the tool's JSON signature.
+QWEN_FN_CALL = """# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{tool}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>"""  # noqa: E501
 
 HARNESS_SUFFIX = (
     "Give the single point to click for this instruction as (x, y), with x and y integers "
@@ -99,3 +119,14 @@ def pyautogui_anchor(text: str) -> tuple[int, int] | None:
         return None
     end = text.find(")", m.end())
     return (m.start(), len(text) if end < 0 else end + 1)
+
+
+def native_only_card(
+    native: StyleSpec, *, backends: tuple[str, ...] = ("openai", "hf"), **fields: Any
+) -> ModelCard:
+    """The card of a model the MedSPOT authors ran no script for: its `upstream` style is its
+    native prompt, under the `upstream-c` preset; served or in process unless `backends` says
+    otherwise. `fields` are the card's other fields."""
+    return ModelCard(
+        backends=backends, native=native, upstream=native, upstream_preset="upstream-c", **fields
+    )

@@ -37,7 +37,13 @@ from medspot.adapters.card import (
     PromptSpec,
     ResizeSpec,
 )
-from medspot.adapters.cards.common import pyautogui_anchor, simple_parser, style, with_history
+from medspot.adapters.cards.common import (
+    native_only_card,
+    pyautogui_anchor,
+    simple_parser,
+    style,
+    with_history,
+)
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 from medspot.adapters.parsing import anchored_answer
 
@@ -110,15 +116,12 @@ def gta1() -> ModelCard:
     )
     native = style(native_text, base, simple_parser(Convention.ABS_RESIZED), Convention.ABS_RESIZED)
     default, *others = GTA1_2507_CHECKPOINTS
-    return ModelCard(
+    return native_only_card(
+        native,
         name="gta1",
         title="GTA1-2507 (7B / 32B / 72B, July 2025, Qwen2.5-VL)",
         family="gta1",
         checkpoint=default,
-        backends=("openai", "hf"),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS_2507,
         packages=("transformers", "qwen-vl-utils"),
         hf_loader="qwen2_5_vl",
@@ -144,15 +147,13 @@ def gta1_opencua() -> ModelCard:
     )
     native = style(native_text, base, parse_opencua, Convention.ABS_RESIZED)
     default, *others = OPENCUA_CHECKPOINTS
-    return ModelCard(
+    return native_only_card(
+        native,
         name="gta1-opencua",
         title="GTA1 on OpenCUA (7B / 32B, October 2025)",
         family="gta1_opencua",
         checkpoint=default,
         backends=("openai",),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS_OPENCUA,
         aliases=tuple(others),
         lookalikes=tuple((c, "gta1") for c in GTA1_2507_CHECKPOINTS),

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
-from medspot.adapters.cards.common import style, with_history
+from medspot.adapters.cards.common import QWEN_FN_CALL, native_only_card, style, with_history
 from medspot.adapters.cards.harness_agent import agent_style
 from medspot.adapters.parsing import anchored_answer
 
@@ -43,49 +43,35 @@ __all__ = [
 
 GUI_OWL_RESIZE = ResizeSpec(factor=32, min_pixels=32 * 32, max_pixels=9800 * 32 * 32)
 
-# grounding_and_kb/eval_grounding_benchmarks.py `only_two_action_system_prompt`, verbatim.
+# grounding_and_kb/eval_grounding_benchmarks.py `only_two_action_system_prompt`, verbatim: its tool
+# in the function-calling section of the Qwen template (`QWEN_FN_CALL`).
 GROUNDING_SYSTEM = (
-    "# Tools\n"
-    "\n"
-    "You may call one or more functions to assist with the user query.\n"
-    "\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n"
-    "<tools>\n"
-    '{"type": "function", "function": {"name": "computer_use", "description": "Use a '
-    "mouse to interact with a computer.\n"
-    "* The screen's resolution is 1000x1000.\n"
-    "* Make sure to click any buttons, links, icons, etc with the cursor tip in the center "
-    "of the element. Don't click boxes on their edges unless asked.\n"
-    "* don't use any other computer use tool like type, key, scroll, left_click_drag "
-    "and so on.\n"
-    "* you can only use the left_click and mouse_move action to interact with the computer. "
-    "if you can't find the element, you should terminate the task and report the failure.\", "
-    '"parameters": {"properties": {"action": {"description": "The action to perform. '
-    "The available actions are:\n"
-    "* `mouse_move`: Move the cursor to a specified (x, y) pixel coordinate on the screen.\n"
-    "* `left_click`: Click the left mouse button with coordinate (x, y) pixel coordinate "
-    'on the screen.", "enum": ["mouse_move", "left_click"], "type": "string"}, "coordinate": '
-    '{"description": "(x, y): The x (pixels from the left edge) and y (pixels from the '
-    "top edge) coordinates to move the mouse to. Required only by `action=mouse_move` "
-    'and `action=left_click`.", "type": "array"}}, "required": ["action"], "type": "object"}}}\n'
-    "</tools>\n"
-    "\n"
-    "For each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n'
-    "</tool_call>\n"
+    QWEN_FN_CALL.format(
+        tool='{"type": "function", "function": {"name": "computer_use", "description": "Use a '
+        "mouse to interact with a computer.\n"
+        "* The screen's resolution is 1000x1000.\n"
+        "* Make sure to click any buttons, links, icons, etc with the cursor tip in the center "
+        "of the element. Don't click boxes on their edges unless asked.\n"
+        "* don't use any other computer use tool like type, key, scroll, left_click_drag "
+        "and so on.\n"
+        "* you can only use the left_click and mouse_move action to interact with the computer. "
+        "if you can't find the element, you should terminate the task and report the failure.\", "
+        '"parameters": {"properties": {"action": {"description": "The action to perform. '
+        "The available actions are:\n"
+        "* `mouse_move`: Move the cursor to a specified (x, y) pixel coordinate on the screen.\n"
+        "* `left_click`: Click the left mouse button with coordinate (x, y) pixel coordinate "
+        'on the screen.", "enum": ["mouse_move", "left_click"], "type": "string"}, "coordinate": '
+        '{"description": "(x, y): The x (pixels from the left edge) and y (pixels from the '
+        "top edge) coordinates to move the mouse to. Required only by `action=mouse_move` "
+        'and `action=left_click`.", "type": "array"}}, "required": ["action"], "type": "object"}}}'
+    )
+    + "\n"
 )
 
-# computer_use/utils.py `SYSTEM_PROMPT`, verbatim.
-AGENT_SYSTEM = (
-    "# Tools\n"
-    "\n"
-    "You may call one or more functions to assist with the user query.\n"
-    "\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n"
-    "<tools>\n"
-    '{"type": "function", "function": {"name": "computer_use", "description": "Use a '
+# computer_use/utils.py `SYSTEM_PROMPT`, verbatim: its tool in `QWEN_FN_CALL`, then its
+# response format.
+AGENT_SYSTEM = QWEN_FN_CALL.format(
+    tool='{"type": "function", "function": {"name": "computer_use", "description": "Use a '
     "mouse and keyboard to interact with a computer, and take screenshots.\\n* This is "
     "an interface to a desktop GUI. You do not have access to a terminal or applications "
     "menu. You must click on desktop icons to start applications.\\n* Some applications "
@@ -122,14 +108,9 @@ AGENT_SYSTEM = (
     'and `action=hscroll`.", "type": "number"}, "time": {"description": "The seconds '
     'to wait. Required only by `action=wait`.", "type": "number"}, "status": {"description": '
     '"The status of the task. Required only by `action=terminate`.", "type": "string", '
-    '"enum": ["success", "failure"]}}, "required": ["action"], "type": "object"}}}\n'
-    "</tools>\n"
+    '"enum": ["success", "failure"]}}, "required": ["action"], "type": "object"}}}'
+) + (
     "\n"
-    "For each function call, return a json object with function name and arguments within "
-    "<tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n'
-    "</tool_call>\n"
     "\n"
     "# Response format\n"
     "\n"
@@ -194,15 +175,12 @@ def gui_owl_15() -> ModelCard:
         user_text="", system=GROUNDING_SYSTEM, max_new_tokens=2048, resize=GUI_OWL_RESIZE
     )
     native = style(native_text, base, parse_gui_owl, Convention.REL1000)
-    return ModelCard(
+    return native_only_card(
+        native,
         name="gui-owl-1.5",
         title="GUI-Owl-1.5 (2B / 4B / 8B / 32B, Instruct and Thinking)",
         family="gui_owl_1_5",
         checkpoint="mPLUG/GUI-Owl-1.5-8B-Instruct",
-        backends=("openai", "hf"),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS,
         packages=("transformers", "qwen-vl-utils"),
         hf_loader="qwen3_vl",

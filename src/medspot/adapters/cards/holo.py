@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, PromptSpec
-from medspot.adapters.cards.common import simple_parser, style, with_history
+from medspot.adapters.cards.common import native_only_card, simple_parser, style, with_history
 
 __all__ = ["CHAT_TEMPLATE_KWARGS", "CHECKPOINTS", "CLICK_SCHEMA", "LOCALIZATION_PROMPT", "holo2"]
 
@@ -69,15 +69,12 @@ def holo2() -> ModelCard:
     )
     native = style(native_text, base, simple_parser(Convention.REL1000), Convention.REL1000)
     default, *others = CHECKPOINTS
-    return ModelCard(
+    return native_only_card(
+        native,
         name="holo2",
         title="Holo2 (4B / 8B / 30B-A3B)",
         family="holo2",
         checkpoint=default,
-        backends=("openai", "hf"),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS,
         packages=("transformers",),
         hf_loader="qwen_vl_auto",

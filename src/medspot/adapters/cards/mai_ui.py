@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec, ResizeSpec, StyleSpec
-from medspot.adapters.cards.common import style, with_history
+from medspot.adapters.cards.common import native_only_card, style, with_history
 from medspot.adapters.cards.harness_agent import agent_style
 from medspot.adapters.parsing import anchored_answer
 
@@ -136,15 +136,12 @@ def mai_ui() -> ModelCard:
         resize=MAI_UI_RESIZE,
     )
     native = style(native_text, base, parse_mai_grounding, Convention.REL1000)
-    return ModelCard(
+    return native_only_card(
+        native,
         name="mai-ui",
         title="MAI-UI (2B / 8B / 32B)",
         family="mai_ui",
         checkpoint="Tongyi-MAI/MAI-UI-8B",
-        backends=("openai", "hf"),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS,
         packages=("transformers", "qwen-vl-utils"),
         hf_loader="qwen3_vl",

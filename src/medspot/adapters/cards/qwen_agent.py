@@ -24,6 +24,7 @@ from typing import Any
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import PromptSpec, ResizeSpec, StyleSpec
+from medspot.adapters.cards.common import QWEN_FN_CALL
 from medspot.adapters.cards.harness_agent import agent_style
 from medspot.adapters.conventions import smart_resize
 
@@ -88,20 +89,6 @@ _COORDINATE = (
     "(x, y): The x (pixels from the left edge) and y (pixels from the top edge) coordinates to "
     "move the mouse to."
 )
-
-_FN_CALL = """# Tools
-
-You may call one or more functions to assist with the user query.
-
-You are provided with function signatures within <tools></tools> XML tags:
-<tools>
-{tool}
-</tools>
-
-For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-<tool_call>
-{{"name": <function-name>, "arguments": <args-json-object>}}
-</tool_call>"""  # noqa: E501
 
 _RESPONSE_FORMAT_3 = """
 
@@ -168,7 +155,7 @@ def qwen25_system(width: int, height: int) -> str:
         "args_format": "Format the arguments as a JSON object.",
     }
     tool = json.dumps({"type": "function", "function": fn}, ensure_ascii=False)
-    return "You are a helpful assistant.\n\n" + _FN_CALL.format(tool=tool)
+    return "You are a helpful assistant.\n\n" + QWEN_FN_CALL.format(tool=tool)
 
 
 def qwen3_system() -> str:
@@ -180,7 +167,7 @@ def qwen3_system() -> str:
         "parameters": _parameters(_ACTIONS_3, _ENUM_3, qwen3=True),
     }
     tool = json.dumps({"type": "function", "function": fn}, ensure_ascii=False)
-    return "\n\n" + _FN_CALL.format(tool=tool) + _RESPONSE_FORMAT_3
+    return "\n\n" + QWEN_FN_CALL.format(tool=tool) + _RESPONSE_FORMAT_3
 
 
 def user_query(req: StepRequest, *, qwen3: bool) -> str:

@@ -18,7 +18,7 @@ import re
 
 from medspot.adapters.base import Convention, StepRequest
 from medspot.adapters.card import ModelCard, ParsedAnswer, PromptSpec
-from medspot.adapters.cards.common import style, with_history
+from medspot.adapters.cards.common import native_only_card, style, with_history
 from medspot.adapters.conventions import QWEN_DEFAULT_RESIZE
 from medspot.adapters.parsing import anchored_answer, clean_text
 
@@ -62,15 +62,12 @@ def ui_venus_15() -> ModelCard:
 
     base = PromptSpec(user_text="", max_new_tokens=128, resize=QWEN_DEFAULT_RESIZE)
     native = style(native_text, base, parse_ui_venus, Convention.REL1000)
-    return ModelCard(
+    return native_only_card(
+        native,
         name="ui-venus-1.5",
         title="UI-Venus-1.5 (2B / 8B / 30B-A3B)",
         family="ui_venus_1_5",
         checkpoint="inclusionAI/UI-Venus-1.5-8B",
-        backends=("openai", "hf"),
-        native=native,
-        upstream=native,  # no MedSPOT authors' script: upstream is the native prompt
-        upstream_preset="upstream-c",
         status=_STATUS,
         packages=("transformers", "qwen-vl-utils"),
         hf_loader="qwen_vl_auto",

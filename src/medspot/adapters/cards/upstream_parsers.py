@@ -11,6 +11,7 @@ the ports for local models first drop `<|...|>` tokens (a no-op on text decoded 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from medspot.adapters.card import ParsedAnswer, ResizeSpec
 from medspot.adapters.conventions import smart_resize_pure
@@ -42,6 +43,7 @@ Size = tuple[int, int]
 
 _PAIR = r"\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)"
 _XY = r"x\s*=\s*([\d.]+)\s*,\s*y\s*=\s*([\d.]+)"
+_PAIR_OR_XY = (_PAIR, _XY)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _TAGS = re.compile(r"<.*?>", re.DOTALL)
 
@@ -67,12 +69,49 @@ def _search(patterns: tuple[str, ...], text: str, flags: int = 0) -> tuple[float
     return None
 
 
+def _read(
+    patterns: tuple[str, ...],
+    text: str,
+    answer: Callable[[float, float], ParsedAnswer],
+    flags: int = 0,
+) -> ParsedAnswer:
+    """The first pair `patterns` find in `text` (`_search`) as `answer` reads it; none found: no
+    prediction; a pair that is no number (where the script crashed): `_ERROR`."""
+    try:
+        pred = _search(patterns, text, flags)
+    except ValueError:
+        return _ERROR
+    return _NONE if pred is None else answer(*pred)
+
+
 def _clamp(v: float) -> float:
     return min(max(v, 0.0), 1.0)
 
 
 def _point(x: float, y: float) -> ParsedAnswer:
     return ParsedAnswer(point=Point(x, y))
+
+
+def _over_original_if_pixels(original: Size) -> Callable[[float, float], ParsedAnswer]:
+    """A pair with a value over 1 read as pixels of the original, else as fractions; clamped."""
+    w, h = original
+
+    def answer(x: float, y: float) -> ParsedAnswer:
+        if x > 1.0 or y > 1.0:
+            x, y = x / w, y / h
+        return _point(_clamp(x), _clamp(y))
+
+    return answer
+
+
+def _over_original(
+    original: Size, *, clamp: bool = False
+) -> Callable[[float, float], ParsedAnswer]:
+    """A pair read as pixels of the original (clamped where the script clamped)."""
+    w, h = original
+    if clamp:
+        return lambda x, y: _point(_clamp(x / w), _clamp(y / h))
+    return lambda x, y: _point(x / w, y / h)
 
 
 def gpt_extract_pixel_point(text: str) -> tuple[float, float] | None:
@@ -83,16 +122,13 @@ def gpt_extract_pixel_point(text: str) -> tuple[float, float] | None:
 def gpt(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """GPT-4o-mini / GPT-5: six patterns, original pixels, outside 0..W x 0..H is no point."""
     w, h = original
-    try:
-        pred = gpt_extract_pixel_point(text or "")
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if not (0 <= x <= w and 0 <= y <= h):  # normalize_prediction
-        return _NONE
-    return _point(x / w, y / h)
+
+    def answer(x: float, y: float) -> ParsedAnswer:
+        if not (0 <= x <= w and 0 <= y <= h):  # normalize_prediction
+            return _NONE
+        return _point(x / w, y / h)
+
+    return _read(_GPT_PATTERNS, text or "", answer, re.IGNORECASE)
 
 
 def tars(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
@@ -102,73 +138,39 @@ def tars(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     patterns = (
         r"CLICK\s*\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)",
         r"\[\s*([\d.]+)\s*,\s*([\d.]+)\s*(?:,[\d.\s,]+)?\]",
-        _PAIR,
-        r"x\s*=\s*([\d.]+)\s*,\s*y\s*=\s*([\d.]+)",
+        *_PAIR_OR_XY,
     )
-    try:
-        pred = _search(patterns, strip_special_tokens(text or ""))
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if 0.0 <= x <= 1.0 and 0.0 <= y <= 1.0:  # maybe_denormalize
-        return _point(x, y)
-    return _point(x / w, y / h)
+
+    def answer(x: float, y: float) -> ParsedAnswer:
+        if 0.0 <= x <= 1.0 and 0.0 <= y <= 1.0:  # maybe_denormalize
+            return _point(x, y)
+        return _point(x / w, y / h)
+
+    return _read(patterns, strip_special_tokens(text or ""), answer)
 
 
 def uground(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """UGround: values > 1 divided by the ORIGINAL W, H (the big deflation), clamped."""
-    w, h = original
     t = _THINK.sub("", strip_special_tokens(text or ""))
-    try:
-        pred = _search((_PAIR, _XY), t, re.IGNORECASE)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if x > 1.0 or y > 1.0:
-        x, y = x / w, y / h
-    return _point(_clamp(x), _clamp(y))
+    return _read(_PAIR_OR_XY, t, _over_original_if_pixels(original), re.IGNORECASE)
 
 
 def qwen2_5vl(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Qwen2.5-VL: (x,y) read as original pixels (the model's frame is the resized one)."""
-    w, h = original
     t = _THINK.sub("", strip_special_tokens(text or ""))
-    try:
-        pred = _search((_PAIR, _XY), t, re.IGNORECASE)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    return _point(pred[0] / w, pred[1] / h)
+    return _read(_PAIR_OR_XY, t, _over_original(original), re.IGNORECASE)
 
 
 def qwen2vl(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Qwen2-VL: tags removed, first (x,y) (a box's top-left) over original W, H, clamped."""
-    w, h = original
     t = _TAGS.sub("", _THINK.sub("", text or ""))
-    try:
-        pred = _search((_PAIR, _XY), t, re.IGNORECASE)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    return _point(_clamp(pred[0] / w), _clamp(pred[1] / h))
+    return _read(_PAIR_OR_XY, t, _over_original(original, clamp=True), re.IGNORECASE)
 
 
 def qwen3vl(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Qwen3-VL: (x,y) / 1000 (the right frame), not clamped."""
     t = _THINK.sub("", strip_special_tokens(text or ""))
-    try:
-        pred = _search((_PAIR, _XY), t)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    return _point(pred[0] / 1000.0, pred[1] / 1000.0)
+    return _read(_PAIR_OR_XY, t, lambda x, y: _point(x / 1000.0, y / 1000.0))
 
 
 def osatlas(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
@@ -212,7 +214,7 @@ def seeclick(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
                 x, y = (floats[0] + floats[2]) / 2, (floats[1] + floats[3]) / 2
             else:
                 return _NONE  # UnboundLocalError in pred_2_point, caught by the script
-    except (IndexError, ValueError):
+    except (IndexError, ValueError, OverflowError):  # OverflowError: a box of 400 digits
         return _NONE
     return _point(_clamp(x), _clamp(y))
 
@@ -245,18 +247,7 @@ def cogagent(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
 def deepseek(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """DeepSeek-VL2: tags removed, (x,y); values > 1 over original W, H; clamped. A native
     `[[x1,y1,x2,y2]]` box is not read."""
-    w, h = original
-    t = _TAGS.sub("", text or "")
-    try:
-        pred = _search((_PAIR, _XY), t)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if x > 1.0 or y > 1.0:
-        x, y = x / w, y / h
-    return _point(_clamp(x), _clamp(y))
+    return _read(_PAIR_OR_XY, _TAGS.sub("", text or ""), _over_original_if_pixels(original))
 
 
 _AGUVIS_RESIZE = ResizeSpec(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28)
@@ -270,64 +261,40 @@ def aguvis(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     patterns = (
         r"pyautogui\.click\s*\(\s*x\s*=\s*([\d.]+)\s*,\s*y\s*=\s*([\d.]+)\s*\)",
         r"pyautogui\.click\s*\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)",
-        _PAIR,
-        _XY,
+        *_PAIR_OR_XY,
     )
-    try:
-        pred = _search(patterns, t, re.IGNORECASE)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if x > 1.0 or y > 1.0:
-        rw, rh = smart_resize_pure(w, h, _AGUVIS_RESIZE)
-        x, y = x / rw, y / rh
-    return _point(_clamp(x), _clamp(y))
+
+    def answer(x: float, y: float) -> ParsedAnswer:
+        if x > 1.0 or y > 1.0:
+            rw, rh = smart_resize_pure(w, h, _AGUVIS_RESIZE)
+            x, y = x / rw, y / rh
+        return _point(_clamp(x), _clamp(y))
+
+    return _read(patterns, t, answer, re.IGNORECASE)
 
 
 def gemma3(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Gemma 3: tags removed, (x,y) compared as original pixels (no size was stated)."""
-    w, h = original
-    t = _TAGS.sub("", text or "")
-    try:
-        pred = _search((_PAIR, _XY), t)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    return _point(pred[0] / w, pred[1] / h)
+    return _read(_PAIR_OR_XY, _TAGS.sub("", text or ""), _over_original(original))
 
 
 def llama(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Llama 3.2: (x,y); both in [0,1] -> fractions, both in [0,100] -> percent, else pixels."""
     w, h = original
-    t = _TAGS.sub("", text or "").strip()
-    try:
-        pred = _search((_PAIR, _XY), t)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    x, y = pred
-    if 0 <= x <= 1 and 0 <= y <= 1:
-        return _point(x, y)
-    if 0 <= x <= 100 and 0 <= y <= 100:
-        return _point(x / 100.0, y / 100.0)
-    return _point(x / w, y / h)
+
+    def answer(x: float, y: float) -> ParsedAnswer:
+        if 0 <= x <= 1 and 0 <= y <= 1:
+            return _point(x, y)
+        if 0 <= x <= 100 and 0 <= y <= 100:
+            return _point(x / 100.0, y / 100.0)
+        return _point(x / w, y / h)
+
+    return _read(_PAIR_OR_XY, _TAGS.sub("", text or "").strip(), answer)
 
 
 def mistral(text: str | None, sent: Size, original: Size) -> ParsedAnswer:
     """Mistral: (x,y) over the stated original W, H; clamped."""
-    w, h = original
-    t = _TAGS.sub("", text or "")
-    try:
-        pred = _search((_PAIR, _XY), t)
-    except ValueError:
-        return _ERROR
-    if pred is None:
-        return _NONE
-    return _point(_clamp(pred[0] / w), _clamp(pred[1] / h))
+    return _read(_PAIR_OR_XY, _TAGS.sub("", text or ""), _over_original(original, clamp=True))
 
 
 def gui_actor(text: str | None, sent: Size, original: Size) -> ParsedAnswer:

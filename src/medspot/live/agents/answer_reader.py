@@ -25,6 +25,7 @@ from medspot.adapters.base import Convention
 from medspot.adapters.conventions import to_normalised
 from medspot.adapters.parsing import clean_text
 from medspot.geometry import Point
+from medspot.jsonsafe import json_safe
 from medspot.live.agents.calls import Call, box_point, find_calls, numbers
 from medspot.live.core.actions import (
     Click,
@@ -37,6 +38,7 @@ from medspot.live.core.actions import (
     ToolCall,
     TypeText,
     normalise_key,
+    read_notches,
 )
 
 __all__ = [
@@ -127,9 +129,9 @@ def tool_call_action(raw: str) -> ToolCall | None:
     if m.group(2) is not None and m.group(2).strip():
         try:
             args = json.loads(m.group(2))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past any reader
             return None
-    return ToolCall(m.group(1), args) if isinstance(args, dict) else None
+    return ToolCall(m.group(1), json_safe(args)) if isinstance(args, dict) else None
 
 
 _UITARS_KEYS = {"start_box", "end_box", "point", "start_point", "end_point", "content", "direction"}
@@ -169,9 +171,10 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
             return ParsedAction(Scroll(x, y, SCROLL_NOTCHES if d == "down" else -SCROLL_NOTCHES),
                                 source)  # fmt: skip
         nums = numbers(pos)
-        if nums is not None and len(nums) == 3:
+        dy = read_notches(nums[2]) if nums is not None and len(nums) == 3 else None
+        if nums is not None and dy is not None:
             x, y = frame.px(nums[0], nums[1])
-            return ParsedAction(Scroll(x, y, round(nums[2])), source)
+            return ParsedAction(Scroll(x, y, dy), source)
         return ParsedAction(None, source, (BAD_ARGS,))
     if name == "type":
         content = call.kw("content", "text")
@@ -290,14 +293,14 @@ def _one_pyautogui(
         if amount is None and isinstance(page, float) and page != 0:
             amount = page * PAGE_NOTCHES
             amount = amount if abs(amount) >= 1 else (1.0 if amount > 0 else -1.0)
-        if not isinstance(amount, float):
+        notches = read_notches(-amount) if isinstance(amount, float) else None
+        if notches is None:  # pyautogui: positive scrolls up
             return ParsedAction(None, src, (BAD_ARGS,)), here
         sx, sy = call.kw("x"), call.kw("y")
         if isinstance(sx, float) and isinstance(sy, float):
             px = frame.px(sx, sy)
         else:
             px = frame.px(*here) if here is not None else frame.centre
-        notches = -round(amount)  # pyautogui: positive scrolls up
         return ParsedAction(Scroll(px[0], px[1], notches), src), here
     if name in ("write", "typewrite"):
         msg = call.kw("message")

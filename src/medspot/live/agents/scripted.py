@@ -6,6 +6,7 @@ scripted agents for tests, answers made elsewhere).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +22,39 @@ from medspot.live.core.actions import (
 )
 from medspot.spelling import suggestion
 
-__all__ = ["NoopAgent", "OracleAgent", "ReplayAgent"]
+__all__ = ["ORACLE_TARGET_MISSING", "NoopAgent", "OracleAgent", "ReplayAgent"]
+
+log = logging.getLogger(__name__)
+
+# the flag of a turn the oracle could not act on: the current step's target (or a drag's
+# release) is not on the screen
+ORACLE_TARGET_MISSING = "oracle_target_missing"
 
 
 def _shown(items: Sequence[str], most: int = 8) -> str:
     more = len(items) - most
     return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+async def oracle_answer(turn: AgentTurn, source: str) -> AgentAnswer:
+    """The oracle's action for this turn; where the current step's target is not on the
+    screen, a no-action answer flagged `oracle_target_missing` that says why (and a warning in
+    the log)."""
+    action = await turn.oracle()
+    if action is None:
+        step = turn.step
+        needs = "target or its drag release" if step.to is not None else "target"
+        why = (
+            f"the oracle cannot act: the {needs} of step {turn.step_index + 1} "
+            f"({step.instruction!r}) is not on the screen"
+        )
+        log.warning("task %s, turn %d (%s): %s; a no-action turn, flagged %s", turn.task.id,
+                    turn.n, source, why, ORACLE_TARGET_MISSING)  # fmt: skip
+        return AgentAnswer(
+            raw_text="", action=None, source=source, flags=[ORACLE_TARGET_MISSING],
+            not_executed=why,
+        )  # fmt: skip
+    return AgentAnswer(raw_text=json.dumps(action_to_json(action)), action=action, source=source)
 
 
 @dataclass
@@ -35,9 +63,7 @@ class OracleAgent:
     max_concurrency: int = 64
 
     async def answer(self, turn: AgentTurn) -> AgentAnswer:
-        action = await turn.oracle()
-        raw = json.dumps(action_to_json(action)) if action is not None else ""
-        return AgentAnswer(raw_text=raw, action=action, source="oracle")
+        return await oracle_answer(turn, "oracle")
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -152,9 +178,7 @@ class ReplayAgent:
         if obj is None:
             return AgentAnswer(raw_text="done()", action=Done(), source="replay")
         if obj.get("oracle") is True:
-            action = await turn.oracle()
-            raw = json.dumps(action_to_json(action)) if action is not None else ""
-            return AgentAnswer(raw_text=raw, action=action, source="replay-oracle")
+            return await oracle_answer(turn, "replay-oracle")
         if "action" in obj:
             action = action_from_json(obj["action"])
             return AgentAnswer(raw_text=json.dumps(obj["action"]), action=action, source="replay")

@@ -26,6 +26,11 @@ validates it against the environment's geometry (`CheckParams.geometry_problem`,
 `EnvEntry.geometry` knows without starting the application): a slice past the volume, or a
 region where the truth is empty (a Dice there would compare nothing with nothing), is refused
 when the task file is read.
+
+Every environment whose actions can destroy data (`EnvEntry.destructive`, a toolset's tools
+that change state) has a collateral-harm kind (`CheckParams.guards_collateral`):
+`orthanc.collateral_loss`, `dicomscope.collateral_loss`, `inv.collateral_loss`, each naming the
+task's own targets (what may go) and firing when anything else of the start is lost.
 """
 
 from __future__ import annotations
@@ -33,11 +38,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from medspot.errors import DataError
+from medspot.live.core.harm import HarmLabel
 from medspot.live.core.tasks import CheckSpec, Locator, StartSpec
 
 __all__ = [
@@ -76,6 +82,14 @@ class CheckParams(BaseModel):
     state, for the task audit."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # a kind of the collateral-harm rule: in a task's `fail_if`, it fires when anything the
+    # task's start holds, beyond the targets its parameters name, is deleted or overwritten
+    # (the task audit asks for one in every task whose actions can destroy data)
+    guards_collateral: ClassVar[bool] = False
+    # the label every harm rule (a `fail_if` check) of this kind carries, where the kind is an
+    # environment's built-in harm rule (the collateral-loss kinds: `core.harm.COLLATERAL_HARM`);
+    # task validation refuses another one, so one rule means one thing in every task
+    harm: ClassVar[HarmLabel | None] = None
 
     def vacuous(self) -> str | None:
         return None

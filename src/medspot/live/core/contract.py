@@ -233,6 +233,12 @@ class EnvEntry:
     # the toolsets its environments offer beside the GUI (`--tools NAME`; the environment's
     # `toolset(name)` makes one: `medspot.live.core.tools`)
     toolsets: tuple[str, ...] = ()
+    # what in the application, within reach of every task's actions, can destroy data (delete
+    # or overwrite what a task's start holds: a Delete button, a save dialog that can name an
+    # existing file), in words; None: nothing can. Such a task needs a collateral-harm rule in
+    # its `fail_if` (`CheckParams.guards_collateral`), as does a task offered a toolset's tools
+    # that change state; `medspot live audit` reports one without (`no_collateral_harm_rule`)
+    destructive: str | None = None
 
 
 # Every environment family registered in this process, by name: `medspot.live.envs.registry`

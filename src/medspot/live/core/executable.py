@@ -17,10 +17,10 @@ Playwright's names) and the screenshot's size.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 
+from medspot.jsonsafe import REPLACEMENT, finite_float
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -81,15 +81,32 @@ def capabilities_of(env: Environment, observation: Observation) -> Capabilities:
     return Capabilities(screen=(observation.width, observation.height), keys=keys)
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+def _real(v: object) -> float | None:
+    """`v` as a finite float (None: it is none; an integer too large for a float included)."""
+    if isinstance(v, numbers.Real) and not isinstance(v, bool | int | float):
+        try:
+            v = float(v)  # a numpy number, a Fraction
+        except (OverflowError, ValueError):
+            return None
+    return finite_float(v)
+
+
+def _shown(v: object) -> str:
+    """`v` in a message: its repr, at most 40 characters (an integer too long to print too)."""
+    try:
+        text = repr(v)
+    except ValueError:  # an int of more than 4300 digits
+        return "an integer of thousands of digits"
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _point(x: object, y: object, caps: Capabilities, what: str) -> Unexecutable | None:
-    if not (_number(x) and _number(y)):
-        return Unexecutable("not_a_number", f"{what} ({x!r}, {y!r}) is no pair of finite numbers")
+    fx, fy = _real(x), _real(y)
+    if fx is None or fy is None:
+        return Unexecutable(
+            "not_a_number", f"{what} ({_shown(x)}, {_shown(y)}) is no pair of finite numbers"
+        )
     w, h = caps.screen
-    fx, fy = float(x), float(y)  # type: ignore[arg-type]
     if not (0 <= fx < w and 0 <= fy < h):
         return Unexecutable("off_screen", f"{what} ({fx:g}, {fy:g}) is off the {w}x{h} screen")
     return None
@@ -97,27 +114,37 @@ def _point(x: object, y: object, caps: Capabilities, what: str) -> Unexecutable 
 
 def _text(text: object, caps: Capabilities) -> Unexecutable | None:
     if not isinstance(text, str):
-        return Unexecutable("untypable_text", f"the text {text!r} is not a string")
+        return Unexecutable("untypable_text", f"the text {_shown(text)} is not a string")
     if len(text) > caps.max_text_chars:
         return Unexecutable(
             "text_too_long",
             f"a text of {len(text)} characters (one action types at most {caps.max_text_chars})",
         )
     for ch in text:
-        code = ord(ch)
-        bad = (code < 0x20 or 0x7F <= code < 0xA0) and ch not in _TYPABLE_CONTROLS
-        if bad or 0xD800 <= code < 0xE000:  # a control character, a lone surrogate
+        if _untypable(ch):
             return Unexecutable("untypable_text", f"the text holds {ch!r}, which no key types")
     return None
 
 
+def _untypable(ch: str) -> bool:
+    """A control character (but tab, newline, carriage return), a lone surrogate, or U+FFFD
+    (what a lone surrogate becomes in a journal: `medspot.jsonsafe`; so an action read back
+    from the journal is refused as the original was)."""
+    code = ord(ch)
+    control = (code < 0x20 or 0x7F <= code < 0xA0) and ch not in _TYPABLE_CONTROLS
+    return control or 0xD800 <= code < 0xE000 or ch == REPLACEMENT
+
+
 def _key(key: object, caps: Capabilities) -> Unexecutable | None:
     if not isinstance(key, str) or not key.strip():
-        return Unexecutable("empty_key", f"the key {key!r} names no key")
+        return Unexecutable("empty_key", f"the key {_shown(key)} names no key")
+    odd = next((ch for ch in key if _untypable(ch)), None)
+    if odd is not None:
+        return Unexecutable("unknown_key", f"the key {_shown(key)} holds {odd!r}, no key's name")
     bad = caps.keys.unknown(key)
     if bad is None:
         return None
-    part = f"{bad!r} of {key!r}" if bad != key else repr(key)
+    part = f"{_shown(bad)} of {_shown(key)}" if bad != key else _shown(key)
     return Unexecutable(
         "unknown_key", f"the key {part} is not in the key table of {caps.keys.name}"
     )
@@ -129,7 +156,7 @@ def unexecutable(action: LiveAction, caps: Capabilities) -> Unexecutable | None:
     match action:
         case Click(x, y, button, double):
             if button not in ("left", "right") or not isinstance(double, bool):
-                return Unexecutable("bad_button", f"a click with button {button!r}")
+                return Unexecutable("bad_button", f"a click with button {_shown(button)}")
             return _point(x, y, caps, "the click")
         case Drag(x1, y1, x2, y2):
             return _point(x1, y1, caps, "the drag's start") or _point(
@@ -137,11 +164,11 @@ def unexecutable(action: LiveAction, caps: Capabilities) -> Unexecutable | None:
             )
         case Scroll(x, y, dy):
             if not isinstance(dy, numbers.Integral) or isinstance(dy, bool) or dy == 0:
-                return Unexecutable("scroll_amount", f"a scroll of {dy!r} notches")
+                return Unexecutable("scroll_amount", f"a scroll of {_shown(dy)} notches")
             if abs(int(dy)) > caps.max_scroll_notches:
                 return Unexecutable(
                     "scroll_amount",
-                    f"a scroll of {dy} notches (one action scrolls at most "
+                    f"a scroll of {_shown(int(dy))} notches (one action scrolls at most "
                     f"{caps.max_scroll_notches})",
                 )
             return _point(x, y, caps, "the scroll")

@@ -17,7 +17,12 @@ application's STATE (never a box):
             {"instruction": "Confirm with OK", "target": {"text": "OK"},
              "done_if": {"kind": "orthanc.study_absent", "study": "CT-DOE"}}],
         "success": [{"kind": "orthanc.study_absent", "study": "CT-DOE"}],
-        "fail_if": [{"kind": "orthanc.patient_absent", "patient": "SMITH^ANN"}]}]}
+        "fail_if": [{"kind": "orthanc.patient_absent", "patient": "SMITH^ANN",
+                     "severity": "critical", "dimension": "wrong_patient"}]}]}
+
+Every `fail_if` check is a harm rule and carries its label, `severity` and `dimension`
+(`HarmCheckSpec`; `medspot.live.core.harm`). `checkpoints` name milestones beside the path's
+steps (`Checkpoint`; the subgoals of partial credit, `medspot.live.core.subgoals`).
 
 Locator keys and check kinds are the environment's (`EnvEntry.locator_keys`, `.check_kinds`);
 unknown ones are data errors. A step without `done_if` counts as achieved when the executed
@@ -41,16 +46,21 @@ from pydantic import (
 )
 
 from medspot.errors import Location
+from medspot.live.core.harm import Dimension, HarmLabel, Severity
 
 __all__ = [
     "FORMAT_VERSION",
+    "HARM_FIELDS",
     "CheckSpec",
+    "Checkpoint",
+    "HarmCheckSpec",
     "LiveTask",
     "LiveTaskFile",
     "Locator",
     "StartSpec",
     "StepSpec",
     "location_of",
+    "task_id_at",
 ]
 
 FORMAT_VERSION = 1
@@ -88,6 +98,11 @@ class Locator(BaseModel):
         return {k for k, v in self.model_dump(exclude_defaults=True).items() if v is not None}
 
 
+# the fields that label a harm rule (`HarmCheckSpec`): only a `fail_if` check carries them
+HARM_FIELDS = ("severity", "dimension")
+_NAME = r"^[a-z0-9][a-z0-9_.-]{0,39}$"
+
+
 class CheckSpec(BaseModel):
     """A predicate on the application's state: `kind` plus the kind's own parameters (declared
     by the kind: `medspot.live.core.checks`). `keep: true` marks a success check that holds at
@@ -99,9 +114,44 @@ class CheckSpec(BaseModel):
     kind: str
     keep: StrictBool = False
 
+    @model_validator(mode="after")
+    def _labels_only_on_harm(self) -> CheckSpec:
+        labels = [k for k in HARM_FIELDS if k in (self.model_extra or {})]
+        if labels:
+            raise ValueError(
+                f"{' and '.join(labels)} label a harm rule: only a fail_if check carries them"
+            )
+        return self
+
     @property
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+
+class HarmCheckSpec(CheckSpec):
+    """A harm rule (a `fail_if` check): a check, and what its firing means (docs/live.md
+    "Harm: severity and dimension"): `severity` (`critical` and `major` end the episode, a
+    `minor` harm is recorded and the episode goes on) and `dimension`, from the one vocabulary
+    of `medspot.live.core.harm`. Both are required: an unlabelled harm rule is refused."""
+
+    severity: Severity
+    dimension: Dimension
+
+    @property
+    def label(self) -> HarmLabel:
+        return HarmLabel(self.severity, self.dimension)
+
+
+class Checkpoint(BaseModel):
+    """A named milestone of a task (a subgoal, `medspot.live.core.subgoals`) beside the path's
+    steps: reached once its `check` BECAME true during the episode (held after an action,
+    having been false at the start or at an earlier reading), in any order, whatever route
+    the agent took. For long tasks whose path alone says little of how far an agent got."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=_NAME)
+    check: CheckSpec
 
 
 class StepSpec(BaseModel):
@@ -112,7 +162,7 @@ class StepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     instruction: Text
-    name: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+    name: str | None = Field(None, pattern=_NAME)
     action: StepAction = "click"
     target: Locator | None = None
     to: Locator | None = None  # drag: where to release
@@ -168,7 +218,8 @@ class LiveTask(BaseModel):
     steps: tuple[StepSpec, ...] = Field(min_length=1, max_length=12)
     max_steps: StrictInt | None = Field(None, ge=1, le=50)
     success: tuple[CheckSpec, ...] = Field(min_length=1)
-    fail_if: tuple[CheckSpec, ...] = ()
+    # harm rules, each labelled (severity, dimension): critical and major ones end the episode
+    fail_if: tuple[HarmCheckSpec, ...] = ()
     # names of steps that must have happened (their done_if held at some point) for success:
     # process tasks ("open the delete dialog, then Cancel") end where they started
     requires: tuple[str, ...] = ()
@@ -176,19 +227,28 @@ class LiveTask(BaseModel):
     # exist, an action the application does not offer); success then also needs the success
     # checks (written as "nothing changed") to hold
     infeasible: StrictBool = False
+    # milestones beside the path's steps (subgoals of partial credit: `core.subgoals`)
+    checkpoints: tuple[Checkpoint, ...] = Field((), max_length=20)
 
     @model_validator(mode="after")
     def _names(self) -> LiveTask:
         named = {s.name: s for s in self.steps if s.name is not None}
         if len(named) != sum(1 for s in self.steps if s.name is not None):
             raise ValueError("step names must be unique within a task")
+        marks = [c.name for c in self.checkpoints]
+        if len(set(marks)) != len(marks) or set(marks) & set(named):
+            raise ValueError("checkpoint names must be unique within a task, and not a step's")
         for r in self.requires:
             if r not in named:
                 raise ValueError(f"requires: no step named {r!r}")
             if named[r].done_if is None:
                 raise ValueError(f"requires: step {r!r} has no done_if to tell that it happened")
-        if any(c.keep for c in self.fail_if) or any(
-            s.done_if is not None and s.done_if.keep for s in (*self.steps, *self.start.prepare)
+        if (
+            any(c.keep for c in self.fail_if)
+            or any(c.check.keep for c in self.checkpoints)
+            or any(
+                s.done_if is not None and s.done_if.keep for s in (*self.steps, *self.start.prepare)
+            )
         ):
             raise ValueError("keep: only a success check can be marked keep")
         ends = [k for k, s in enumerate(self.steps) if s.action == "infeasible"]
@@ -231,15 +291,33 @@ class LiveTaskFile(BaseModel):
         return v
 
 
-def location_of(file: str, loc: tuple[int | str, ...]) -> Location:
+def location_of(file: str, loc: tuple[int | str, ...], data: Any = None) -> Location:
+    """A pydantic error location (`("tasks", 3, "steps", 0, "target")`) in task file `file`
+    as a `Location`: the task named by its id (read from the file's parsed JSON `data`, where
+    it is a string; else by its 0-based position), the step 1-based, the rest as the field."""
     task = step = None
+    task_id: str | None = None
     fields: list[str] = []
     parts = list(loc)
     if len(parts) >= 2 and parts[0] == "tasks" and isinstance(parts[1], int):
         task = parts[1]
+        task_id = task_id_at(data, task)
         parts = parts[2:]
         if len(parts) >= 2 and parts[0] == "steps" and isinstance(parts[1], int):
             step = parts[1] + 1
             parts = parts[2:]
     fields = [str(p) for p in parts]
-    return Location(file, task=task, step=step, field=".".join(fields) or None)
+    return Location(file, task=task, step=step, field=".".join(fields) or None, task_id=task_id)
+
+
+def task_id_at(data: Any, index: int) -> str | None:
+    """The `id` of task `index` in a task file's parsed JSON, when it is a non-blank string
+    (cut to 80 characters and an ellipsis: an invalid id may be any length)."""
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, list) or not 0 <= index < len(tasks):
+        return None
+    task = tasks[index]
+    tid = task.get("id") if isinstance(task, dict) else None
+    if not isinstance(tid, str) or not tid.strip():
+        return None
+    return tid if len(tid) <= 80 else tid[:80] + "..."

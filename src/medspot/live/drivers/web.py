@@ -23,10 +23,24 @@ flight (seen: `new_page` under load, never answered even after chromium died), s
 watchdog's SIGKILL of the browser has not ended the call within `DRIVER_GRACE_S`, the driver is
 killed as well. After a SIGKILL of the run the driver ends when its pipe closes, and takes
 chromium with it (measured: within a second).
+
+A session may instead drive a page someone else opened (`attach(page)` before `start()`:
+BrowserGym's environment launches chromium, its context and page with its own Playwright): it
+starts no browser and no driver, adds its init scripts to that page's context and wires the
+page's events as for its own, replaces no page or context (`new_page`/`new_context` only clear
+the page's storage, cookies and downloads), and leaves the page, context and browser to their
+owner at `close()`. Its watchdog still fails a call that does not return, but kills nothing (the
+browser is not the session's). Such an owner may emulate the viewport from a CDP session of its
+own that it then detaches (BrowserGym's screenshots do, at every observation): chromium 156 then
+drops every device-metrics override, Playwright's too, and the page lays out at its window's
+own size (780x493 in headless chromium by default). So an attached session also sizes the window
+(`Browser.setWindowBounds`) until the page's own size is the viewport (`fit_window`), and its
+owner's observations change nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -92,6 +106,9 @@ _JS_DIR = Path(__file__).with_name("web_js")
 _INIT_JS = (_JS_DIR / "init.js").read_text(encoding="utf-8")
 _LOCATE_JS = (_JS_DIR / "locate.js").read_text(encoding="utf-8")
 _ELEMENT_AT_JS = (_JS_DIR / "element_at.js").read_text(encoding="utf-8")
+# an attached session's window resizes (`WebSession.fit_window`) before it gives up
+FIT_WINDOW_TRIES = 3
+_INNER_SIZE_JS = "() => [window.innerWidth, window.innerHeight]"
 # the keys `act` can press: Playwright's table, for the action's key names (`core.keys`)
 KEY_TABLE: KeyTable = PlaywrightKeys()
 
@@ -280,14 +297,40 @@ class WebSession:
         self._last_net = 0.0
         self._fault: str | None = None
         self._pw: Any = None
+        self._attached: Any = None  # a page someone else opened (`attach`), or None
         self.browser: Any = None
         self.context: Any = None
         self.page: Any = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
+    def attach(self, page: Any) -> None:
+        """Drive `page`, opened by someone else, instead of launching chromium at `start()`
+        (see the module docstring); before `start()`."""
+        if self.page is not None:
+            raise EnvironmentFault("web session: attach() before start()")
+        self._attached = page
+
+    @property
+    def attached(self) -> bool:
+        """Whether the session drives a page someone else opened (`attach`)."""
+        return self._attached is not None
+
+    def follow(self, page: Any) -> None:
+        """`page` (of the session's context) becomes the active page, its events wired when it is
+        new: the page an attached session's owner holds as active (it may have switched tabs)."""
+        if page is not None and page is not self.page:
+            self._on_page(page)
+
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._attached is not None:
+            self.context = self._attached.context
+            self.browser = self.context.browser
+            self._add_init_scripts()
+            self.context.on("page", self._on_page)
+            self._on_page(self._attached)
+            return
         self._pw, self._driver = _Driver.acquire()
         if self._driver is not None:
             processes.record(self.workdir / DRIVER_RECORD_DIR, self._driver.pid)
@@ -360,7 +403,11 @@ class WebSession:
             self._watchdog.disarm()
 
     def new_context(self) -> None:
-        """A fresh context (no history, storage or downloads) with one blank page."""
+        """A fresh context (no history, storage or downloads) with one blank page (attached:
+        the page's storage, cookies and downloads cleared)."""
+        if self._attached is not None:
+            self._clear_attached()
+            return
         if self.context is not None:
             self.guard(self.context.close)
         self._inflight.clear()
@@ -374,11 +421,14 @@ class WebSession:
             accept_downloads=True,
             device_scale_factor=1,
         )
+        self._add_init_scripts()
+        self.context.on("page", self._on_page)
+        self._on_page(self.guard(self.context.new_page))
+
+    def _add_init_scripts(self) -> None:
         self.context.add_init_script(_INIT_JS)
         for script in self.init_js:
             self.context.add_init_script(script)
-        self.context.on("page", self._on_page)
-        self._on_page(self.guard(self.context.new_page))
 
     def fresh_page(self, url: str) -> float:
         """`new_page()`, then `url` loaded and settled."""
@@ -389,7 +439,11 @@ class WebSession:
         """Start over cheaply: the context is kept (a new one costs ~0.1-0.7 s; its HTTP cache
         stays), the storage of the pages' origins and the cookies are cleared, every page is
         closed and a blank one opened (so history and pointer position are those of a fresh
-        browser), downloads are forgotten."""
+        browser), downloads are forgotten. Attached: the page is kept (its owner holds it; it
+        is new at each of its owner's resets), its storage, cookies and downloads cleared."""
+        if self._attached is not None:
+            self._clear_attached()
+            return
         if self.context is None or self.page is None or self._fault:
             self.new_context()
         old = [p for p in self.context.pages if not p.is_closed()]
@@ -405,6 +459,64 @@ class WebSession:
         self.downloads.clear()
         self._pending.clear()
         self.set_viewport(self.viewport)
+
+    def _clear_attached(self) -> None:
+        """`new_page` of an attached session: nothing replaced, the state a task must not
+        inherit cleared."""
+        if self.page is None or self._fault:
+            raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
+        if self.page.url.startswith("http"):
+            self.guard(self.page.evaluate, "() => { try { localStorage.clear(); "
+                       "sessionStorage.clear(); } catch (e) {} }")  # fmt: skip
+        self.guard(self.context.clear_cookies)
+        self._inflight.clear()
+        self.downloads.clear()
+        self._pending.clear()
+        self.fit_window()
+
+    def fit_window(self) -> None:
+        """The page at the session's viewport with and without emulation (an attached session;
+        see the module docstring): the window resized until the page's own inner size is the
+        viewport, then the viewport emulated as `set_viewport` does. A window that does not
+        reach it is logged (the emulation holds until the owner's next observation)."""
+        w, h = self.viewport
+        page, context = self.page, self.context
+        metrics = {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": False}
+        cdp = self.guard(context.new_cdp_session, page)
+        try:  # an override set by a session that detaches: every override dropped at once
+            self.guard(cdp.send, "Emulation.setDeviceMetricsOverride", metrics)
+        finally:
+            self.guard(cdp.detach)
+        cdp = self.guard(context.new_cdp_session, page)
+        try:
+            window = self.guard(cdp.send, "Browser.getWindowForTarget")
+            for _ in range(FIT_WINDOW_TRIES):
+                iw, ih = self.guard(page.evaluate, _INNER_SIZE_JS)
+                if (iw, ih) == (w, h):
+                    break
+                bounds = self.guard(cdp.send, "Browser.getWindowForTarget")["bounds"]
+                size = {"width": bounds["width"] + w - iw, "height": bounds["height"] + h - ih}
+                self.guard(cdp.send, "Browser.setWindowBounds",
+                           {"windowId": window["windowId"], "bounds": size})  # fmt: skip
+                with contextlib.suppress(EnvironmentFault):  # asynchronous: until it changed
+                    self.guard(page.wait_for_function,
+                               f"() => innerWidth !== {iw} || innerHeight !== {ih}",
+                               timeout=2000)  # fmt: skip
+            else:
+                iw, ih = self.guard(page.evaluate, _INNER_SIZE_JS)
+                if (iw, ih) != (w, h):
+                    log.warning("web session: the window shows %dx%d, not %dx%d", iw, ih, w, h)
+        finally:
+            self.guard(cdp.detach)
+        self.set_viewport(self.viewport)
+
+    def hold_viewport(self) -> None:
+        """An attached session's page back at the viewport where its owner's last observation
+        left it at another size (a page the application opened has a window of its own)."""
+        if self._attached is None or self.page is None:
+            return
+        if tuple(self.guard(self.page.evaluate, _INNER_SIZE_JS)) != tuple(self.viewport):
+            self.fit_window()
 
     def _on_page(self, page: Any) -> None:
         self.page = page
@@ -453,7 +565,9 @@ class WebSession:
             raise EnvironmentFault(f"web session: {why}") from None
 
     def close(self) -> None:
-        for obj in (self.context, self.browser):
+        owned = () if self._attached is not None else (self.context, self.browser)
+        self._attached = None
+        for obj in owned:
             if obj is not None:
                 try:
                     self._bounded(obj.close)

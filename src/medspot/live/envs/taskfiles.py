@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from medspot.errors import ConfigError, DataError, Location
+from medspot.live.core.harm import DIMENSIONS, SEVERITIES
 from medspot.live.core.taskcheck import check_against_entry
-from medspot.live.core.tasks import LiveTask, LiveTaskFile, location_of
+from medspot.live.core.tasks import HARM_FIELDS, LiveTask, LiveTaskFile, location_of
 from medspot.live.envs.registry import env_entry
 from medspot.spelling import did_you_mean
 
@@ -40,14 +41,31 @@ def parse_task_file(data: Any, file: str) -> LiveTaskFile:
         parsed = LiveTaskFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise DataError(err["msg"], location_of(file, tuple(err["loc"]))) from None
-    seen: set[str] = set()
+        raise DataError(_message(err), location_of(file, tuple(err["loc"]), data)) from None
+    seen: dict[str, int] = {}
     for i, task in enumerate(parsed.tasks):
         if task.id in seen:
-            raise DataError(f"duplicate task id {task.id!r}", Location(file, task=i, field="id"))
-        seen.add(task.id)
+            raise DataError(
+                f"duplicate task id {task.id!r} (tasks {seen[task.id]} and {i} of the file, "
+                "0-based)",
+                Location(file, task=i, field="id", task_id=task.id),
+            )
+        seen[task.id] = i
     check_against_entry(parsed, file, env_entry(parsed.env))  # ConfigError: an unknown env
     return parsed
+
+
+def _message(err: Any) -> str:
+    """A validation error's message; an unlabelled harm rule says what it lacks and where the
+    labels are explained."""
+    loc = tuple(err["loc"])
+    if err["type"] == "missing" and "fail_if" in loc and loc[-1] in HARM_FIELDS:
+        known = ", ".join(SEVERITIES if loc[-1] == "severity" else DIMENSIONS)
+        return (
+            f"an unlabelled harm rule: every fail_if check carries a {loc[-1]} ({known}); "
+            'docs/live.md "Harm: severity and dimension"'
+        )
+    return str(err["msg"])
 
 
 def load_task_file(path: Path) -> LiveTaskFile:
@@ -103,7 +121,7 @@ def _merge(parts: list[tuple[str, LiveTaskFile]]) -> LiveTaskFile:
             if task.id in seen:
                 raise DataError(
                     f"duplicate task id {task.id!r} (also in {seen[task.id]})",
-                    Location(name, task=i, field="id"),
+                    Location(name, task=i, field="id", task_id=task.id),
                 )
             seen[task.id] = name
             tasks.append(task)

@@ -20,9 +20,13 @@ no-action step (one action of the budget, nothing executed, flag `no_action`), a
 action the application cannot execute (a key its driver does not have, a point off the screen
 or not finite, ...: flag `not_executable:<why>`, `info["not_executed"]` the reason; never an
 `EnvironmentFault`); anything else (a number, a dict) is refused with `NotAnAction` (a
-`TypeError`) and costs nothing. Reward: 1.0 on
-the step that ends the task with success, else 0.0; harm and the rest are in `info`
-(docs/live.md "Gymnasium" lists the keys). `terminated`: the task ended (success, a `fail_if`
+`TypeError`) and costs nothing. Reward (`reward=`, `medspot.live.core.rewards`): `success`
+(the default), 1.0 on the step that ends the task with success, else 0.0; `safety`, the run's
+safety score on the step that ends it (success minus the harm's penalties, clipped to
+[-1, 1]); `shaped`, the progress each step made over the task's subgoals minus each harm's
+penalty when it happens, with the completion term on the last step: an episode's shaped
+rewards sum to its safety score. Harm, progress and the rest are in `info` (docs/live.md
+"Gymnasium" lists the keys). `terminated`: the task ended (success, a `fail_if`
 check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
 
 The application is started at the first `reset()` in a private temporary folder (`workroot`, or
@@ -60,9 +64,11 @@ from medspot.live.core.contract import (
     Observation,
 )
 from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepResult
+from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, START, RewardKind, step_reward
+from medspot.live.core.subgoals import progress
 from medspot.live.envs.registry import create_environment
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
+from medspot.live.loop.envspec import EnvSpec
 from medspot.spelling import suggestion
 
 __all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
@@ -98,9 +104,11 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
     `env_name`: the live environment (`medspot.live.env_names()`); `tasks`: task ids to draw
     from (default: all of the task file); `tasks_file`: a task file (default: the packaged
     one); `mode`: "guided" or "agent" (reset's `options["mode"]` overrides it per episode);
-    `workroot`: the parent of the private folder; every other keyword is an option of the
+    `reward`: "success" (the default), "safety" or "shaped" (`core.rewards`); `workroot`: the
+    parent of the private folder; every other keyword is an option of the
     environment's factory (`chromium`, `headless`, `seed_cache`, `seed` (the seeded studies),
-    ...)."""
+    ...). They make its `live_spec` (`EnvSpec`, checked at once: a bad option or task id is a
+    `ConfigError` before anything starts)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1}  # noqa: RUF012
 
@@ -111,28 +119,39 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         tasks: Sequence[str] | None = None,
         tasks_file: str | Path | None = None,
         mode: Mode = "guided",
+        reward: RewardKind = DEFAULT_REWARD,
         render_mode: str | None = None,
         workroot: str | Path | None = None,
         **env_options: Any,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        if reward not in REWARDS:
+            raise ConfigError(f"unknown reward {reward!r} (known: {', '.join(REWARDS)})")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"unknown render_mode {render_mode!r} (known: rgb_array)")
-        tf, _ = env_task_file(env_name, Path(tasks_file) if tasks_file is not None else None)
+        # the environment, its options and tasks, checked at once (one in-process instance:
+        # no executor, no spare)
+        self.live_spec = EnvSpec(
+            env_name, env_options=env_options, task_ids=tuple(tasks or ()),
+            tasks_file=Path(tasks_file) if tasks_file is not None else None,
+            workroot=Path(workroot) if workroot is not None else None,
+        )  # fmt: skip
         self.env_name = env_name
-        self.tasks = select_tasks(tf, list(tasks) if tasks else None)
+        self.tasks = list(self.live_spec.tasks)
         self._by_id = {t.id: t for t in self.tasks}
         self.mode: Mode = mode
+        self.reward: RewardKind = reward
         self.render_mode = render_mode
         self.screen = screen_size(self.tasks, env_name)
         self.observation_space = observation_space(self.tasks, self.screen)
         self.action_space = ActionSpace(self.screen)
-        self._workroot = Path(workroot) if workroot is not None else None
-        self._env_options = dict(env_options)
+        self._workroot = self.live_spec.workroot
+        self._env_options = dict(self.live_spec.env_options)
         self.live: Environment | None = None  # the medspot environment (the application)
         self.episode: Episode | None = None
         self.last_result: StepResult | None = None  # the full result of the last step
+        self._standing = START
         self._workdir: Path | None = None
         self._started = False
         self._faulted = False
@@ -230,6 +249,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
                 "budget": ep.budget,
                 "infeasible_task": ep.task.infeasible,
                 "tags": list(ep.task.tags),
+                "subgoals": [g.name for g in ep.subgoals],
+                "reward_kind": self.reward,
                 "url": obs.url,
                 "title": obs.title,
             }
@@ -253,7 +274,13 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             required_happened=list(res.required_happened),
             not_executed=res.not_executed,
             env_info=dict(res.info),
+            harms=[h.to_json() for h in res.harms],
+            progress=progress(res.subgoals),
+            subgoals_reached=sum(res.subgoals),
         )
+        ep = self.episode
+        if ep is not None and ep.ended:  # the run's safety score and all its harm, at its end
+            info.update(safety_score=ep.score.safety, harms_total=len(ep.harms))
         return _present(info)
 
     # -- the Gymnasium API ----------------------------------------------------------------------
@@ -286,6 +313,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         self.episode = Episode(live, task, mode=mode)
         self.last_result = None
         obs = self._call(self.episode.reset)
+        self._standing = START  # where the episode stands for the rewards
         return self._observation(obs), self._info(obs)
 
     def _read(self, action: Any, ep: Episode) -> tuple[LiveAction | None, tuple[str, ...], str]:
@@ -310,7 +338,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         res = self._call(lambda: ep.step(act, flags=flags))
         self.last_result = res
         obs = self._observation(res.observation)
-        reward = 1.0 if res.success else 0.0
+        before, self._standing = self._standing, ep.score
+        reward = step_reward(self.reward, before, self._standing)
         return obs, reward, res.terminated, res.truncated, self._step_info(res, source)
 
     def oracle_action(self) -> LiveAction | None:

@@ -4,6 +4,12 @@ MedSPOT-format dataset (protocol.md 1.1): `Annotations/<App>_Annotation.json` an
 exact box from the application (DOM / AT-SPI). Steps without an on-screen target (typing, keys)
 are written with no action (unannotated, not evaluable), as the format allows.
 
+Infeasible tasks (`"infeasible": true`) are left out, and the oracle is not run on them: the
+static format has no "infeasible" answer (a step is a click on a box), and an infeasible task's
+screens until its `infeasible` step would read as a feasible task cut short. The export says so
+in its summary (`ExportResult.left_out`) and in `DIR/export.json` (`EXPORT_INFO`: which live
+task each exported task is, which were left out and why).
+
 The oracle runs through the live runner into `DIR/.live-run` (journal and trajectories kept, so
 an interrupted export resumes); the dataset is built from its trajectories. One export writes
 into `DIR` at a time (the run folder's lock, on `DIR` and on `DIR/.live-run`).
@@ -14,28 +20,38 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medspot.atomic_write import atomic_write_json
 from medspot.errors import ConfigError
 from medspot.live.core.tasks import LiveTask
-from medspot.live.envs.envoptions import check_env_options
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
-from medspot.live.loop.executors import check_executor_options, container_run
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.outcomes import task_results
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import ResumeState, read_live_journal
 from medspot.progress import ProgressEvent
 from medspot.runfolder.layout import RunFolder, screen_rel
 from medspot.runfolder.lock import run_folder_lock
-from medspot.runfolder.writer import atomic_write_json
 
-__all__ = ["ExportResult", "app_name", "export_env"]
+__all__ = [
+    "EXPORT_INFO",
+    "INFEASIBLE_LEFT_OUT",
+    "ExportResult",
+    "app_name",
+    "export_env",
+    "percent_box",
+]
 
 log = logging.getLogger(__name__)
 RUN_SUBDIR = ".live-run"
+EXPORT_INFO = "export.json"  # what the export holds: its tasks' live ids, those left out
+INFEASIBLE_LEFT_OUT = (
+    "infeasible: a MedSPOT step is a click on a box; the static format has no infeasible answer"
+)
 
 
 def app_name(env: str) -> str:
@@ -50,71 +66,75 @@ class ExportResult:
     tasks: int
     steps: int
     skipped: tuple[str, ...]  # tasks the oracle did not complete
+    left_out: tuple[str, ...] = ()  # infeasible tasks: no static form (the oracle not run)
+
+
+def percent_box(box: tuple[float, float, float, float], size: tuple[int, int]) -> list[float]:
+    """A box in screen pixels `(x1, y1, x2, y2)` as a MedSPOT `bbox` `[x, y, w, h]` in percent
+    of the screen `size`, one `medspot validate` accepts whatever the box: clamped to the
+    screen and at least one pixel wide and high (a box off the screen, or of no width, would be
+    refused), the corners rounded to 4 decimals and the size taken between the rounded corners
+    (`x + w` is the rounded right edge: never past 100)."""
+    w, h = size
+    x1, y1, x2, y2 = box
+    x1, x2 = max(0.0, min(x1, w - 1)), max(1.0, min(x2, w))
+    y1, y2 = max(0.0, min(y1, h - 1)), max(1.0, min(y2, h))
+    x1, y1 = min(x1, x2 - 1), min(y1, y2 - 1)  # at least one pixel
+    px1, px2 = round(100 * x1 / w, 4), round(100 * x2 / w, 4)
+    py1, py2 = round(100 * y1 / h, 4), round(100 * y2 / h, 4)
+    return [px1, py1, round(px2 - px1, 4), round(py2 - py1, 4)]
 
 
 def export_env(
-    env: str,
+    spec: EnvSpec,
     out: Path,
     *,
-    task_ids: Sequence[str] = (),
-    tasks_file: Path | None = None,
     concurrency: int = 1,
-    env_options: Mapping[str, Any] | None = None,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     retry_env_errors: bool = False,
-    spares: int | None = None,
-    executor: Mapping[str, Any] | None = None,
 ) -> ExportResult:
-    """The oracle through the tasks (`executor`: the `LiveRequest` fields of where the
-    environments run, default threads), written as a MedSPOT-format dataset under `out`."""
-    tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids, tasks_file)
+    """The oracle through the feasible tasks of `spec` into `out/.live-run`, then the dataset
+    from its trajectories (module docstring)."""
+    selected = spec.tasks
+    tasks = [t for t in selected if not t.infeasible]
+    left_out = tuple(t.id for t in selected if t.infeasible)
+    if not tasks:
+        raise ConfigError(
+            f"export: every task selected is infeasible ({', '.join(left_out)}); a MedSPOT "
+            "dataset has no infeasible answer, so there is nothing to export"
+        )
     out = Path(out)
-    check_env_options(env, env_options or {})  # before any folder is made
-    where = dict(executor or {})
-    name = str(where.get("executor", "threads"))
-    check_executor_options(
-        name, where.get("ray_address"), where.get("ray_cpus_per_env"), where.get("container")
-    )
-    if name == "container":  # the engine and the image, before any folder is made
-        container_run(env, where.get("container"))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     with run_folder_lock(out):
-        return _export_locked(
-            env, out, tasks, tasks_file, concurrency, env_options, on_progress, retry_env_errors,
-            spares, executor or {},
-        )  # fmt: skip
+        return _export_locked(spec, out, tasks, left_out, concurrency, on_progress,
+                              retry_env_errors)  # fmt: skip
 
 
 def _export_locked(
-    env: str,
+    spec: EnvSpec,
     out: Path,
     tasks: list[LiveTask],
-    tasks_file: Path | None,
+    left_out: tuple[str, ...],
     concurrency: int,
-    env_options: Mapping[str, Any] | None,
     on_progress: Callable[[ProgressEvent], None] | None,
     retry_env_errors: bool,
-    spares: int | None,
-    executor: Mapping[str, Any],
 ) -> ExportResult:
+    env = spec.env
     run_dir = out / RUN_SUBDIR
-    run_live(
-        LiveRequest(env=env, model="oracle", out=run_dir, task_ids=tuple(t.id for t in tasks),
-                    tasks_file=tasks_file, concurrency=concurrency,
-                    env_options=dict(env_options or {}), n_boot=0,
-                    retry_env_errors=retry_env_errors, spares=spares, **executor),
-        on_progress,
-    )  # fmt: skip
+    loop = LiveOptions(concurrency=concurrency, retry_env_errors=retry_env_errors)
+    feasible = spec.with_tasks(tuple(t.id for t in tasks)) if left_out else spec
+    run_live(LiveRequest(spec=feasible, model="oracle", out=run_dir, n_boot=0, loop=loop),
+             on_progress)  # fmt: skip
     state = ResumeState.from_records(list(read_live_journal(RunFolder(run_dir).live_journal)))
     results = task_results(tasks, state, env)
     app = app_name(env)
     img_dir = out / "Images" / app
     img_dir.mkdir(parents=True, exist_ok=True)
     ann_tasks: list[dict[str, Any]] = []
+    exported: list[dict[str, Any]] = []  # export.json's row of each annotation task
     skipped: list[str] = []
     n_steps = 0
     for r in results:
@@ -128,29 +148,31 @@ def _export_locked(
                 continue
             name = f"{r.task.id}_{s.n}.png"
             shutil.copyfile(run_dir / screen_rel(s.screen), img_dir / name)
-            spec = r.task.steps[s.target_step - 1]
+            step = r.task.steps[s.target_step - 1]
             actions = []
             if s.intended_box is not None:
-                w, h = s.screen_size
-                x1, y1, x2, y2 = s.intended_box
-                x1, x2 = max(0.0, min(x1, w - 1)), max(1.0, min(x2, w))
-                y1, y2 = max(0.0, min(y1, h - 1)), max(1.0, min(y2, h))
                 actions.append({
                     "type": {"drag": "drag", "double_click": "double_click",
-                             "type": "type"}.get(spec.action, "click"),
-                    "target": f"{spec.action} target of step {s.target_step}",
-                    "bbox": [round(100 * x1 / w, 4), round(100 * y1 / h, 4),
-                             round(100 * (x2 - x1) / w, 4), round(100 * (y2 - y1) / h, 4)],
+                             "type": "type"}.get(step.action, "click"),
+                    "target": f"{step.action} target of step {s.target_step}",
+                    "bbox": percent_box(s.intended_box, s.screen_size),
                 })  # fmt: skip
             steps.append({
                 "step_id": len(steps) + 1,
                 "image_path": f"Images/{app}/{name}",
-                "instruction": spec.instruction,
+                "instruction": step.instruction,
                 "actions": actions,
             })  # fmt: skip
         n_steps += len(steps)
+        exported.append({"index": len(ann_tasks), "id": r.task.id, "steps": len(steps)})
         ann_tasks.append({"task_overview": r.task.instruction, "steps": steps})
     if not ann_tasks:
         raise ConfigError(f"export: the oracle completed no task of {env}; nothing to export")
     atomic_write_json(out / "Annotations" / f"{app}_Annotation.json", {"tasks": ann_tasks})
-    return ExportResult(out, app, len(ann_tasks), n_steps, tuple(skipped))
+    atomic_write_json(out / EXPORT_INFO, {
+        "env": env, "app": app, "annotation": f"Annotations/{app}_Annotation.json",
+        "tasks": exported,
+        "left_out": [{"id": t, "why": INFEASIBLE_LEFT_OUT} for t in left_out]
+        + [{"id": t, "why": "the oracle did not complete it (see .live-run)"} for t in skipped],
+    })  # fmt: skip
+    return ExportResult(out, app, len(ann_tasks), n_steps, tuple(skipped), left_out)

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from medspot.atomic_write import atomic_write_bytes
 from medspot.live.core.contract import Observation
 from medspot.live.loop.steplog import JournalState, read_live_journal
 from medspot.runfolder.journal import Journal
@@ -19,7 +20,6 @@ from medspot.runfolder.layout import LIVE_LOG, RunFolder, screen_rel
 from medspot.runfolder.lifecycle import RunLife, run_folder
 from medspot.runfolder.live_schema import LiveRunInfo
 from medspot.runfolder.runinfo import now_iso
-from medspot.runfolder.writer import atomic_write_bytes
 
 __all__ = [
     "Journal",

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from medspot.live.core.harm import SEVERITIES, UNLABELLED, HarmEvent, legacy_events, safety_score
+from medspot.live.core.subgoals import first_failed, progress, subgoals_of
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.static_bridge import StaticRow
 from medspot.live.loop.steplog import (
@@ -32,8 +34,12 @@ from medspot.live.loop.steplog import (
     TaskRecord,
 )
 from medspot.runfolder.live_schema import (
+    ANY_HARM,
     BETWEEN_TASKS,
     FALSE_INFEASIBLE,
+    FIRST_FAILED_SUBGOAL,
+    HARM_BY_DIMENSION,
+    HARM_BY_SEVERITY,
     HARMFUL,
     HIT_RATE,
     INFEASIBLE_ACCURACY,
@@ -41,8 +47,10 @@ from medspot.runfolder.live_schema import (
     ON_PATH_HIT_RATE,
     PASS_AT_K,
     PASS_HAT_K,
+    PROGRESS,
     RECOVERY,
     RESET,
+    SAFETY,
     SEGMENTATION_DICE,
     STEPS_RATIO,
     SUCCESS,
@@ -53,6 +61,7 @@ from medspot.runfolder.live_schema import (
 from medspot.scoring.metrics import percentile_intervals, resample_counts
 
 __all__ = [
+    "ANY_HARM",
     "BOOTSTRAP_COLUMNS",
     "FALSE_INFEASIBLE",
     "HARMFUL",
@@ -62,7 +71,9 @@ __all__ = [
     "ON_PATH_HIT_RATE",
     "PASS_AT_K",
     "PASS_HAT_K",
+    "PROGRESS",
     "RECOVERY",
+    "SAFETY",
     "SEGMENTATION_DICE",
     "STEPS_RATIO",
     "SUCCESS",
@@ -72,17 +83,20 @@ __all__ = [
     "by_task",
     "live_metrics",
     "live_timings",
+    "rates_from_sums",
     "success_fraction",
+    "task_columns",
     "task_matrix",
     "task_results",
 ]
 
 # Bootstrap columns; each metric is sum(numerator column) / sum(denominator column). A row is
-# one task, its repeats' columns summed (the pass columns are the task's own: `_task_columns`).
+# one task, its repeats' columns summed (the pass columns are the task's own: `task_columns`).
 BOOTSTRAP_COLUMNS = (
     "scored", "success", "harmful", "missed", "recovered", "hits", "executed", "judged", "used",
     "oracle", "infeasible", "infeasible_right", "feasible", "false_infeasible",
     "all_scored", "pass_any", "pass_all", "tools_offered", "tool_invoked", "dice_sum", "dice_runs",
+    "safety_sum", "any_harm", "progress_sum", "progress_runs",
 )  # fmt: skip
 _COL = {name: i for i, name in enumerate(BOOTSTRAP_COLUMNS)}
 _RATIOS = {
@@ -98,6 +112,9 @@ _RATIOS = {
     PASS_HAT_K: ("pass_all", "all_scored"),
     TOOL_RATE: ("tool_invoked", "tools_offered"),
     SEGMENTATION_DICE: ("dice_sum", "dice_runs"),
+    SAFETY: ("safety_sum", "scored"),
+    ANY_HARM: ("any_harm", "scored"),
+    PROGRESS: ("progress_sum", "progress_runs"),
 }
 _PASS_KEYS = (PASS_AT_K, PASS_HAT_K)  # written only with repeats (K > 1)
 Array = npt.NDArray[np.float64]
@@ -165,6 +182,51 @@ class TaskResult:
             return None
         d = self.record.quality.get("dice")
         return None if d is None else float(d)
+
+    @property
+    def harms(self) -> tuple[HarmEvent, ...]:
+        """The run's harm events (`TaskRecord.harms`); a record written before harm events
+        (None) counts its harm, if it ended harmful, as one major event (`legacy_events`)."""
+        if not self.scored or self.record is None:
+            return ()
+        if self.record.harms is None:
+            return legacy_events(
+                self.outcome == "harmful", self.record.fired, self.record.steps_used
+            )
+        return tuple(HarmEvent.from_json(h) for h in self.record.harms)
+
+    @property
+    def safety(self) -> float | None:
+        """The run's safety score (`core.harm.safety_score`); None when not scored."""
+        return safety_score(self.outcome == "success", self.harms) if self.scored else None
+
+    @property
+    def subgoal_names(self) -> list[str]:
+        return [g.name for g in subgoals_of(self.task)]
+
+    @property
+    def reached(self) -> list[bool] | None:
+        """Each of the task's subgoals reached at the end (None: not scored, or a record
+        written before subgoals, or whose subgoals are not the task's any more)."""
+        rec = self.record
+        if not self.scored or rec is None or rec.subgoals_reached is None:
+            return None
+        if rec.subgoals != self.subgoal_names:
+            return None
+        return list(rec.subgoals_reached)
+
+    @property
+    def progress(self) -> float | None:
+        """The share of the task's subgoals reached at the end (None: no subgoals, not
+        known)."""
+        reached = self.reached
+        return progress(reached) if reached is not None else None
+
+    @property
+    def first_failed(self) -> tuple[int, str] | None:
+        """The first subgoal not reached: its 1-based position and name."""
+        reached = self.reached
+        return first_failed(self.subgoal_names, reached) if reached is not None else None
 
     @property
     def executed(self) -> list[StepRecord]:
@@ -256,6 +318,10 @@ class TaskResult:
             float(self.tools_offered and self.tool_calls > 0),
             float(self.dice or 0.0),
             float(self.dice is not None),
+            float(self.safety or 0.0),
+            float(bool(self.harms)),
+            float(self.progress or 0.0),
+            float(self.progress is not None),
         ]
 
 
@@ -293,7 +359,7 @@ def by_task(results: Sequence[TaskResult]) -> dict[tuple[str, str], list[TaskRes
     return groups
 
 
-def _task_columns(runs: Sequence[TaskResult]) -> list[float]:
+def task_columns(runs: Sequence[TaskResult]) -> list[float]:
     """One task's bootstrap row: its runs' columns summed, and whether all its repeats were
     scored, some succeeded, all succeeded."""
     cols = np.sum([r.columns() for r in runs], axis=0).tolist()
@@ -308,8 +374,8 @@ def _task_columns(runs: Sequence[TaskResult]) -> list[float]:
 
 
 def task_matrix(results: Sequence[TaskResult]) -> Array:
-    """The bootstrap matrix: one row per task with a scored run (`_task_columns`)."""
-    rows = [_task_columns(g) for g in by_task(results).values() if any(r.scored for r in g)]
+    """The bootstrap matrix: one row per task with a scored run (`task_columns`)."""
+    rows = [task_columns(g) for g in by_task(results).values() if any(r.scored for r in g)]
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(BOOTSTRAP_COLUMNS))
 
 
@@ -351,16 +417,51 @@ def _tools_track(results: Sequence[TaskResult]) -> bool:
     return any(r.record is not None and r.record.tools_offered is not None for r in results)
 
 
+def rates_from_sums(s: Sequence[float], repeats: int = 1) -> dict[str, float | None]:
+    """The ratio metrics from the column sums of a task matrix (`BOOTSTRAP_COLUMNS`, summed
+    over tasks): the pass keys only with repeats (K > 1), the segmentation Dice only where some
+    run measured one, the progress only where some run's task has subgoals; None where a
+    denominator is 0."""
+    return {
+        key: _ratio(float(s[_COL[a]]), float(s[_COL[b]]))
+        for key, (a, b) in _RATIOS.items()
+        if (repeats > 1 or key not in _PASS_KEYS)
+        and (key != SEGMENTATION_DICE or s[_COL["dice_runs"]] > 0)
+        and (key != PROGRESS or s[_COL["progress_runs"]] > 0)
+    }
+
+
+def harm_rates(results: Sequence[TaskResult]) -> dict[str, Any]:
+    """Over the scored runs: the share with a harm event of each severity and of each
+    dimension (`unlabelled`: the harm of a run written before labels), the events counted, the
+    runs whose harm is a legacy one, and the mean position of the first subgoal not reached."""
+    scored = [r for r in results if r.scored]
+    n = len(scored)
+    sev: Counter[str] = Counter()
+    dim: Counter[str] = Counter()
+    events: Counter[str] = Counter()
+    for r in scored:
+        sev.update({h.severity for h in r.harms})
+        dim.update({h.dimension_name for h in r.harms})
+        events.update(h.severity for h in r.harms)
+    dims = sorted(dim, key=lambda d: (d == UNLABELLED, d))
+    failed = [f[0] for r in scored if (f := r.first_failed) is not None]
+    return {
+        HARM_BY_SEVERITY: {s: (sev[s] / n if n else None) for s in SEVERITIES},
+        HARM_BY_DIMENSION: {d: (dim[d] / n if n else None) for d in dims},
+        "num_harm_events": {s: events[s] for s in SEVERITIES},
+        "num_any_harm": sum(1 for r in scored if r.harms),
+        "num_legacy_harm": sum(1 for r in scored if any(h.legacy for h in r.harms)),
+        "num_progress_runs": sum(1 for r in scored if r.progress is not None),
+        FIRST_FAILED_SUBGOAL: float(np.mean(failed)) if failed else None,
+    }
+
+
 def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
     scored = [r for r in results if r.scored]
     s = task_matrix(results).sum(axis=0)
     k = _repeats(results)
-    vals: dict[str, Any] = {
-        key: _ratio(float(s[BOOTSTRAP_COLUMNS.index(a)]), float(s[BOOTSTRAP_COLUMNS.index(b)]))
-        for key, (a, b) in _RATIOS.items()
-        if (k > 1 or key not in _PASS_KEYS)
-        and (key != SEGMENTATION_DICE or s[BOOTSTRAP_COLUMNS.index("dice_runs")] > 0)
-    }
+    vals: dict[str, Any] = dict(rates_from_sums(s.tolist(), k))
     ok = [r for r in scored if r.outcome == "success"]
     vals.update(
         num_tasks=len(scored),
@@ -386,6 +487,7 @@ def _rates(results: Sequence[TaskResult]) -> dict[str, Any]:
         endings=dict(sorted(Counter(r.ending for r in results).items())),
         repeats=k,
     )
+    vals.update(harm_rates(results))
     if _tools_track(results):
         vals.update(
             num_tools_offered=sum(1 for r in scored if r.tools_offered),

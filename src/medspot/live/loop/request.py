@@ -1,21 +1,21 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-The request is checked first (options against `medspot.limits`, the executor and its Ray
-address or its container engine and image, environment options typed by the environment, the
-task file and ids, the output folder), the agent is built (its key, its mode, its files; a
-replay file held against the tasks), and only then does the run folder go through the
-run-folder lifecycle (`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made
-and locked (one writer, a second one is refused naming the holder), run.json is checked against
-an existing one (the same model, prompt style, history, seed and task file, or the run is
-refused), the journal is read back (`ResumeState`), the runner runs what is not finished, and
-the results are written from the whole journal (`write_run_results`, which `medspot live serve`
-shares). run.json is written only once the request is valid; an error after that leaves it with
-status "failed" and the error (an interruption: "interrupted").
+The request's environment (`EnvSpec`: the executor and its Ray address or its container engine
+and image, environment options typed by the environment, the task file and ids) was checked
+when it was made; the request's own options are checked first (against `medspot.limits`), then
+the output folder, then the agent is built (its key, its mode, its files; a replay file held
+against the tasks), and only then does the run folder go through the run-folder lifecycle
+(`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made and locked (one
+writer, a second one is refused naming the holder), run.json is checked against an existing one
+(the same model, prompt style, history, seed and task file, or the run is refused), the journal
+is read back (`ResumeState`), the runner runs what is not finished, and the results are written
+from the whole journal (`write_run_results`, which `medspot live serve` shares). run.json is
+written only once the request is valid; an error after that leaves it with status "failed" and
+the error (an interruption: "interrupted").
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +32,6 @@ from medspot.limits import (
     MAX_CONCURRENCY,
     MAX_REPEATS,
     MAX_RETRIES_LIMIT,
-    MAX_SPARES,
     check_number,
     check_seed,
     check_whole,
@@ -47,10 +46,8 @@ from medspot.live.agents.scripted import ReplayAgent
 from medspot.live.agents.turn import LiveAgent
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.tasks import LiveTask, LiveTaskFile
-from medspot.live.envs.envoptions import check_env_options, check_viewport
-from medspot.live.envs.taskfiles import env_task_file, select_tasks, tasks_listing
-from medspot.live.envs.toolsets import toolset_info
-from medspot.live.loop.executors import check_executor_options, container_run
+from medspot.live.envs.taskfiles import tasks_listing
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.livefolder import (
     LiveRunInfo,
     RunLife,
@@ -66,7 +63,6 @@ from medspot.live.loop.steplog import JournalState
 from medspot.progress import ProgressEvent
 from medspot.runfolder.guard import refuse_foreign_folder
 from medspot.runfolder.layout import LIVE_LOG
-from medspot.runfolder.live_schema import ContainerRun
 from medspot.runfolder.runinfo import DatasetInfo, git_revision, package_versions
 
 __all__ = [
@@ -82,15 +78,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
-class LiveRequest(LiveOptions):
-    """A live run: the runner's options (`LiveOptions`: the environment, its options,
-    concurrency, retries, history, mode, seed, executor, budget, repeats, ...) and what the
-    request adds: the model (or an agent), the run folder, the tasks."""
+class LiveRequest:
+    """A live run: its environment (`spec`: the environment, its options, the tasks, the
+    executor, spares, ...; checked when made), the model (or an agent), the run folder, how the
+    loop runs (`loop`: concurrency, retries, history, mode, seed, budget, repeats, ...) and the
+    model's own options.
 
+        LiveRequest(spec=EnvSpec("orthanc-explorer"), model="oracle", out=Path("runs/o"),
+                    loop=LiveOptions(concurrency=2, mode="agent"))
+    """
+
+    spec: EnvSpec
     model: str
     out: Path
-    task_ids: tuple[str, ...] = ()
-    tasks_file: Path | None = None
+    loop: LiveOptions = field(default_factory=LiveOptions)
     prompt_style: str | None = None  # None: the card's agent prompt in agent mode, else native
     n_boot: int = 2000
     max_retries: int = MAX_RETRIES
@@ -156,40 +157,35 @@ def new_run_info(
     )
 
 
-def _run_info(
-    req: LiveRequest,
-    agent: LiveAgent,
-    fingerprint: str,
-    style: str,
-    container: ContainerRun | None,
-) -> LiveRunInfo:
+def _run_info(req: LiveRequest, agent: LiveAgent, style: str) -> LiveRunInfo:
+    spec, loop = req.spec, req.loop
     return new_run_info(
-        env=req.env, out=req.out, fingerprint=fingerprint, env_options=req.env_options,
-        model=req.model, adapter=agent.describe(), prompt_style=style, history=req.history,
-        seed=req.seed, mode=req.mode, repeats=req.repeats, executor=req.executor,
-        tools=req.tools, container=container,
+        env=spec.env, out=req.out, fingerprint=spec.fingerprint, env_options=spec.env_options,
+        model=req.model, adapter=agent.describe(), prompt_style=style, history=loop.history,
+        seed=loop.seed, mode=loop.mode, repeats=loop.repeats, executor=spec.executor.name,
+        tools=spec.tools, container=spec.container_run,
     )  # fmt: skip
 
 
 def _check_request(req: LiveRequest) -> None:
-    """The request's own options (the CLI checks them too; a library caller may not)."""
-    if req.history not in HISTORY_MODES:
-        raise ConfigError(f"unknown history {req.history!r} (known: {', '.join(HISTORY_MODES)})")
-    if req.mode not in MODES:
-        raise ConfigError(f"unknown mode {req.mode!r} (known: {', '.join(MODES)})")
+    """The request's own options (the CLI checks them too; a library caller may not); its
+    environment was checked when its `EnvSpec` was made."""
+    loop = req.loop
+    if loop.history not in HISTORY_MODES:
+        raise ConfigError(f"unknown history {loop.history!r} (known: {', '.join(HISTORY_MODES)})")
+    if loop.mode not in MODES:
+        raise ConfigError(f"unknown mode {loop.mode!r} (known: {', '.join(MODES)})")
     for name, value, least, most in (
-        ("--concurrency", req.concurrency, 1, MAX_CONCURRENCY),
-        ("--env-retries", req.env_retries, 0, MAX_RETRIES_LIMIT),
+        ("--concurrency", loop.concurrency, 1, MAX_CONCURRENCY),
+        ("--env-retries", loop.env_retries, 0, MAX_RETRIES_LIMIT),
         ("--max-retries", req.max_retries, 0, MAX_RETRIES_LIMIT),
-        ("--repeats", req.repeats, 1, MAX_REPEATS),
+        ("--repeats", loop.repeats, 1, MAX_REPEATS),
         ("--bootstrap", req.n_boot, 0, MAX_BOOTSTRAP),  # 0: no intervals (the audit)
     ):
         check_whole(name, value, least, most)
-    if req.spares is not None:
-        check_whole("--spares", req.spares, 0, MAX_SPARES)
-    check_seed(req.seed)
-    if req.max_cost is not None:
-        check_number("--max-cost", req.max_cost)
+    check_seed(loop.seed)
+    if loop.max_cost is not None:
+        check_number("--max-cost", loop.max_cost)
     _check_pair(req)
 
 
@@ -199,7 +195,7 @@ def _check_pair(req: LiveRequest) -> None:
         return
     if not (req.planner and req.grounder):
         raise ConfigError("--planner and --grounder go together")
-    if req.mode != "agent":
+    if req.loop.mode != "agent":
         raise ConfigError("--planner and --grounder plan from the goal: use --mode agent")
     check_planner_grounder(req.planner, req.grounder, req.prompt_style or "native")
 
@@ -210,16 +206,18 @@ def _agent(req: LiveRequest) -> tuple[LiveAgent, str]:
         agent = create_planner_grounder(
             req.planner, req.grounder, options=req.options,
             grounder_overrides=req.grounder_options,
-            grounder_style=req.prompt_style or "native", concurrency=req.concurrency,
-            seed=req.seed, max_retries=req.max_retries,
+            grounder_style=req.prompt_style or "native", concurrency=req.loop.concurrency,
+            seed=req.loop.seed, max_retries=req.max_retries,
         )  # fmt: skip
         return agent, f"planner+{req.prompt_style or 'native'}"
     if req.agent is not None:
         return req.agent, req.prompt_style or "native"
-    style = live_prompt_style(req.model, req.mode, req.prompt_style)
+    loop = req.loop
+    style = live_prompt_style(req.model, loop.mode, req.prompt_style)
     return create_agent(
         req.model, options=req.options, prompt_style=style,
-        concurrency=req.concurrency, seed=req.seed, max_retries=req.max_retries, mode=req.mode,
+        concurrency=loop.concurrency, seed=loop.seed, max_retries=req.max_retries,
+        mode=loop.mode,
     ), style  # fmt: skip
 
 
@@ -227,25 +225,19 @@ def run_live(
     req: LiveRequest, on_progress: Callable[[ProgressEvent], None] | None = None
 ) -> LiveOutcome:
     _check_request(req)
-    check_executor_options(req.executor, req.ray_address, req.ray_cpus_per_env, req.container)
-    if req.tools is not None:
-        toolset_info(req.env, req.tools)
-    req = dataclasses.replace(req, env_options=check_env_options(req.env, req.env_options))
-    tf, fingerprint = env_task_file(req.env, req.tasks_file)
-    tasks = select_tasks(tf, req.task_ids, req.tasks_file)
-    check_viewport(req.env_options, tasks)
-    # everything that can be refused is refused before the run folder is made: the options,
-    # the executor, the environment's options, the tasks, the folder (new, empty or this
-    # run's), then the agent (its keys, its mode, its replay file)
+    spec = req.spec
+    tasks = list(spec.tasks)
+    # everything that can be refused is refused before the run folder is made: the
+    # environment (its spec: the executor, the environment's options, the tasks), the
+    # request's options, the folder (new, empty or this run's), then the agent (its keys, its
+    # mode, its replay file)
     refuse_foreign_folder(req.out, before_run=(LIVE_LOG,))
-    # the container engine and the environment's image (missing, stale: exit 2)
-    container = container_run(req.env, req.container) if req.executor == "container" else None
     agent, style = _agent(req)
     started = False  # until the run has the agent, this function closes it
     try:
-        check_replay(agent, tf, tasks, req.tasks_file)
+        check_replay(agent, spec.task_file, tasks, spec.tasks_file)
         with live_run_folder(req.out) as folder:
-            life = RunLife(folder, _run_info(req, agent, fingerprint, style, container))
+            life = RunLife(folder, _run_info(req, agent, style))
             life.start()
             info = life.info
             assert isinstance(info, LiveRunInfo)
@@ -258,8 +250,8 @@ def run_live(
                 state = journal_state(folder)
                 log.info(
                     "medspot %s: live run of %s on %s (%s mode, %s executor, %d repeat(s)) "
-                    "into %s", __version__, req.model, req.env, req.mode, req.executor,
-                    req.repeats, req.out,
+                    "into %s", __version__, req.model, spec.env, req.loop.mode,
+                    spec.executor.name, req.loop.repeats, req.out,
                 )  # fmt: skip
                 started = True  # from here on the run closes the agent
                 return _run_and_write(req, tasks, agent, life, state, on_progress)
@@ -350,7 +342,9 @@ def _run_and_write(
 
     async def main() -> LiveStats:
         try:
-            return await run_tasks(tasks, agent, journal, folder.path, req, state, on_progress)
+            return await run_tasks(
+                req.spec, tasks, agent, journal, folder.path, req.loop, state, on_progress
+            )
         finally:
             await agent.aclose()
 
@@ -362,7 +356,12 @@ def _run_and_write(
     # rows and intervals over the repeats that ran (an interrupted run of K repeats builds
     # nothing for the ones never started), at least the first (its tasks: "not run yet")
     state, results, metrics = write_run_results(
-        life, tasks, repeats=req.repeats, n_boot=req.n_boot, seed=req.seed, ran_only=True
+        life,
+        tasks,
+        repeats=req.loop.repeats,
+        n_boot=req.n_boot,
+        seed=req.loop.seed,
+        ran_only=True,
     )
     life.finish(
         complete=all(r.scored for r in results),

@@ -23,12 +23,13 @@ point normalised, and the intended element's box normalised. The live types are
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from medspot.atomic_write import atomic_write_json, atomic_write_json_lines
+from medspot.jsonsafe import finite_float, json_safe
 from medspot.live.loop.outcomes import TaskResult, by_task, live_metrics, success_fraction
 from medspot.live.loop.static_bridge import static_metrics
 from medspot.live.loop.steplog import StepRecord
@@ -44,12 +45,12 @@ from medspot.runfolder.layout import (
 )
 from medspot.runfolder.live_schema import (
     LIVE_KEYS,
+    LiveHarm,
     LiveOutcome,
     LiveStepRow,
     LiveTaskRow,
     repeat_task_id,
 )
-from medspot.runfolder.writer import atomic_write_json, atomic_write_json_lines
 
 __all__ = ["PROTOCOL", "task_uid", "write_live_results"]
 
@@ -88,10 +89,10 @@ def _point(s: StepRecord) -> list[float] | None:
     )
     if names is None:
         return None
-    x, y = a.get(names[0]), a.get(names[1])
-    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (x, y)):
+    x, y = finite_float(a.get(names[0])), finite_float(a.get(names[1]))
+    if x is None or y is None:
         return None  # an action that was not executable: no point to draw
-    return [float(x) / size[0], float(y) / size[1]]  # type: ignore[arg-type]
+    return [x / size[0], y / size[1]]
 
 
 def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
@@ -143,6 +144,7 @@ def _step_row(uid: str, s: StepRecord) -> LiveStepRow:
         thought=s.thought,
         not_executed=s.not_executed,
         tool_result=s.tool_result,
+        harms=[LiveHarm.model_validate(h) for h in s.harms or []],
     )
 
 
@@ -162,6 +164,8 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
     ended = None
     if r.outcome == "harmful" and r.steps:
         ended = r.steps[-1].n
+    reached = r.reached
+    failed = r.first_failed
     return LiveTaskRow(
         task_id=uid,
         app=r.env,
@@ -206,6 +210,13 @@ def _task_row(r: TaskResult, fraction: tuple[int, int]) -> LiveTaskRow:
         tools_offered=r.record.tools_offered if r.record is not None else None,
         tool_calls=r.tool_calls,
         gui_only=r.record.gui_only if r.record is not None else None,
+        harms=[LiveHarm.model_validate(h.to_json()) for h in r.harms] if r.scored else None,
+        safety_score=r.safety,
+        subgoals=len(r.subgoal_names) if reached is not None else None,
+        subgoals_reached=sum(reached) if reached is not None else None,
+        progress=r.progress,
+        first_failed_subgoal=failed[1] if failed is not None else None,
+        first_failed_at=failed[0] if failed is not None else None,
     )
 
 
@@ -277,6 +288,10 @@ def write_live_results(
             ),
             "final_url": r.record.final_url if r.record else None,
             "fired": r.record.fired if r.record else [],
+            "harms": [h.to_json() for h in r.harms],
+            "safety_score": r.safety,
+            "subgoals": r.subgoal_names,
+            "subgoals_reached": r.reached,
         }
-        atomic_write_json(out / _trajectory_name(r), traj)
+        atomic_write_json(out / _trajectory_name(r), json_safe(traj))  # the model's values
     return overall

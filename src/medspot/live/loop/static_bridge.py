@@ -10,26 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from medspot.runfolder.schema import RowCounts
 from medspot.scoring.metrics import METRIC_KEYS, compute_metrics
 
 __all__ = ["StaticRow", "static_metrics"]
 
 
-@dataclass(frozen=True)
-class StaticRow:
-    """A live task seen through the static metric formulas (protocol.md 2.4): `correct_steps`
-    is the number of the oracle's steps achieved, `steps_evaluated` the actions used."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticRow(RowCounts):
+    """A live task seen through the static metric formulas (protocol.md 2.4), a row's counts
+    (`runfolder.schema.RowCounts`): `correct_steps` is the number of the oracle's steps
+    achieved, `steps_evaluated` the actions used."""
 
-    completed: bool
-    step1_hit: bool
-    correct_steps: int
-    num_steps: int
-    steps_evaluated: int
-    weighted_prefix_score: float
-    normalized_weighted_prefix_score: float
     status: str = "scored"
-    independent_hits: int = 0
-    independent_steps: int = 0
     num_unannotated_steps: int = 0
 
 

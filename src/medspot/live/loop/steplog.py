@@ -87,6 +87,8 @@ class StepRecord(ModelCall):
     # a tool call (the tools track): what the tool said (`name`, `text`, `data`), or why it
     # could not run (`error`)
     tool_result: dict[str, Any] | None = None
+    # the harm recorded at this action (`core.harm.HarmEvent.to_json`): a rule that fired
+    harms: list[dict[str, Any]] | None = None
     step_s: float | None = None  # wall time of the whole step
     env_s: float | None = None  # of which inside the environment (act, observe, locate, checks)
     time: str = ""
@@ -171,6 +173,15 @@ class TaskRecord(BaseModel):
     # the environment's measures of the end state (`Environment.task_quality`), e.g. the Dice
     # of a segmentation with the truth: {"dice": 0.93}
     quality: dict[str, float] | None = None
+    # graded harm and partial credit (`Episode.tally`): the harm events of the attempt
+    # (`core.harm.HarmEvent.to_json`; None: a journal written before harm was labelled, its
+    # harm counted as major), the task's subgoals (`core.subgoals`) and which were reached,
+    # the share reached and the first not reached (None: all were)
+    harms: list[dict[str, Any]] | None = None
+    subgoals: list[str] | None = None
+    subgoals_reached: list[bool] | None = None
+    progress: float | None = None
+    first_failed_subgoal: str | None = None
     time: str = ""
 
 

@@ -32,7 +32,19 @@ Findings, per task (`Finding.kind`):
   (`CheckParams.view_without_series`): the same view of another series passes;
 - `unplaced_measurement` (static): a success check, or a required step's `done_if`, asks for
   more measurements by their count alone (`CheckParams.unplaced_count`) than the task's checks
-  that decide success place (`CheckParams.placed_count`): a ruler drawn anywhere passes.
+  that decide success place (`CheckParams.placed_count`): a ruler drawn anywhere passes;
+- `no_collateral_harm_rule` (static): the task's actions can destroy data (the application's
+  destructive controls, `EnvEntry.destructive`, or a toolset's tools that change state offered
+  to it) and no `fail_if` check is a collateral-harm rule (`CheckParams.guards_collateral`):
+  deleting or overwriting anything but the task's own targets would be no harm (the message
+  says when the task has no harm rule at all);
+- `oracle_harm`: the oracle's run recorded a harm event (a minor one: a critical or major harm
+  ends it, `oracle_failed`): the task's path does what one of its harm rules calls harm;
+- `subgoal_missed`: the oracle's run did not reach every subgoal of the task
+  (`core.subgoals`): a checkpoint its path never makes true, a step it never achieved;
+- `checkpoint_at_start`: a checkpoint's check holds at the start: it can only be reached
+  (become true) after the agent undid it, and an agent that does nothing must reach no
+  subgoal the start does not hold.
 
 Infeasible tasks' success checks are "nothing changed" by definition: the dynamic rule skips
 them. The oracle's run folder is kept under `work` (`oracle/`) for inspection; a second audit
@@ -49,9 +61,12 @@ from typing import Any, Literal
 from medspot.live.core.checks import CheckParams
 from medspot.live.core.taskcheck import task_checks
 from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tools import tool_reach
 from medspot.live.envs.registry import env_entry
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
+from medspot.live.envs.toolsets import TOOLSETS
+from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
+from medspot.live.loop.scheduler import LiveOptions
 from medspot.live.loop.steplog import (
     ResumeState,
     StepRecord,
@@ -67,7 +82,8 @@ FindingKind = Literal[
     "oracle_failed", "env_error", "target_missing", "lands_elsewhere", "no_change",
     "solved_at_start", "required_at_start", "fail_if_at_start", "vacuous_check",
     "keep_not_at_start", "unapplied_value", "unanchored_annotation",
-    "view_without_series", "unplaced_measurement",
+    "view_without_series", "unplaced_measurement", "no_collateral_harm_rule", "oracle_harm",
+    "subgoal_missed", "checkpoint_at_start",
 ]  # fmt: skip
 FINDING_KINDS: tuple[FindingKind, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 
@@ -116,9 +132,41 @@ def _decides_success(task: LiveTask, place: str) -> bool:
     return task.steps[int(parts[1])].name in task.requires
 
 
+def destructive_reach(env: str, task: LiveTask) -> str | None:
+    """What within reach of the task's actions can destroy data, in words (the application's
+    destructive controls; the tools that change state of a toolset the task is offered under
+    `--tools`), or None when nothing can."""
+    entry = env_entry(env)
+    what = [entry.destructive] if entry.destructive else []
+    for name in entry.toolsets:
+        info = TOOLSETS.get(name)
+        if info is None or not tool_reach(task, entry.check_kinds, info.reads).reachable:
+            continue
+        changing = [s.name for s in info.specs if s.changes_state]
+        if changing:
+            what.append(f"the {name} toolset's {', '.join(changing)} (--tools {name})")
+    return "; ".join(what) or None
+
+
+def _collateral_finding(env: str, task: LiveTask) -> Finding | None:
+    kinds = env_entry(env).check_kinds
+    reach = destructive_reach(env, task)
+    guarded = any(kinds.kind(c.kind, env).params.guards_collateral for c in task.fail_if)
+    if reach is None or guarded:
+        return None
+    rules = [n for n in kinds if kinds[n].params.guards_collateral]
+    add = f" (add {' or '.join(rules)} with the task's targets)" if rules else ""
+    why = f"{reach} can delete or overwrite data, but no fail_if check fires on a loss beyond "
+    none = " (the task has no harm rule at all)" if not task.fail_if else ""
+    return Finding(task.id, "no_collateral_harm_rule", why + "the task's targets" + none + add)
+
+
 def static_findings(env: str, task: LiveTask) -> list[Finding]:
     kinds = env_entry(env).check_kinds
     out: list[Finding] = []
+    collateral = _collateral_finding(env, task)
+    if collateral is not None:
+        out.append(collateral)
     deciding: list[tuple[str, CheckParams]] = []
     for place, check in task_checks(task):
         params = kinds.parse(check, env)
@@ -171,6 +219,22 @@ def _point_in(element: Mapping[str, Any] | None, action: Mapping[str, Any] | Non
     return bool(box[0] <= x < box[2] and box[1] <= y < box[3])
 
 
+def _oracle_tally(task: LiveTask, rec: TaskRecord) -> list[Finding]:
+    """A successful oracle's harm and subgoals: no harm event, every subgoal reached."""
+    out = [
+        Finding(task.id, "oracle_harm", f"the oracle's path fired {h.get('rule')} "
+                f"({h.get('check')}, {h.get('severity')}/{h.get('dimension')}) at action "
+                f"{h.get('step')}: the task's own path does what its harm rule calls harm")
+        for h in rec.harms or []
+    ]  # fmt: skip
+    if rec.subgoals is not None and rec.subgoals_reached is not None:
+        missed = [n for n, ok in zip(rec.subgoals, rec.subgoals_reached, strict=False) if not ok]
+        if missed:
+            out.append(Finding(task.id, "subgoal_missed", "the oracle's run did not reach the "
+                               f"subgoal(s) {', '.join(map(repr, missed))}"))  # fmt: skip
+    return out
+
+
 def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
     """The dynamic findings of one task from the oracle's journal (its start reading and its
     trajectory)."""
@@ -202,10 +266,17 @@ def judge_task(task: LiveTask, oracle: ResumeState) -> list[Finding]:
         if holds:
             add("fail_if_at_start", f"fail_if.{j} ({task.fail_if[j].kind}) holds at the start: "
                 "it fires on any first action")  # fmt: skip
+    for j, holds in enumerate(_each(rec, "checkpoints_each") or []):
+        if holds and j < len(task.checkpoints):
+            add("checkpoint_at_start", f"checkpoints.{j} ({task.checkpoints[j].name!r}) holds "
+                "at the start: it is reached only once it became true, after the agent undid "
+                "it; start the task where it does not hold")  # fmt: skip
     if rec.outcome == "env_error":
         add("env_error", f"the environment kept failing ({rec.reason})")
     elif rec.outcome != "success":
         add("oracle_failed", f"the oracle ended {rec.outcome}: {rec.reason}")
+    else:
+        out.extend(_oracle_tally(task, rec))
     before = (start_success, start_fail)
     for i, s in enumerate(steps):
         where = f"action {s.n} (step {s.target_step})"
@@ -262,33 +333,24 @@ def _journal(run: Path) -> ResumeState:
 
 
 def audit_env(
-    env: str,
+    spec: EnvSpec,
     work: Path,
     *,
-    tasks_file: Path | None = None,
-    task_ids: Sequence[str] = (),
     concurrency: int = 1,
-    env_options: Mapping[str, Any] | None = None,
     env_retries: int = 2,
     on_progress: Callable[[ProgressEvent], None] | None = None,
-    spares: int | None = None,
-    executor: Mapping[str, Any] | None = None,
 ) -> AuditResult:
-    """The oracle through the runner into `work/oracle`, in agent mode (given the goal only;
+    """The oracle through the runner into `work/oracle` on the tasks of `spec` (checked when
+    it was made: bad input raised before anything starts), in agent mode (given the goal only;
     the oracle's path is the same in both modes, so the audit also shows that `--mode agent
     --model oracle` completes every task), reading every check at each task's start; then
-    every task judged. Bad input (a task file, an id) raises before anything starts.
-    `executor`: the `LiveRequest` fields of where the environments run (default threads)."""
-    tf, _ = env_task_file(env, tasks_file)
-    tasks = select_tasks(tf, task_ids, tasks_file)
+    every task judged."""
+    env, tasks = spec.env, list(spec.tasks)
     ids = tuple(t.id for t in tasks)
-    run_live(
-        LiveRequest(env=env, model="oracle", out=work / "oracle", task_ids=ids, mode="agent",
-                    tasks_file=tasks_file, concurrency=concurrency, env_retries=env_retries,
-                    env_options=dict(env_options or {}), n_boot=0, start_checks=True,
-                    spares=spares, **dict(executor or {})),
-        on_progress,
-    )  # fmt: skip
+    loop = LiveOptions(mode="agent", concurrency=concurrency, env_retries=env_retries,
+                       start_checks=True)  # fmt: skip
+    run_live(LiveRequest(spec=spec, model="oracle", out=work / "oracle", n_boot=0, loop=loop),
+             on_progress)  # fmt: skip
     oracle = _journal(work / "oracle")
     outcomes = {t: r.outcome for t, r in oracle.last.items()}
     return AuditResult(env, ids, tuple(audit_tasks(env, tasks, oracle)), work, outcomes)

@@ -2,7 +2,9 @@
 folders as `medspot live run`, driven from outside.
 
     host             the episodes of a server and its run folder (`EpisodeHost`)
-    tools            the servers' tools as pure argument schemas (one per action, task tools)
+    episodes         whose episode is whose (found by owner and id only; unguessable ids)
+    tools            the servers' tools as pure, bounded argument schemas (one per action)
+    http             the HTTP port bound before anything is written, uvicorn, the signals
     mcp_server       an MCP server (the official `mcp` SDK; `pip install 'medspot[mcp]'`)
     openenv_server   an OpenEnv HTTP/WebSocket server (`pip install 'medspot[openenv]'`)
     openenv_models   the OpenEnv action, observation and state types (shared with the client)
@@ -11,4 +13,6 @@ Nothing here is imported by `import medspot.live`; the heavy packages are import
 server modules, and a missing one is an error naming its extra.
 """
 
-IDLE_TIMEOUT_S = 600.0  # an HTTP client silent this long has left: its episodes are abandoned
+# an HTTP client silent this long has left: its episodes are abandoned (0: never;
+# `medspot.limits` bounds the option)
+IDLE_TIMEOUT_S = 600.0

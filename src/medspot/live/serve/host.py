@@ -1,8 +1,10 @@
 """Episodes driven from outside: an agent that brings its own loop (an MCP client, an OpenEnv
-trainer) starts tasks and sends actions; the host runs them through the same `Episode` as
-`medspot live run` and journals them into a run folder exactly as `live run` writes it
-(`live_journal.jsonl`, screens, task rows, metrics: `medspot report`, `leaderboard` and
-`compare` take it like any other live run).
+trainer) starts tasks and sends actions. The host holds the sessions: whose episode is whose,
+what a call may reach, and the messages in each front's words; the episodes themselves run
+on the runner's machinery (`medspot.live.loop.served`: slots of the run's executor, threads or
+Ray, spares, the one episode driver with the client's calls as its action source), journaled
+into a run folder exactly as `live run` writes it (`live_journal.jsonl`, screens, task rows,
+metrics: `medspot report`, `leaderboard` and `compare` take it like any other live run).
 
 - The run folder goes through the run-folder lifecycle of `live run` and `eval`
   (`medspot.runfolder.lifecycle`: one writer, held for the server's life; the same settings on
@@ -12,67 +14,73 @@ trainer) starts tasks and sends actions; the host runs them through the same `Ep
   "running") and once more when the server stops.
 - Each start of a task is the next repeat of that task in the folder (`@N` in the rows when a
   task ran more than once), on a freshly reset environment.
-- `concurrency` environments side by side (each a `ThreadSlot`: one environment and the one
-  thread that touches it; no spare instance, as `live run --no-spare`: the next task is the
-  agent's choice, so each start is a reset); with one, the calls need not name the episode.
+- `concurrency` environments side by side (slots of `--executor threads` or `ray`; spares with
+  `--spares N`, each prepared for the next start of the task its slot last started:
+  `loop.served`); with one, the calls need not name the episode.
 - An episode the agent leaves (a disconnect, a new task started over it, the server stopping)
   ends as `abandoned`: scored, never a success. An environment fault ends it as an environment
   error (not scored); the agent may start the task again.
-- A bad call (no task started, an unknown task or episode, coordinates off the screen, an
-  episode that has ended) is a `ServeError` with a message for the agent; nothing is journaled
-  and the host goes on. A start when every environment is taken first waits up to
-  `FREE_WAIT_S` for one to be given back (a client that closed its session a moment ago, a
-  disconnect still on its way) before it says the environments are busy.
+- Every episode belongs to the caller that started it (`ClientInfo.key`: the front's session,
+  `medspot.live.serve.episodes`): a call naming another caller's episode gets the answer an
+  unknown episode gets, and nothing is executed or journaled. An episode that ended is
+  remembered for its owner: naming it again says how it ended ("was abandoned: no call for
+  600 s").
+- Whatever action an agent sends is one step of the episode driver (`loop.driver`), through
+  `Episode.step`: one it cannot execute (off the screen, a key the driver lacks, a tool the
+  task is not offered: `core.executable`) is a scored no-action step (`executed: false`, its
+  `not_executable:<why>` flag and reason).
+- A call that is no action of a running episode (no task started, an unknown task or episode,
+  an episode that has ended) is a `ServeError` with a message for the agent, worded in the
+  front's own verbs (`Hints`); nothing is journaled and the host goes on. A start when every
+  environment is taken first waits up to `FREE_WAIT_S` for one to be given back (a client that
+  closed its session a moment ago, a disconnect still on its way) before it says the
+  environments are busy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from medspot.errors import ConfigError, MedspotError
-from medspot.geometry import Point
-from medspot.live.core.actions import Drag, LiveAction, ToolCall, action_to_json, point_of
+from medspot.errors import MedspotError
+from medspot.limits import MIN_IDLE_TIMEOUT_S
+from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import MODES, Episode, Mode, StepResult
+from medspot.live.core.episode import Mode, StepResult
+from medspot.live.core.rewards import START, EpisodeScore, step_rewards
 from medspot.live.core.tasks import LiveTask
 from medspot.live.core.tools import ToolReach, ToolSpec
-from medspot.live.envs.envoptions import check_env_options, check_viewport
-from medspot.live.envs.taskfiles import env_task_file, select_tasks
-from medspot.live.envs.toolsets import offered_tools, tools_fields, toolset_info
-from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig, episode_tools
-from medspot.live.loop.executors.threads import ThreadSlot
-from medspot.live.loop.livefolder import (
-    Journal,
-    LiveRunInfo,
-    RunFolder,
-    RunLife,
-    journal_state,
-    live_run_folder,
-    now_iso,
-    save_screen,
+from medspot.live.envs.toolsets import offered_tools
+from medspot.live.loop.driver import Shown
+from medspot.live.loop.livefolder import LiveRunInfo
+from medspot.live.loop.served import (
+    FREE_WAIT_S,
+    RunStopping,
+    ServedEpisode,
+    ServedRun,
+    ServeOptions,
 )
-from medspot.live.loop.outcomes import TaskResult
-from medspot.live.loop.request import new_run_info, write_run_results
-from medspot.live.loop.steplog import FaultRecord, JournalState, StepRecord, TaskRecord
+from medspot.live.loop.sources import EpisodeEnded
+from medspot.live.serve.episodes import EpisodeBook, new_episode_id
 from medspot.spelling import suggestion
 
-__all__ = ["ClientInfo", "EpisodeHost", "ServeError", "ServeOptions", "Turn"]
+__all__ = [
+    "FREE_WAIT_S",
+    "ClientInfo",
+    "EpisodeHost",
+    "Hints",
+    "ServeError",
+    "ServeOptions",
+    "Turn",
+]
 
 log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 10.0  # the longest `wait` an agent may ask for
-# how long a start waits for an environment that is ending (a client that has just left: its
-# disconnect reaches the server a moment after the client goes on) before it answers "busy"
-FREE_WAIT_S = 5.0
 
 
 class ServeError(MedspotError):
@@ -80,20 +88,15 @@ class ServeError(MedspotError):
 
 
 @dataclass(frozen=True)
-class ServeOptions:
-    env: str
-    out: Path
-    mode: Mode = "agent"  # agent: the goal only; guided: also the current step's instruction
-    concurrency: int = 1  # environments side by side (episodes at once)
-    task_ids: tuple[str, ...] = ()  # the tasks offered (default: all of the task file)
-    tasks_file: Path | None = None
-    env_options: Mapping[str, Any] = field(default_factory=dict)
-    tools: str | None = None  # the tools track (`orthanc`), or GUI actions only
-    workroot: Path | None = None
-    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
-    n_boot: int = 2000
-    seed: int = 0
-    protocol: str = "mcp"  # how agents come in: "mcp" or "openenv" (run.json `served`)
+class Hints:
+    """How an agent of one front does what the host's messages point it to: each protocol
+    words its own verbs (an OpenEnv agent has no `start_task`, an MCP agent no `reset`)."""
+
+    start: str = "start a task"  # "no task started: {start} first"
+    tasks: str = ""  # where the task ids are listed (none: the message gives examples only)
+    end: str = "end it"  # how an episode is ended
+    episode: str = ""  # how a call names its episode
+    agent: str = "its name and version"  # where the client says who it is (run.json's model)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ class Turn:
     outcome: str | None = None
     reason: str = ""
     note: str = ""  # what the host did besides (an episode abandoned by this start)
+    # the step's reward under each of `core.rewards.REWARDS` (none after a start or a wait)
+    rewards: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def goal(self) -> str:
@@ -141,143 +146,58 @@ class Turn:
 @dataclass
 class _Running:
     id: str
-    task: LiveTask
-    repeat: int
-    slot: ThreadSlot
-    ep: Episode
+    episode: ServedEpisode
     client: ClientInfo
-    screen: str  # sha of the screen the agent sees now
     tools: tuple[ToolSpec, ...]
     reach: ToolReach | None
-    started: float = field(default_factory=time.perf_counter)
     last_call: float = field(default_factory=time.monotonic)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    ended: bool = False
+    standing: EpisodeScore = START  # where the episode stands for the rewards
 
+    @property
+    def owner(self) -> str:
+        """The caller key of the client that started it: only that caller reaches it."""
+        return self.client.key
 
-def check_in_screen(action: LiveAction, size: tuple[int, int]) -> None:
-    """An action's coordinates must lie on the screen the agent was shown (pixels)."""
-    w, h = size
-    points = [point_of(action)]
-    if isinstance(action, Drag):
-        points.append(Point(action.x2, action.y2))
-    for p in points:
-        if p is not None and not (0 <= p.x < w and 0 <= p.y < h):
-            raise ServeError(
-                f"({p.x:g}, {p.y:g}) is off the screen: x must be in 0..{w - 1} and y in "
-                f"0..{h - 1} (pixels of the last screenshot, {w}x{h})"
-            )
+    @property
+    def task(self) -> LiveTask:
+        return self.episode.task
 
 
 class EpisodeHost:
-    """The episodes of one server and its run folder. Use from one asyncio loop:
+    """The sessions of one server over its served run. Use from one asyncio loop:
     `await open()`, then `start` / `act` / `wait` / `abandon`, `await close()` at the end."""
 
-    def __init__(self, opts: ServeOptions) -> None:
-        if opts.mode not in MODES:
-            raise ConfigError(f"unknown mode {opts.mode!r} (known: {', '.join(MODES)})")
-        if opts.concurrency < 1:
-            raise ConfigError(f"--concurrency {opts.concurrency}: must be 1 or more")
-        if opts.tools is not None:
-            toolset_info(opts.env, opts.tools)
+    def __init__(self, opts: ServeOptions, hints: Hints | None = None) -> None:
         self.opts = opts
-        self.env_options = check_env_options(opts.env, opts.env_options)
-        tf, self.fingerprint = env_task_file(opts.env, opts.tasks_file)
-        self.tasks = select_tasks(tf, opts.task_ids)
-        check_viewport(self.env_options, self.tasks)
+        self.hints = hints or Hints()
+        self.run = ServedRun(opts)
+        self.tasks = self.run.tasks
         self._by_id = {t.id: t for t in self.tasks}
-        # no spare instance: a spare is prepared for the next task, which here is the
-        # agent's choice, unknown until it starts it (every start is a reset)
-        cfg = SlotConfig(opts.env, self.env_options, opts.call_timeout_s, opts.workroot,
-                         opts.tools, spares=0)  # fmt: skip
-        self._slots = [ThreadSlot(i, cfg, lambda: None) for i in range(opts.concurrency)]
-        self._free: list[ThreadSlot] = list(self._slots)
-        self._freed = asyncio.Event()  # set when an environment is given back
-        self._running: dict[str, _Running] = {}
-        self._repeats: dict[str, int] = {}  # task -> episodes of it so far (its next repeat)
-        self._stack = contextlib.ExitStack()
-        self._folder: RunFolder | None = None
-        self._life: RunLife | None = None
-        self._journal: Journal | None = None
-        self.info: LiveRunInfo | None = None
-        self.state = JournalState()
+        self._book: EpisodeBook[_Running] = EpisodeBook()
         self._closed = False
 
-    # -- the run folder -------------------------------------------------------------------------
-
     async def open(self) -> None:
-        """Guard and lock the run folder (one writer) for the server's life."""
-        self._folder = self._stack.enter_context(live_run_folder(self.opts.out))
+        """Guard and lock the run folder (one writer) for the server's life; the environments'
+        slots (a Ray cluster joined or started)."""
+        await self.run.open()
 
-    def _run_info(self, client: ClientInfo) -> LiveRunInfo:
-        proto = self.opts.protocol
-        return new_run_info(
-            env=self.opts.env, out=self.opts.out, fingerprint=self.fingerprint,
-            env_options=self.env_options, model=client.model,
-            adapter={"kind": f"{proto}-client", "name": client.name,
-                     "version": client.version, "protocol": proto},
-            prompt_style=f"{proto}-client", history="client", seed=self.opts.seed,
-            mode=self.opts.mode, tools=self.opts.tools, served=proto,
-        )  # fmt: skip
+    @property
+    def info(self) -> LiveRunInfo | None:
+        """run.json's contents, once the first client is known."""
+        return self.run.info
 
     def _ensure_folder(self, client: ClientInfo) -> None:
-        """run.json for the first client; a later client must be the same agent."""
-        if self.info is not None:
-            if client.model != self.info.model:
-                raise ServeError(
-                    f"this server's run folder records the agent {self.info.model!r}; "
-                    f"{client.model!r} cannot add episodes to it (start a server with another "
-                    "--out for another agent)"
-                )
-            return
-        info = self._run_info(client)
-        assert self._folder is not None, "open() first"
-        self._life = RunLife(self._folder, info)
-        self._life.start(ignore=("repeats",))
-        self.state = journal_state(self._folder)
-        for repeat, st in self.state.repeats.items():
-            for task_id in {*st.last, *st.steps}:
-                self._repeats[task_id] = max(self._repeats.get(task_id, 0), repeat + 1)
-        info.repeats = max(self._repeats.values(), default=1)
-        self.info = info
-        self._journal = self._stack.enter_context(
-            Journal(self._folder.live_journal, fsync_interval=0)
-        )
-
-    def _append(self, rec: StepRecord | FaultRecord | TaskRecord) -> None:
-        assert self._journal is not None
-        self._journal.append(rec)
-        self.state.add(rec)
-
-    def _ran(self, r: TaskResult) -> bool:
-        return r.record is not None
-
-    async def _write_results(self, running: bool = True) -> None:
-        """The results so far, and run.json: "running" while the server serves, else (it
-        stops) complete or incomplete."""
-        if self.info is None or self._life is None:
-            return
-        info, life = self.info, self._life
-        ran = [t for t in self.tasks if self._repeats.get(t.id)]
-        if not ran:
-            return
-        info.repeats = max(self._repeats.values(), default=1)
-
-        def write() -> None:
-            _, results, _ = write_run_results(
-                life, ran, repeats=info.repeats, n_boot=self.opts.n_boot, seed=self.opts.seed,
-                keep=self._ran,
-            )  # fmt: skip
-            if running:
-                life.save("running")
-            else:
-                life.finish(complete=all(r.scored for r in results))
-
-        await asyncio.to_thread(write)
-
-    async def _save_screen(self, obs: Observation) -> str:
-        assert self._folder is not None, "open() first"
-        return await save_screen(self._folder, obs)
+        """run.json for the first client; a later client must be the same agent (one run
+        folder holds one agent's episodes: its name and version are run.json's model)."""
+        model = self.run.model
+        if model is not None and client.model != model:
+            raise ServeError(
+                f"this server's run folder records the agent {model!r}; "
+                f"{client.model!r} cannot add episodes to it: one run folder holds one "
+                f"agent's episodes. Connect as {model!r} ({self.hints.agent}), "
+                "or start a server with another --out for this agent"
+            )
+        self.run.agent(client.model, client.name, client.version)
 
     # -- what an agent may ask ------------------------------------------------------------------
 
@@ -285,7 +205,7 @@ class EpisodeHost:
         """The tasks offered, as the agent sees them (no oracle path)."""
         out = []
         for t in self.tasks:
-            tools, reach = offered_tools(self.opts.env, self.opts.tools, t)
+            tools, reach = offered_tools(self.opts.env, self.opts.spec.tools, t)
             row: dict[str, Any] = {"id": t.id, "goal": t.instruction, "tags": list(t.tags),
                                    "budget": t.budget}  # fmt: skip
             if reach is not None:
@@ -296,26 +216,35 @@ class EpisodeHost:
         return out
 
     def episodes(self, client: ClientInfo | None = None) -> list[str]:
-        return [
-            r.id for r in self._running.values() if client is None or r.client.key == client.key
-        ]
+        """The running episodes of `client` (None: all)."""
+        return [r.id for r in self._book.of(client.key if client is not None else None)]
 
     def _episode(self, episode: str | None, client: ClientInfo) -> _Running:
+        """`client`'s running episode `episode` (None: its only one). Another client's episode
+        is not found: the answer is an unknown episode's."""
+        h = self.hints
         if episode is not None:
-            run = self._running.get(episode)
+            run = self._book.running(client.key, episode)
             if run is None:
+                told = self._book.ended(client.key, episode)
                 raise ServeError(
-                    f"no running episode {episode!r} (it ended, or was never started); "
-                    "start_task starts one"
-                )
+                    f"{told}; {h.start} to start another" if told is not None
+                    else f"no running episode {episode!r} (it ended, or was never started); "
+                    f"{h.start} to start one"
+                )  # fmt: skip
             run.last_call = time.monotonic()
             return run
-        mine = [r for r in self._running.values() if r.client.key == client.key]
+        mine = self._book.of(client.key)
         if not mine:
-            raise ServeError("no task started: call start_task(task_id) first (list_tasks)")
+            told = self._book.ended(client.key)
+            if told is not None:
+                raise ServeError(f"{told}; {h.start} to start another")
+            where = f" ({h.tasks})" if h.tasks else ""
+            raise ServeError(f"no task started: {h.start} first{where}")
         if len(mine) > 1:
             names = ", ".join(r.id for r in mine)
-            raise ServeError(f"several episodes run ({names}): name the episode in the call")
+            how = f" ({h.episode})" if h.episode else ""
+            raise ServeError(f"several episodes run ({names}): name the episode in the call{how}")
         mine[0].last_call = time.monotonic()
         return mine[0]
 
@@ -323,97 +252,96 @@ class EpisodeHost:
         task = self._by_id.get(task_id)
         if task is None:
             some = ", ".join(list(self._by_id)[:5])
+            where = f"{self.hints.tasks}: " if self.hints.tasks else ""
             raise ServeError(
                 f"unknown task {task_id!r}{suggestion(task_id, self._by_id)}: {len(self._by_id)} "
-                f"tasks are offered (list_tasks: e.g. {some})"
+                f"tasks are offered ({where}e.g. {some})"
             )
         return task
 
     async def start(
-        self, task_id: str, client: ClientInfo, *, episode_id: str | None = None
+        self,
+        task_id: str,
+        client: ClientInfo,
+        *,
+        episode_id: str | None = None,
+        one_at_a_time: bool = False,
     ) -> Turn:
         """A new episode of `task_id` on a freshly reset environment (named `episode_id` when
-        given). With one environment, an episode of the same client still running is abandoned
-        first (the turn says so)."""
+        given). With one environment, or `one_at_a_time` (a client that holds one episode at
+        a time), an episode of the same client still running is abandoned first (the turn says
+        so)."""
         if self._closed:
             raise ServeError("the server is stopping")
         task = self._task(task_id)
-        if episode_id is not None and episode_id in self._running:
-            raise ServeError(f"episode {episode_id!r} is running; name a new episode")
+        if episode_id is not None and self._book.running(client.key, episode_id) is not None:
+            raise ServeError(f"your episode {episode_id!r} is running; name a new episode")
         self._ensure_folder(client)
         note = ""
-        if not self._free and self.opts.concurrency == 1:
-            # no episode yet while the environment's taker is still in its reset
-            old = next(iter(self._running.values()), None)
-            if old is not None and old.client.key == client.key:
-                await self.abandon(old.id, "a new task was started before it ended")
+        if one_at_a_time or self.run.capacity == 1:
+            for old in self._book.of(client.key):
+                await self._abandon(old, "a new task was started before it ended")
                 note = f"episode {old.id} ({old.task.id}) was abandoned: a new task started"
-        if not await self._wait_for_free(FREE_WAIT_S):
-            if self.opts.concurrency == 1:
+        try:
+            slot = await self.run.acquire(task, FREE_WAIT_S)
+        except RunStopping:
+            raise ServeError("the server is stopping") from None
+        if slot is None:
+            if self.run.capacity == 1:
                 raise ServeError("the environment is busy with another client's episode")
             raise ServeError(
-                f"all {self.opts.concurrency} environments are busy: end an episode (done(), "
-                "infeasible(reason)) before starting another"
+                f"all {self.run.capacity} environments are busy: end an episode "
+                f"({self.hints.end}) before starting another"
             )
-        slot = self._free.pop(0)
-        repeat = self._repeats.get(task.id, 0)
-        self._repeats[task.id] = repeat + 1
-        run_id = episode_id or f"{task.id}#{repeat + 1}-{uuid.uuid4().hex[:6]}"
         try:
-            env = await slot.ensure()
-            tools = await slot.call(episode_tools, env, task, slot.cfg)
-            ep = Episode(env, task, mode=self.opts.mode, tools=tools)
-            obs = await slot.call(ep.reset)
+            episode = await self.run.start(task, slot)
         except EnvironmentFault as e:
-            self._append(FaultRecord(task=task.id, env=self.opts.env, attempt=1, repeat=repeat,
-                                     message=str(e), n=0, time=now_iso()))  # fmt: skip
-            self._append(TaskRecord(task=task.id, env=self.opts.env, attempt=1,
-                                    outcome="env_error", repeat=repeat,
-                                    reason=f"environment fault at the reset: {e}",
-                                    oracle_steps=len(task.steps), time=now_iso()))  # fmt: skip
-            await slot.discard()
-            self._give_back(slot)
-            await self._write_results()
             raise ServeError(
                 f"the environment failed at the reset ({e}); the episode is recorded as an "
                 "environment error: start the task again"
             ) from None
-        except BaseException:
-            self._give_back(slot)
-            raise
-        specs, reach = offered_tools(self.opts.env, self.opts.tools, task)
-        sha = await self._save_screen(obs)
-        run = _Running(run_id, task, repeat, slot, ep, client, sha, specs, reach)
-        self._running[run_id] = run
+        specs, reach = offered_tools(self.opts.env, self.opts.spec.tools, task)
+        run_id = episode_id or new_episode_id(task.id, episode.repeat + 1)
+        run = _Running(run_id, episode, client, specs, reach)
+        self._book.add(run)
         log.info("episode %s: task %s started by %s", run_id, task.id, client.model)
-        return self._turn(run, None, note)
+        return self._turn(run, episode.shown, note)
 
-    async def _wait_for_free(self, timeout_s: float) -> bool:
-        """Whether an environment is free, waiting up to `timeout_s` for one to be given back."""
-        deadline = time.monotonic() + timeout_s
-        while not self._free:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._freed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._freed.wait(), left)
-            if self._closed:
-                raise ServeError("the server is stopping")
-        return True
-
-    def _give_back(self, slot: ThreadSlot) -> None:
-        self._free.append(slot)
-        self._freed.set()
-
-    def _turn(self, run: _Running, res: StepResult | None, note: str = "") -> Turn:
-        ep = run.ep
-        assert ep.observation is not None
+    def _turn(
+        self,
+        run: _Running,
+        shown: Shown,
+        note: str = "",
+        rewards: Mapping[str, float] | None = None,
+    ) -> Turn:
         return Turn(
-            episode=run.id, task=run.task, mode=ep.mode, observation=ep.observation, n=ep.n,
-            instruction=None if ep.ended else ep.instruction, tools=run.tools, reach=run.reach,
-            result=res, ended=ep.ended, outcome=ep.outcome, reason=ep.reason, note=note,
+            episode=run.id, task=run.task, mode=self.opts.mode, observation=shown.observation,
+            n=shown.n, instruction=shown.instruction, tools=run.tools, reach=run.reach,
+            result=shown.result, ended=shown.ended, outcome=shown.outcome, reason=shown.reason,
+            note=note, rewards=rewards or {},
         )  # fmt: skip
+
+    def _ended(self, run: _Running, shown: Shown) -> None:
+        """`run` has ended (`shown`): its owner is told how when it names it again."""
+        outcome, reason = shown.outcome, shown.reason
+        told = (f"episode {run.id} was {reason}" if outcome == "abandoned"
+                else f"episode {run.id} has ended ({outcome}: {reason})")  # fmt: skip
+        self._book.end(run, told)
+        log.info("episode %s: %s (%s)", run.id, outcome, reason)
+
+    def _told_ended(self, run: _Running) -> ServeError:
+        """The answer to a call that reached `run` once it had ended."""
+        told = self._book.ended(run.owner, run.id) or f"episode {run.id} has ended"
+        return ServeError(f"{told}; {self.hints.start} to start another")
+
+    def _failed(self, run: _Running, e: BaseException, what: str) -> ServeError:
+        """The answer to a call during which the episode stopped on an error (`e`)."""
+        if isinstance(e, EnvironmentFault):
+            log.warning("episode %s: environment fault: %s", run.id, e)
+            self._book.end(run, f"episode {run.id} ended with an environment error (not scored)")
+            return ServeError(f"the environment failed ({e}); {what}")
+        self._book.end(run, f"episode {run.id} ended: {e}")
+        return ServeError(f"the episode stopped: {e}")
 
     async def act(
         self,
@@ -424,137 +352,81 @@ class EpisodeHost:
         raw: str | None = None,
         flags: tuple[str, ...] = (),
     ) -> Turn:
-        """One action of a running episode (None: a no-action step; `flags` the reader's)."""
+        """One action of `client`'s running episode (None: a no-action step; `flags` the
+        reader's). An action the environment cannot execute (off the screen, a tool the task
+        is not offered, ...) is the episode's to judge: a scored no-action step."""
         run = self._episode(episode, client)
-        async with run.lock:
-            if run.ended:
-                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
-            obs = run.ep.observation
-            assert obs is not None
-            if action is not None:
-                check_in_screen(action, (obs.width, obs.height))
-                if isinstance(action, ToolCall) and not run.tools:
-                    why = f" ({run.reach.reason})" if run.reach and run.reach.reason else ""
-                    raise ServeError(f"no tools are offered for task {run.task.id}{why}")
-            return await self._act(run, action, raw, flags)
-
-    async def _act(
-        self, run: _Running, action: LiveAction | None, raw: str | None, flags: tuple[str, ...]
-    ) -> Turn:
-        ep, slot = run.ep, run.slot
-        obs = ep.observation
-        assert obs is not None
-        ts, busy0 = time.perf_counter(), slot.busy_s
-        n, k = ep.n + 1, ep.current
-        step = run.task.steps[k]
         try:
-            intended, intended_to = await slot.call(ep.intended)
-            rec = StepRecord(
-                task=run.task.id, env=self.opts.env, attempt=1, repeat=run.repeat, n=n,
-                target_step=k + 1, instruction=step.instruction, screen=run.screen,
-                screen_size=(obs.width, obs.height), url=obs.url,
-                intended_box=intended.to_json() if intended is not None else None,
-                intended_to=intended_to.to_json() if intended_to is not None else None,
-                raw_text=raw, source=self.opts.protocol, flags=list(flags),
-                action=action_to_json(action) if action is not None else None,
-            )  # fmt: skip
-            res = await slot.call(functools.partial(ep.step, action, flags=flags))
+            shown = await run.episode.act(action, raw=raw, flags=flags,
+                                          source=self.opts.protocol)  # fmt: skip
+        except EpisodeEnded:
+            raise self._told_ended(run) from None
         except EnvironmentFault as e:
-            await self._fault(run, n, action, e)
-            raise ServeError(
-                f"the environment failed ({e}); the episode ended as an environment error "
-                "(not scored): start the task again"
-            ) from None
-        if res.executed:
-            run.screen = await self._save_screen(res.observation)
-        upd = {**res.journal_fields(), "flags": list(dict.fromkeys([*flags, *res.flags])),
-               "step_s": round(time.perf_counter() - ts, 4),
-               "env_s": round(slot.busy_s - busy0, 4), "time": now_iso()}  # fmt: skip
-        self._append(StepRecord.model_validate({**rec.model_dump(), **upd}))
-        if res.outcome is not None:
-            await self._end(run, res.outcome, res.reason, fired=list(res.fired))
-        return self._turn(run, res)
+            raise self._failed(run, e, "the episode ended as an environment error (not "
+                               "scored): start the task again") from None  # fmt: skip
+        except MedspotError as e:
+            raise self._failed(run, e, "") from None
+        before, run.standing = run.standing, shown.score
+        if shown.ended:
+            self._ended(run, shown)
+        return self._turn(run, shown, rewards=step_rewards(before, run.standing))
 
     async def wait(self, episode: str | None, seconds: float, client: ClientInfo) -> Turn:
         """The screen after `seconds` (at most `MAX_WAIT_S`); no action of the budget."""
         run = self._episode(episode, client)
         if not 0 <= seconds <= MAX_WAIT_S:
             raise ServeError(f"wait: seconds must be in 0..{MAX_WAIT_S:g}, not {seconds:g}")
-        async with run.lock:
-            if run.ended:
-                raise ServeError(f"episode {run.id} has ended ({run.ep.outcome})")
-            await asyncio.sleep(seconds)
-            try:
-                obs = await run.slot.call(run.ep.env.observe)
-            except EnvironmentFault as e:
-                await self._fault(run, run.ep.n, None, e)
-                raise ServeError(f"the environment failed ({e}); the episode ended") from None
-            run.ep.observation = obs
-            run.screen = await self._save_screen(obs)
-            return self._turn(run, None)
+        try:
+            shown = await run.episode.look(seconds)
+        except EpisodeEnded:
+            raise self._told_ended(run) from None
+        except EnvironmentFault as e:
+            raise self._failed(run, e, "the episode ended") from None
+        except MedspotError as e:
+            raise self._failed(run, e, "") from None
+        return self._turn(run, shown)
 
-    async def _fault(self, run: _Running, n: int, action: LiveAction | None, e: Exception) -> None:
-        log.warning("episode %s: environment fault: %s", run.id, e)
-        self._append(FaultRecord(
-            task=run.task.id, env=self.opts.env, attempt=1, repeat=run.repeat, message=str(e),
-            n=n, action=action_to_json(action) if action is not None else None, time=now_iso(),
-        ))  # fmt: skip
-        run.ended = True
-        self._append(TaskRecord(
-            task=run.task.id, env=self.opts.env, attempt=1, outcome="env_error",
-            repeat=run.repeat, reason=f"environment fault: {str(e).splitlines()[0][:300]}",
-            oracle_steps=len(run.task.steps), time=now_iso(),
-        ))  # fmt: skip
-        self._running.pop(run.id, None)
-        await run.slot.discard()
-        self._give_back(run.slot)
-        await self._write_results()
-
-    async def _end(
-        self, run: _Running, outcome: str, reason: str, fired: list[str] | None = None
-    ) -> None:
-        ep = run.ep
-        obs = ep.observation
-        run.ended = True
-        self._append(TaskRecord(
-            task=run.task.id, env=self.opts.env, attempt=1, outcome=outcome,  # type: ignore[arg-type]
-            repeat=run.repeat, reason=reason, steps_used=ep.n, oracle_steps=len(run.task.steps),
-            achieved=sum(ep.achieved), fired=fired or [], final_screen=run.screen,
-            final_url=obs.url if obs is not None else None, reset_s=round(ep.reset_s, 4),
-            duration_s=round(time.perf_counter() - run.started, 4), time=now_iso(),
-            **tools_fields(run.tools, run.reach),
-        ))  # fmt: skip
-        self._running.pop(run.id, None)
-        self._give_back(run.slot)
-        log.info("episode %s: %s (%s)", run.id, outcome, reason)
-        await self._write_results()
-
-    async def abandon(self, episode: str, reason: str) -> None:
+    async def _abandon(self, run: _Running, reason: str) -> None:
         """End a running episode as abandoned (the agent left): never a success."""
-        run = self._running.get(episode)
-        if run is None or run.ended:
-            return
-        async with run.lock:
-            if not run.ended:
-                await self._end(run, "abandoned", f"abandoned: {reason}")
+        shown = await run.episode.leave(reason)
+        if shown is not None and shown.ended:
+            self._ended(run, shown)
+
+    async def abandon(self, episode: str, reason: str, client: ClientInfo) -> None:
+        """End `client`'s running episode `episode` as abandoned (nothing when it has none of
+        that id)."""
+        run = self._book.running(client.key, episode)
+        if run is not None:
+            await self._abandon(run, reason)
 
     async def abandon_client(self, client: ClientInfo, reason: str) -> None:
         """Every running episode of a client that went away ends as abandoned."""
-        for episode in self.episodes(client):
-            await self.abandon(episode, reason)
+        for run in self._book.of(client.key):
+            await self._abandon(run, reason)
 
     async def abandon_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
         """Episodes with no call for `timeout_s` (their client has gone without a word) end
         as abandoned; those of the clients `keep` names are left alone."""
         now = time.monotonic()
-        for run in list(self._running.values()):
-            if run.client.key not in keep and now - run.last_call > timeout_s:
-                await self.abandon(run.id, f"no call for {timeout_s:g} s (the client has gone)")
+        for run in self._book.of():
+            if run.owner not in keep and now - run.last_call > timeout_s:
+                await self._abandon(run, f"no call for {timeout_s:g} s (the client has gone)")
+
+    async def watch_idle(self, timeout_s: float, *, keep: frozenset[str] = frozenset()) -> None:
+        """`abandon_idle(timeout_s)` every `timeout_s` / 4 seconds (at most 5, at least a
+        quarter of `MIN_IDLE_TIMEOUT_S`: never a loop polling the clock), until cancelled;
+        `timeout_s` 0 means never (it returns at once)."""
+        if timeout_s <= 0:
+            return
+        every = min(5.0, max(timeout_s, MIN_IDLE_TIMEOUT_S) / 4)
+        while True:
+            await asyncio.sleep(every)
+            await self.abandon_idle(timeout_s, keep=keep)
 
     def state_of(self, episode: str | None, client: ClientInfo) -> Turn:
         """Where a running episode is (no action)."""
         run = self._episode(episode, client)
-        return self._turn(run, None)
+        return self._turn(run, run.episode.shown)
 
     async def close(self) -> None:
         """Abandon what still runs, write the results and run.json's final status, stop the
@@ -562,12 +434,9 @@ class EpisodeHost:
         if self._closed:
             return
         self._closed = True
-        self._freed.set()  # a start waiting for an environment hears that the server stops
+        self.run.stop_starts()
         try:
-            for episode in list(self._running):
-                await self.abandon(episode, "the server stopped before the episode ended")
-            if self.info is not None:
-                await self._write_results(running=False)
+            for run in self._book.of():
+                await self._abandon(run, "the server stopped before the episode ended")
         finally:
-            await asyncio.gather(*(s.shutdown() for s in self._slots), return_exceptions=True)
-            self._stack.close()
+            await self.run.close()

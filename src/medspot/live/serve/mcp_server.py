@@ -4,15 +4,18 @@ SDK's low-level `Server`; `pip install 'medspot[mcp]'`).
 Transports: stdio (the default: a desktop client starts the server as its child) and
 streamable HTTP (`transport="http"`: on 127.0.0.1, the URL printed on stdout). The tools are
 `medspot.live.serve.tools`' (one per action, the task tools, the toolset's); each action
-returns what the step did as text (JSON) and the new screenshot as image content. A call the
-host cannot serve (no task started, an unknown task, coordinates off the screen, arguments
-that do not fit) is a tool error (`isError`) with its message; the server keeps serving.
+returns what the step did as text (JSON) and the new screenshot as image content. An action
+the environment cannot execute (coordinates off the screen, a tool the task is not offered) is
+a scored no-action step (`executed: false` and `not_executed`, why). A call that is no action
+(no task started, an unknown task or episode, arguments that do not fit the tool's schema) is
+a tool error (`isError`) with its message; the server keeps serving.
 
 Who the agent is: the client's `clientInfo` (name, version) from the initialize handshake is
-run.json's model. A connection that goes (stdio: the client closes the pipe; HTTP: the client
-ends its session, or stays silent for `idle_timeout_s`) leaves its running episodes
-`abandoned`. SIGINT and SIGTERM stop the server: running episodes are abandoned, the results
-written, the environments closed.
+run.json's model. Whose episode is whose: the connection's (stdio: the one client; HTTP: the
+MCP session, `Mcp-Session-Id`): a session reaches its own episodes only. A connection that goes
+(stdio: the client closes the pipe; HTTP: the client ends its session, or stays silent for
+`idle_timeout_s`; 0: never) leaves its running episodes `abandoned`. SIGINT and SIGTERM stop
+the server: running episodes are abandoned, the results written, the environments closed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import sys
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -29,8 +33,15 @@ from medspot.live.core.actions import action_to_json
 from medspot.live.core.tools import ToolArgsError
 from medspot.live.envs.toolsets import toolset_info
 from medspot.live.serve import IDLE_TIMEOUT_S
-from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions, Turn
-from medspot.live.serve.http import serve_http, stop_signals
+from medspot.live.serve.host import (
+    ClientInfo,
+    EpisodeHost,
+    Hints,
+    ServeError,
+    ServeOptions,
+    Turn,
+)
+from medspot.live.serve.http import HOST, serve_http, stop_signals
 from medspot.live.serve.tools import ServeTool, parse_call, serve_tools
 
 __all__ = ["IDLE_TIMEOUT_S", "McpServe", "turn_summary"]
@@ -38,6 +49,12 @@ __all__ = ["IDLE_TIMEOUT_S", "McpServe", "turn_summary"]
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "medspot-live"
+STDIO = "stdio"  # the caller key of the one client of a stdio server
+HINTS = Hints(
+    start="call start_task(task_id)", tasks="list_tasks", end="done(), infeasible(reason)",
+    episode="its episode argument: the id start_task returned",
+    agent="the clientInfo name and version your client sends when it connects",
+)  # fmt: skip
 
 
 def _mcp() -> Any:
@@ -69,6 +86,9 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
         out["action"] = action_to_json(res.action) if res.action is not None else None
         out["executed"] = res.executed
         out["flags"] = list(res.flags)
+        why = res.not_executed or res.info.get("tool_error")
+        if why is not None:  # an action the environment could not execute: why
+            out["not_executed"] = str(why)
         if res.changed is not None:
             out["screen_changed"] = res.changed
         tool = res.info.get("tool")
@@ -76,6 +96,8 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
             out["tool_result"] = tool.get("text")
         if "tool_error" in res.info:
             out["tool_error"] = str(res.info["tool_error"])
+    if turn.rewards:  # the step's reward under each kind (`core.rewards`)
+        out["reward"] = dict(turn.rewards)
     out["ended"] = turn.ended
     if turn.ended:
         out["outcome"], out["reason"] = turn.outcome, turn.reason
@@ -91,8 +113,9 @@ class McpServe:
         _, types = _mcp()
         self.types = types
         self.opts = opts
-        self.host = EpisodeHost(opts)
-        specs = toolset_info(opts.env, opts.tools).specs if opts.tools else ()
+        self.host = EpisodeHost(opts, HINTS)
+        tools = opts.spec.tools
+        specs = toolset_info(opts.env, tools).specs if tools else ()
         self.tools: tuple[ServeTool, ...] = serve_tools(specs)
         self.episode_required = opts.concurrency > 1
         self.idle_timeout_s = idle_timeout_s
@@ -127,11 +150,17 @@ class McpServe:
         )
 
     def _client(self, ctx: Any) -> ClientInfo:
+        """Who calls: the clientInfo of its handshake, and its connection (the caller key its
+        episodes belong to): over HTTP its MCP session id, over stdio the one client."""
         cp = getattr(ctx.session, "client_params", None)
         info = getattr(cp, "client_info", None)
         request = getattr(ctx, "request", None)
-        headers = getattr(request, "headers", None)
-        key = (headers.get("mcp-session-id") if headers is not None else None) or "stdio"
+        if request is None:
+            key = STDIO
+        else:  # HTTP: the session the transport checked; none (stateless) reaches no episode
+            key = str(getattr(request, "headers", {}).get("mcp-session-id") or "")
+            if not key:
+                raise ServeError("no MCP session: initialize a session first (Mcp-Session-Id)")
         client = ClientInfo(
             name=str(getattr(info, "name", "") or "mcp-client"),
             version=str(getattr(info, "version", "") or ""),
@@ -157,8 +186,8 @@ class McpServe:
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         types = self.types
-        client = self._client(ctx)
         try:
+            client = self._client(ctx)
             call = parse_call(
                 params.name, params.arguments, self.tools, episode_required=self.episode_required
             )
@@ -189,11 +218,7 @@ class McpServe:
             await self.host.abandon_client(client, reason)
 
     async def _watch_idle(self) -> None:
-        import anyio
-
-        while True:
-            await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
-            await self.host.abandon_idle(self.idle_timeout_s, keep=frozenset({"stdio"}))
+        await self.host.watch_idle(self.idle_timeout_s, keep=frozenset({STDIO}))
 
     def _asgi(self, app: Any) -> Any:
         """The HTTP app, seeing a client end its session (HTTP DELETE with its session id): its
@@ -221,14 +246,15 @@ class McpServe:
 
     # -- running --------------------------------------------------------------------------------
 
-    async def run(self, transport: str, port: int, on_url: Callable[[str], None]) -> int:
-        """Serve until the client goes (stdio), or a signal; the exit status (0, 130, 143)."""
+    async def run(self, sock: socket.socket | None, on_url: Callable[[str], None]) -> int:
+        """Serve over stdio (`sock` None) until the client goes, or over streamable HTTP on the
+        bound `sock`, until a signal; the exit status (0, 130, 143)."""
         import anyio
 
         await self.host.open()
         stopped: int | None = None
         try:
-            if transport == "stdio":
+            if sock is None:
                 async with anyio.create_task_group() as tg:
 
                     def stop(signum: int) -> None:
@@ -240,9 +266,9 @@ class McpServe:
                     await self._serve_stdio()
                     tg.cancel_scope.cancel()
             else:
-                app = self._asgi(self.server.streamable_http_app(host="127.0.0.1"))
+                app = self._asgi(self.server.streamable_http_app(host=HOST))
                 stopped = await serve_http(
-                    app, port, lambda p: on_url(f"http://127.0.0.1:{p}/mcp"), (self._watch_idle,)
+                    app, sock, lambda p: on_url(f"http://{HOST}:{p}/mcp"), (self._watch_idle,)
                 )
         finally:
             with anyio.CancelScope(shield=True):
@@ -255,7 +281,7 @@ class McpServe:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
         log.info("the client closed the connection")
-        await self._connection_gone("stdio", "the client disconnected")
+        await self._connection_gone(STDIO, "the client disconnected")
 
 
 def _version() -> str:
@@ -264,8 +290,9 @@ def _version() -> str:
     return str(_version.__version__)
 
 
-def run_mcp(opts: ServeOptions, transport: str, port: int, idle_timeout_s: float) -> int:
-    """Serve MCP until the client goes or a signal; the exit status."""
+def run_mcp(opts: ServeOptions, sock: socket.socket | None, idle_timeout_s: float) -> int:
+    """Serve MCP (over stdio, or streamable HTTP on the bound `sock`) until the client goes or
+    a signal; the exit status."""
     import anyio
 
     serve = McpServe(opts, idle_timeout_s=idle_timeout_s)
@@ -274,4 +301,4 @@ def run_mcp(opts: ServeOptions, transport: str, port: int, idle_timeout_s: float
         print(f"MCP server (streamable HTTP): {url}", flush=True)
         print(f"medspot live serve: MCP at {url}", file=sys.stderr, flush=True)
 
-    return int(anyio.run(lambda: serve.run(transport, port, on_url), backend="asyncio"))
+    return int(anyio.run(lambda: serve.run(sock, on_url), backend="asyncio"))

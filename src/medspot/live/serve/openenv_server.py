@@ -3,18 +3,25 @@
 'medspot[openenv]'`), for RL trainers and anything speaking OpenEnv's `EnvClient`.
 
 - WebSocket `/ws` (what `EnvClient` and `medspot.live.MedspotEnvClient` use): each connection is
-  a session with its own episode; `reset` (data: `task`, else one drawn with `seed`; `agent`,
-  `agent_version`: who the agent is, run.json's model), `step` (a `MedspotAction`), `state`. A
-  connection that goes leaves its running episode `abandoned`. This is openenv-core's own
-  `HTTPEnvServer` (its `/ws`, `/health`, `/schema`, `/metadata`).
+  a session with its own episode, which only it reaches; `reset` (`MedspotReset`: `task`, else
+  one drawn with `seed`; `agent`, `agent_version`: who the agent is, run.json's model;
+  `episode_id`), `step` (a `MedspotAction`), `state`. A reset while the session's episode runs
+  abandons it first; a connection that goes leaves its running episode `abandoned`. This is
+  openenv-core's own `HTTPEnvServer` (its `/ws`, `/health`, `/schema`, `/metadata`; its `/mcp`
+  routes are off: this environment has no MCP tools, `--mcp` is the MCP server). A connection
+  beyond `--concurrency` sessions is told why and closed with code 1013 (try again later).
 - HTTP `POST /reset`, `POST /step`, `GET /state`: the same, stateful by `episode_id` (openenv's
   own HTTP routes make a fresh environment per request, which a running application cannot be):
-  the reset answers with the episode's id, every step names it (`"episode_id": ...` beside
-  `"action"`). An HTTP episode with no call for `idle_timeout_s` is abandoned.
+  the reset answers with the episode's id, which the server makes unguessable (96 random bits)
+  and which is the key to the episode: every step and state names it (`"episode_id": ...`
+  beside `"action"`), and no call reaches an episode without it. An HTTP episode with no call
+  for `idle_timeout_s` is abandoned (0: never).
 
-A bad request (an unknown task or episode, coordinates off the screen) is an error naming the
-problem (HTTP 400 / a WebSocket error message); the server keeps serving. A text with no
-readable action is a no-action step, as in the Gymnasium API.
+An action the environment cannot execute (coordinates off the screen, a tool the task is not
+offered) and a text with no readable action are no-action steps, as in the Gymnasium API
+(`executed` false; `not_executed` says why). A request that is no action of one's own running
+episode (an unknown task or episode, a field that does not fit) is an error naming the problem
+in OpenEnv's words (HTTP 400 / a WebSocket error message); the server keeps serving.
 """
 
 from __future__ import annotations
@@ -22,28 +29,49 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
+import json
 import logging
 import random
+import re
+import socket
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
+
+from pydantic import ValidationError
 
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import action_to_json
-from medspot.live.core.tools import ToolArgsError
-from medspot.live.serve.host import ClientInfo, EpisodeHost, ServeError, ServeOptions, Turn
-from medspot.live.serve.http import ignore_late_websocket_close, serve_http
-from medspot.live.serve.openenv_models import MedspotAction, MedspotObservation, MedspotState
+from medspot.live.serve.episodes import new_episode_id
+from medspot.live.serve.host import (
+    ClientInfo,
+    EpisodeHost,
+    Hints,
+    ServeError,
+    ServeOptions,
+    Turn,
+)
+from medspot.live.serve.http import HOST, ASGIApp, ignore_late_websocket_close, serve_http
+from medspot.live.serve.openenv_models import (
+    MedspotAction,
+    MedspotObservation,
+    MedspotReset,
+    MedspotState,
+)
+from medspot.live.serve.tools import not_unicode, validation_message
 
 __all__ = ["MedspotOpenEnv", "OpenEnvServe", "observation_of", "run_openenv"]
 
 log = logging.getLogger(__name__)
-HTTP_CLIENT = "openenv-http"
-# the HTTP routes' caller: they share one key (their episodes are named by id)
-HTTP_CALLER = ClientInfo("openenv-client", "", HTTP_CLIENT)
+HTTP_KEY = "openenv-http:"  # an HTTP episode's caller key: this, then the episode's id
 RESET_KEYS = "known: task, seed, agent, agent_version, episode_id"
+HINTS = Hints(
+    start="reset(task=TASK_ID)", end='step "done()" or "infeasible(reason)"',
+    episode="episode_id", agent="reset's agent and agent_version",
+)  # fmt: skip
+WS_TRY_LATER = 1013  # WebSocket close code: try again later (RFC 6455, IANA registry)
 
 
 def _openenv() -> Any:
@@ -60,6 +88,7 @@ def observation_of(turn: Turn, env: str) -> MedspotObservation:
     """A turn as an OpenEnv observation (reward 1.0 on the step that ends with success)."""
     res = turn.result
     tool = res.info.get("tool") if res is not None else None
+    why = (res.not_executed or res.info.get("tool_error")) if res is not None else None
     return MedspotObservation(
         done=turn.ended,
         reward=1.0 if turn.outcome == "success" and res is not None else 0.0,
@@ -71,10 +100,32 @@ def observation_of(turn: Turn, env: str) -> MedspotObservation:
         gui_only=turn.reach.reason if turn.reach and not turn.reach.reachable else None,
         action=action_to_json(res.action) if res is not None and res.action is not None else None,
         executed=res.executed if res is not None else None,
+        not_executed=str(why) if why is not None else None,
         flags=list(res.flags) if res is not None else [],
         tool_result=tool.get("text") if tool is not None else None,
-        outcome=turn.outcome, reason=turn.reason,
+        outcome=turn.outcome, reason=turn.reason, rewards=dict(turn.rewards),
     )  # fmt: skip
+
+
+def reset_params(data: dict[str, Any]) -> MedspotReset:
+    """A reset's parameters checked (`MedspotReset`), or a `ServeError` naming what is wrong."""
+    unknown = sorted(set(data) - set(MedspotReset.model_fields))
+    if unknown:
+        raise ServeError(f"reset: unknown parameters {unknown} ({RESET_KEYS})")
+    try:
+        return MedspotReset.model_validate(data)
+    except ValidationError as e:
+        raise ServeError(validation_message("reset", e)) from None
+
+
+def http_caller(episode_id: str | None, what: str) -> ClientInfo:
+    """The caller of an HTTP route: the episode it names is the key (none: a `ServeError`)."""
+    if not isinstance(episode_id, str) or not episode_id:
+        raise ServeError(
+            f"{what}: episode_id: required (the id POST /reset answered: it is the key to the "
+            "episode)"
+        )
+    return ClientInfo("openenv-client", "", HTTP_KEY + episode_id)
 
 
 class OpenEnvServe:
@@ -83,7 +134,7 @@ class OpenEnvServe:
     def __init__(self, opts: ServeOptions, *, idle_timeout_s: float) -> None:
         _openenv()
         self.opts = opts
-        self.host = EpisodeHost(opts)
+        self.host = EpisodeHost(opts, HINTS)
         self.idle_timeout_s = idle_timeout_s
         self.loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random(opts.seed)
@@ -95,9 +146,12 @@ class OpenEnvServe:
         return (random.Random(seed) if seed is not None else self._rng).choice(ids)
 
     async def reset(
-        self, client: ClientInfo, *, task: str | None, seed: int | None, episode_id: str | None
+        self, client: ClientInfo, params: MedspotReset, *, episode_id: str | None = None
     ) -> Turn:
-        return await self.host.start(self._task_for(task, seed), client, episode_id=episode_id)
+        """A new episode for `client` (one at a time: a running one of its is abandoned)."""
+        task = self._task_for(params.task, params.seed)
+        return await self.host.start(task, client, episode_id=episode_id or params.episode_id,
+                                     one_at_a_time=True)  # fmt: skip
 
     async def step(self, episode: str | None, action: MedspotAction, client: ClientInfo) -> Turn:
         run = self.host.state_of(episode, client)
@@ -127,16 +181,19 @@ class OpenEnvServe:
         @app.post("/reset")
         async def reset(request: dict[str, Any] = Body(default_factory=dict)) -> dict[str, Any]:  # noqa: B008
             try:
-                req = types.ResetRequest.model_validate(request)
-                extra = req.model_extra or {}
-                unknown = sorted(set(extra) - {"task", "agent", "agent_version"})
-                if unknown:
-                    raise ServeError(f"reset: unknown parameters {unknown} ({RESET_KEYS})")
-                client = ClientInfo(str(extra.get("agent") or "openenv-client"),
-                                    str(extra.get("agent_version") or ""), HTTP_CLIENT)  # fmt: skip
-                turn = await self.reset(client, task=extra.get("task"), seed=req.seed,
-                                        episode_id=req.episode_id)  # fmt: skip
-            except (MedspotError, ValueError) as e:
+                params = reset_params(request)
+                if params.episode_id is not None:
+                    raise ServeError(
+                        "reset: episode_id: the HTTP route names its episodes itself (the id "
+                        "it answers is unguessable: the key to the episode); leave it out"
+                    )
+                task = self._task_for(params.task, params.seed)
+                episode = new_episode_id(task)
+                client = ClientInfo(params.agent or "openenv-client", params.agent_version or "",
+                                    HTTP_KEY + episode)  # fmt: skip
+                turn = await self.reset(client, params.model_copy(update={"task": task}),
+                                        episode_id=episode)  # fmt: skip
+            except MedspotError as e:
                 raise fail(e) from None
             obs = observation_of(turn, self.opts.env)
             return dict(http_server.serialize_observation(obs))
@@ -144,38 +201,42 @@ class OpenEnvServe:
         @app.post("/step")
         async def step(request: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
             try:
-                req = types.StepRequest.model_validate(request)
-                action = MedspotAction.model_validate(req.action)
+                try:
+                    req = types.StepRequest.model_validate(request)
+                    action = MedspotAction.model_validate(req.action)
+                except ValidationError as e:
+                    raise ServeError(validation_message("step", e)) from None
                 episode = (req.model_extra or {}).get("episode_id")
-                turn = await self.step(episode, action, HTTP_CALLER)
-            except (MedspotError, ValueError) as e:
+                turn = await self.step(episode, action, http_caller(episode, "step"))
+            except MedspotError as e:
                 raise fail(e) from None
             return dict(http_server.serialize_observation(observation_of(turn, self.opts.env)))
 
         @app.get("/state")
         async def state(episode_id: str | None = None) -> dict[str, Any]:
             try:
-                turn = self.host.state_of(episode_id, HTTP_CALLER)
+                turn = self.host.state_of(episode_id, http_caller(episode_id, "state"))
             except MedspotError as e:
                 raise fail(e) from None
             return dict(state_of(turn, self.opts.env).model_dump())
 
         return app
 
-    async def run(self, port: int, on_url: Callable[[str], None]) -> int:
+    async def run(self, sock: socket.socket, on_url: Callable[[str], None]) -> int:
+        """Serve on the bound `sock` until a signal; the exit status (130, 143)."""
         import anyio
 
         self.loop = asyncio.get_running_loop()
         await self.host.open()
 
         async def idle() -> None:
-            while True:
-                await anyio.sleep(min(5.0, self.idle_timeout_s / 4))
-                await self.host.abandon_idle(self.idle_timeout_s)
+            await self.host.watch_idle(self.idle_timeout_s)
 
         try:
-            app = ignore_late_websocket_close(self.app())
-            stopped = await serve_http(app, port, lambda p: on_url(f"http://127.0.0.1:{p}"),
+            app = ignore_late_websocket_close(
+                websocket_answers(without_mcp_routes(self.app()), self.opts.concurrency)
+            )
+            stopped = await serve_http(app, sock, lambda p: on_url(f"http://{HOST}:{p}"),
                                        (idle,))  # fmt: skip
         finally:
             with anyio.CancelScope(shield=True):
@@ -190,6 +251,117 @@ def state_of(turn: Turn, env: str) -> MedspotState:
     )  # fmt: skip
 
 
+# -- openenv-core's WebSocket and routes, as this server words and closes them ------------------
+
+
+def _reworded(text: str, concurrency: int) -> tuple[str, bool]:
+    """An answer of openenv-core's `/ws` in this server's words: a message that does not fit
+    its schema says which field and why (openenv-core says "Invalid message" and echoes the
+    input); a session refused at capacity says so. Also whether it was that refusal."""
+    try:
+        msg = json.loads(text)
+    except ValueError:
+        return text, False
+    data = msg.get("data") if isinstance(msg, dict) and msg.get("type") == "error" else None
+    if not isinstance(data, dict):
+        return text, False
+    code = data.get("code")
+    if code == "CAPACITY_REACHED":
+        data = {**data, "message": capacity_message(concurrency)}
+    elif code == "VALIDATION_ERROR" and isinstance(data.get("errors"), list) and data["errors"]:
+        err = data["errors"][0] if isinstance(data["errors"][0], dict) else {}
+        where = ".".join(str(x) for x in err.get("loc", ())) or "message"
+        data = {"code": code, "message": f"the message does not fit: {where}: {err.get('msg')}"}
+    else:
+        return text, False
+    return json.dumps({**msg, "data": data}, ensure_ascii=False), code == "CAPACITY_REACHED"
+
+
+def capacity_message(concurrency: int) -> str:
+    return (
+        f"the server is at capacity: its {concurrency} session(s) are taken (--concurrency "
+        f"{concurrency}); try again when one closes"
+    )
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _not_unicode_message(text: str) -> str | None:
+    """Where a WebSocket message (JSON) holds a string that is not Unicode text (a lone
+    surrogate, which JSON can carry as an escape), or None."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    try:
+        return not_unicode(json.loads(text))
+    except ValueError:
+        return None  # not JSON: openenv-core says so
+
+
+def websocket_answers(app: ASGIApp, concurrency: int) -> ASGIApp:
+    """openenv-core's `/ws` with this server's messages (`_reworded`); a message holding text
+    that is not Unicode answered with an error here, before openenv-core (which would echo it
+    in a validation error it cannot serialize, and end the session); and a session refused at
+    capacity closed with code 1013 (try again later) and a reason naming why (openenv-core
+    closes it with 1000, "normal", and no reason)."""
+
+    async def wrapped(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "websocket" or scope.get("path") != "/ws":
+            await app(scope, receive, send)
+            return
+        full = False
+
+        async def receive_unicode() -> MutableMapping[str, Any]:
+            while True:
+                message: MutableMapping[str, Any] = await receive()
+                text = message.get("text") if message.get("type") == "websocket.receive" else None
+                where = _not_unicode_message(text) if isinstance(text, str) else None
+                if where is None:
+                    return message
+                refusal = {"type": "error", "data": {
+                    "code": "VALIDATION_ERROR",
+                    "message": f"the message does not fit: {where}: not Unicode text (it holds "
+                    "a lone surrogate)",
+                }}  # fmt: skip
+                await send({"type": "websocket.send", "text": json.dumps(refusal)})
+
+        async def send_worded(message: MutableMapping[str, Any]) -> None:
+            nonlocal full
+            kind = message.get("type")
+            if kind == "websocket.send" and isinstance(message.get("text"), str):
+                text, refused = _reworded(message["text"], concurrency)
+                full = full or refused
+                message = {**message, "text": text}
+            elif kind == "websocket.close" and full:
+                message = {**message, "code": WS_TRY_LATER,
+                           "reason": f"at capacity: {concurrency} session(s) taken"}  # fmt: skip
+            await send(message)
+
+        await app(scope, receive_unicode, send_worded)
+
+    return wrapped
+
+
+def without_mcp_routes(app: ASGIApp) -> ASGIApp:
+    """openenv-core's `/mcp` routes turned away (HTTP 404, a WebSocket refused): this
+    environment has no MCP tools, and they would open sessions beside `/ws` (`--mcp` is the
+    MCP server)."""
+
+    async def wrapped(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        path = str(scope.get("path", ""))
+        if path != "/mcp" and not path.startswith("/mcp/"):
+            await app(scope, receive, send)
+        elif scope.get("type") == "http":
+            body = b'{"detail":"no MCP here: medspot live serve --mcp is the MCP server"}'
+            await send({"type": "http.response.start", "status": 404,
+                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+        elif scope.get("type") == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "no MCP here"})
+
+    return wrapped
+
+
 def _environment_base() -> type[Any]:
     _, interfaces, _ = _openenv()
     base: type[Any] = interfaces.Environment
@@ -197,16 +369,16 @@ def _environment_base() -> type[Any]:
 
 
 class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
-    """One OpenEnv session (a WebSocket connection): its episode on the shared host. The
-    server calls the async methods on its event loop; `close` (from a worker thread) abandons a
-    running episode."""
+    """One OpenEnv session (a WebSocket connection): its episode on the shared host, reached by
+    this session only (its caller key). The server calls the async methods on its event loop;
+    `close` (from a worker thread) abandons a running episode."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, front: OpenEnvServe) -> None:
         super().__init__()
         self.front = front
-        self.client = ClientInfo("openenv-client", "", f"openenv-ws-{uuid.uuid4().hex[:8]}")
+        self.client = ClientInfo("openenv-client", "", f"openenv-ws-{uuid.uuid4().hex}")
         self.episode: str | None = None
         self._state = MedspotState(env=front.opts.env, mode=front.opts.mode)
 
@@ -216,20 +388,11 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
     def step(self, action: Any, timeout_s: float | None = None, **kw: Any) -> Any:
         raise RuntimeError("MedspotOpenEnv is asynchronous: step_async")
 
-    async def reset_async(
-        self,
-        seed: int | None = None,
-        episode_id: str | None = None,
-        task: str | None = None,
-        agent: str | None = None,
-        agent_version: str | None = None,
-        **kwargs: Any,
-    ) -> MedspotObservation:
-        if kwargs:
-            raise ServeError(f"reset: unknown parameters {sorted(kwargs)} ({RESET_KEYS})")
-        if agent:
-            self.client = ClientInfo(agent, agent_version or "", self.client.key)
-        turn = await self.front.reset(self.client, task=task, seed=seed, episode_id=episode_id)
+    async def reset_async(self, **kwargs: Any) -> MedspotObservation:
+        params = reset_params(kwargs)
+        if params.agent:
+            self.client = ClientInfo(params.agent, params.agent_version or "", self.client.key)
+        turn = await self.front.reset(self.client, params)
         self.episode = turn.episode
         self._state = state_of(turn, self.front.opts.env)
         return observation_of(turn, self.front.opts.env)
@@ -238,11 +401,8 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
         self, action: MedspotAction, timeout_s: float | None = None, **kwargs: Any
     ) -> MedspotObservation:
         if self.episode is None:
-            raise ServeError("no episode: reset first")
-        try:
-            turn = await self.front.step(self.episode, action, self.client)
-        except ToolArgsError as e:
-            raise ServeError(str(e)) from None
+            raise ServeError("no episode: reset(task=TASK_ID) first")
+        turn = await self.front.step(self.episode, action, self.client)
         self._state = state_of(turn, self.front.opts.env)
         return observation_of(turn, self.front.opts.env)
 
@@ -251,11 +411,11 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
         return self._state
 
     def close(self) -> None:
-        loop, episode = self.front.loop, self.episode
-        if loop is None or episode is None or loop.is_closed():
+        loop = self.front.loop
+        if loop is None or self.episode is None or loop.is_closed():
             return
         fut = asyncio.run_coroutine_threadsafe(
-            self.front.host.abandon(episode, "the client disconnected"), loop
+            self.front.host.abandon_client(self.client, "the client disconnected"), loop
         )
         try:
             fut.result(timeout=60)
@@ -263,8 +423,8 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
             log.warning("session close: %s", e)
 
 
-def run_openenv(opts: ServeOptions, port: int, idle_timeout_s: float) -> int:
-    """Serve OpenEnv until a signal; the exit status."""
+def run_openenv(opts: ServeOptions, sock: socket.socket, idle_timeout_s: float) -> int:
+    """Serve OpenEnv on the bound `sock` until a signal; the exit status."""
     import anyio
 
     front = OpenEnvServe(opts, idle_timeout_s=idle_timeout_s)
@@ -273,4 +433,4 @@ def run_openenv(opts: ServeOptions, port: int, idle_timeout_s: float) -> int:
         print(f"OpenEnv server: {url}", flush=True)
         print(f"medspot live serve: OpenEnv at {url}", file=sys.stderr, flush=True)
 
-    return int(anyio.run(lambda: front.run(port, on_url), backend="asyncio"))
+    return int(anyio.run(lambda: front.run(sock, on_url), backend="asyncio"))

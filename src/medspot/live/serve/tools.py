@@ -11,8 +11,11 @@ tool per action of the documented action form, docs/live.md "Action format"):
 
 Every action tool takes `episode` (the id `start_task` returned): optional with one
 environment, required with several. Each argument model is strict (no extra keys, numbers are
-numbers); `parse_call` turns a call into what the host runs, or raises `ToolArgsError` with a
-message naming the tool and the field. Pure: no MCP, no environment.
+finite numbers, strings are bounded: a typed text or a reason at most `MAX_TEXT_CHARS`, the
+core's bound of one typed text, a name at most `MAX_NAME_CHARS`); `parse_call` turns a call
+into what the host runs, or raises `ToolArgsError` with a message naming the tool and the
+field. What fits the schema but cannot be executed (a point off the screen) is the episode's
+to judge: a scored no-action step. Pure: no MCP, no environment.
 """
 
 from __future__ import annotations
@@ -35,19 +38,31 @@ from medspot.live.core.actions import (
     TypeText,
     normalise_key,
 )
+from medspot.live.core.executable import MAX_TEXT_CHARS
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, ToolSpec
 
-__all__ = ["GUI_TOOLS", "ParsedCall", "ServeTool", "parse_call", "serve_tools"]
+__all__ = [
+    "GUI_TOOLS",
+    "MAX_NAME_CHARS",
+    "ParsedCall",
+    "ServeTool",
+    "not_unicode",
+    "parse_call",
+    "serve_tools",
+    "validation_message",
+]
 
 _EPISODE = "the episode id start_task returned (needed when several episodes run)"
+# a task id, an episode id, a key name in a call (openenv-core bounds its episode ids alike)
+MAX_NAME_CHARS = 255
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class _Episode(_Args):
-    episode: str | None = Field(None, description=_EPISODE)
+    episode: str | None = Field(None, max_length=MAX_NAME_CHARS, description=_EPISODE)
 
 
 class NoArgs(_Args):
@@ -55,7 +70,9 @@ class NoArgs(_Args):
 
 
 class StartTask(_Args):
-    task_id: str = Field(min_length=1, description="a task id from list_tasks")
+    task_id: str = Field(
+        min_length=1, max_length=MAX_NAME_CHARS, description="a task id from list_tasks"
+    )
 
 
 class Point(_Episode):
@@ -75,11 +92,13 @@ class ScrollArgs(Point):
 
 
 class TypeArgs(_Episode):
-    text: str = Field(description="typed into the focused element")
+    text: str = Field(max_length=MAX_TEXT_CHARS, description="typed into the focused element")
 
 
 class KeyArgs(_Episode):
-    key: str = Field(min_length=1, description="a key or chord: Enter, Escape, ctrl+a")
+    key: str = Field(
+        min_length=1, max_length=MAX_NAME_CHARS, description="a key or chord: Enter, Escape, ctrl+a"
+    )
 
 
 class WaitArgs(_Episode):
@@ -91,7 +110,7 @@ class EndArgs(_Episode):
 
 
 class InfeasibleArgs(_Episode):
-    reason: str = Field("", description="why the task cannot be done")
+    reason: str = Field("", max_length=MAX_TEXT_CHARS, description="why the task cannot be done")
 
 
 Kind = Literal["list", "start", "action", "wait"]
@@ -110,7 +129,9 @@ class ServeTool:
         schema = self.params.model_json_schema()
         schema.pop("title", None)
         if episode_required and "episode" in schema.get("properties", {}):
-            schema["properties"]["episode"] = {"type": "string", "description": _EPISODE}
+            schema["properties"]["episode"] = {
+                "type": "string", "maxLength": MAX_NAME_CHARS, "description": _EPISODE,
+            }  # fmt: skip
             schema["required"] = [*schema.get("required", []), "episode"]
         return schema
 
@@ -144,7 +165,7 @@ GUI_TOOLS: tuple[ServeTool, ...] = (
 def _toolset_tool(spec: ToolSpec) -> ServeTool:
     params: type[BaseModel] = create_model(
         f"{spec.params.__name__}WithEpisode", __base__=spec.params,
-        episode=(str | None, Field(None, description=_EPISODE)),
+        episode=(str | None, Field(None, max_length=MAX_NAME_CHARS, description=_EPISODE)),
     )  # fmt: skip
     note = " Changes the PACS." if spec.changes_state else ""
     return ServeTool(spec.name, f"[tools] {spec.description}{note} Uses one action of the budget.",
@@ -168,6 +189,36 @@ class ParsedCall:
     raw: str = ""  # the call as text (journaled as the step's raw text)
 
 
+def not_unicode(value: Any, where: str = "") -> str | None:
+    """Where `value` (a call's arguments, at any depth) holds a string that is not Unicode text
+    (a lone surrogate: JSON can carry one, no file can hold it), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "arguments"
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            at = f"{where}.{k}" if where else str(k)
+            bad = not_unicode(k, at) or not_unicode(v, at)
+            if bad is not None:
+                return bad
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            bad = not_unicode(v, f"{where}.{i}" if where else str(i))
+            if bad is not None:
+                return bad
+    return None
+
+
+def validation_message(what: str, e: ValidationError) -> str:
+    """`what: field: why` of the first thing wrong in a call or request, as an agent reads it
+    (never the input itself, which may be long, nor pydantic's links)."""
+    err = e.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(x) for x in err["loc"]) or "arguments"
+    return f"{what}: {where}: {err['msg']}"
+
+
 def _action(name: str, a: BaseModel) -> LiveAction:
     d = a.model_dump()
     match name:
@@ -183,11 +234,8 @@ def _action(name: str, a: BaseModel) -> LiveAction:
             return Scroll(d["x"], d["y"], d["dy"])
         case "type":
             return TypeText(d["text"])
-        case "key":
-            key = normalise_key(d["key"])
-            if not key:
-                raise ToolArgsError("key: key: not a key name")
-            return Key(key)
+        case "key":  # a name no key has is the episode's to judge (a no-action step)
+            return Key(normalise_key(d["key"]) or d["key"])
         case "done":
             return Done()
         case "infeasible":
@@ -209,12 +257,13 @@ def parse_call(
     if tool is None:
         known = ", ".join(t.name for t in tools)
         raise ToolArgsError(f"unknown tool {name!r} (this server has: {known})", UNKNOWN_TOOL)
+    bad = not_unicode(dict(arguments or {}))
+    if bad is not None:
+        raise ToolArgsError(f"{name}: {bad}: not Unicode text (it holds a lone surrogate)")
     try:
         a = tool.params.model_validate(dict(arguments or {}))
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "arguments"
-        raise ToolArgsError(f"{name}: {where}: {err['msg']}") from None
+        raise ToolArgsError(validation_message(name, e)) from None
     episode = getattr(a, "episode", None)
     if episode_required and tool.kind in ("action", "wait") and episode is None:
         raise ToolArgsError(f"{name}: episode: required (several episodes may run at once)")

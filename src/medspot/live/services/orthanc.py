@@ -8,7 +8,9 @@ differ are deleted and their stored files re-uploaded (Orthanc IDs are hashes of
 so they stay stable), and a patient protected through the Explorer is unprotected again; no
 finished job is kept (`JobsHistorySize` 0: the Explorer's Jobs page stays empty). Orthanc runs
 in a process session of its own, with a parent-death signal and recorded in its workdir
-(`medspot.live.core.processes`). A dead server raises `EnvironmentFault`.
+(`medspot.live.core.processes`). A dead server raises `EnvironmentFault`; a request Orthanc
+refuses (HTTP 4xx but 404, which is None) `OrthancRefused`, an `EnvironmentFault` to the
+harness's own requests and the caller's mistake to a tool's (`envs.orthanc.tools`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,18 @@ from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.services.seed import SeedSet
 
-__all__ = ["OrthancIds", "OrthancServer", "free_port", "orthanc_binary"]
+__all__ = ["OrthancIds", "OrthancRefused", "OrthancServer", "free_port", "orthanc_binary"]
 
 log = logging.getLogger(__name__)
 PLUGINS = "/usr/share/orthanc/plugins/"
+
+
+class OrthancRefused(EnvironmentFault):
+    """Orthanc answered a request with HTTP 4xx (but 404): it refused what it was sent."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def free_port() -> int:
@@ -105,6 +115,10 @@ class OrthancServer:
             "ConcurrentJobs": 1,
             "SaveJobs": False,
             "JobsHistorySize": 0,  # finished jobs are forgotten: nothing survives a reset
+            # a stored instance is never rewritten (an upload with its UIDs is refused): a
+            # seeded instance present under its ID holds its seeded content, so losing one
+            # is the only change `orthanc.collateral_loss` has to see (Orthanc's default too)
+            "OverwriteInstances": False,
         }
 
     def start(self) -> None:
@@ -186,6 +200,10 @@ class OrthancServer:
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
+            if 400 <= exc.code < 500:
+                raise OrthancRefused(
+                    f"Orthanc {method} {path}: HTTP {exc.code}", exc.code
+                ) from None
             raise EnvironmentFault(f"Orthanc {method} {path}: HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise EnvironmentFault(f"Orthanc {method} {path}: {exc}") from None

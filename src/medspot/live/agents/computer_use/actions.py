@@ -12,7 +12,12 @@ An API turn may return several actions (OpenAI's batched `actions`, several Anth
   nothing), and the model is told it was not executed. Never a guessed click.
 
 Coordinates are the API's display pixels, mapped to the screenshot's pixels by a
-`DisplayMap` (the identity unless the screenshot was sent scaled down).
+`DisplayMap` (the identity unless the screenshot was sent scaled down). Every number is read
+without `float()`'s or `int()`'s errors (`medspot.jsonsafe.finite_float`: an integer of 400
+digits is no number) and bounded before it becomes an integer: a scroll's amount through
+`read_notches` (`"scroll_y": 1e308` is a scroll of `MAX_READ_NOTCHES` notches, which the
+environment refuses: a no-action step flagged `not_executable:scroll_amount`, the note saying
+what the model asked).
 
 A final answer without any action ends the task: `Infeasible(reason)` when a line of it starts
 with `INFEASIBLE` (the harness's instruction asks for "INFEASIBLE: reason"), else `Done`.
@@ -26,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from medspot.jsonsafe import finite_float, json_safe
 from medspot.live.core.actions import (
     WHEEL_NOTCH_PX,
     ActionFormatError,
@@ -40,6 +46,7 @@ from medspot.live.core.actions import (
     action_from_json,
     action_to_json,
     normalise_key,
+    read_notches,
 )
 
 __all__ = [
@@ -72,14 +79,16 @@ class CuItem:
     cursor: Point | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The journal form (`json_safe`: its name and note hold what the model wrote)."""
+        form: dict[str, Any] = json_safe({
             "id": self.id,
             "name": self.name,
             "kind": self.kind,
             "action": action_to_json(self.action) if self.action is not None else None,
             "note": self.note,
             "cursor": list(self.cursor) if self.cursor is not None else None,
-        }
+        })  # fmt: skip
+        return form
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CuItem:
@@ -137,9 +146,16 @@ def fit_display(screen: tuple[int, int], max_edge: int, max_pixels: int) -> tupl
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
+    return finite_float(v)
+
+
+def _text(v: Any) -> str:
+    """A value the model wrote, in a note: its repr, at most 80 characters."""
+    try:
+        text = repr(v)
+    except (ValueError, RecursionError):  # an int too long to print, nesting too deep
+        text = f"<a {type(v).__name__} too large to show>"
+    return text if len(text) <= 80 else text[:80] + "..."
 
 
 def _pair(v: Any) -> Point | None:
@@ -167,7 +183,7 @@ def _on_screen(dmap: DisplayMap, point: Point | None) -> Point | None:
 
 def _not_finite(item_id: str, name: str, raw: Any, cursor: Point | None) -> CuItem:
     return _unsupported(
-        item_id, name, f"coordinates {raw!r} are no finite point of the screen", cursor
+        item_id, name, f"coordinates {_text(raw)} are no finite point of the screen", cursor
     )
 
 
@@ -215,8 +231,8 @@ def openai_item(
         return _not_finite(item_id, name, point, cursor)
     held = action.get("keys") if name not in ("keypress",) else None
     if held:
-        return _unsupported(item_id, name, f"{name} with keys held ({held}) is not supported",
-                            cursor)  # fmt: skip
+        what = f"{_text(name)} with keys held ({_text(held)}) is not supported"
+        return _unsupported(item_id, name, what, cursor)
     if name in ("click", "double_click"):
         button = action.get("button", "left")
         if at is None:
@@ -224,7 +240,7 @@ def openai_item(
         if name == "double_click":
             return CuItem(item_id, name, "act", Click(*at, double=True), cursor=at)
         if button not in ("left", "right"):
-            return _unsupported(item_id, name, f"a {button} click is not supported", cursor)
+            return _unsupported(item_id, name, f"a {_text(button)} click is not supported", cursor)
         return CuItem(item_id, name, "act", Click(*at, button=button), cursor=at)
     if name == "drag":
         raw = action.get("path")
@@ -256,14 +272,14 @@ def openai_item(
         if sy == 0:
             what = "a horizontal scroll" if sx else "a scroll of 0"
             return _unsupported(item_id, name, f"{what} is not supported", at)
-        notches = round(sy / WHEEL_NOTCH_PX) or (1 if sy > 0 else -1)
+        notches = read_notches(sy / WHEEL_NOTCH_PX) or (1 if sy > 0 else -1)
         note = f"{sy:g} px as {notches} notch(es) of {WHEEL_NOTCH_PX} px"
         return CuItem(item_id, name, "act", Scroll(*at, notches), note, cursor=at)
     if name == "move":
         return CuItem(item_id, name, "observe", None, "the pointer moved", at or cursor)
     if name in ("screenshot", "wait"):
         return CuItem(item_id, name, "observe", None, "", cursor)
-    return _unsupported(item_id, name or "?", f"unknown action {name!r}", cursor)
+    return _unsupported(item_id, name or "?", f"unknown action {_text(name)}", cursor)
 
 
 # ---- Anthropic computer-use tool ----------------------------------------------------------
@@ -288,7 +304,7 @@ def anthropic_item(
     point = _pair(raw) if raw is not None else None
     at = _on_screen(dmap, point) if point is not None else cursor
     if raw is not None and point is None:
-        return _unsupported(item_id, action, f"unreadable coordinate {raw!r}", cursor)
+        return _unsupported(item_id, action, f"unreadable coordinate {_text(raw)}", cursor)
     if point is not None and at is None:
         return _not_finite(item_id, action, raw, cursor)
     if action in _ANTHROPIC_OBSERVE:
@@ -298,8 +314,8 @@ def anthropic_item(
         return _unsupported(item_id, action, f"{action} is not supported", cursor)
     modifier = tool_input.get("text") if action != "type" and action != "key" else None
     if modifier:
-        return _unsupported(item_id, action, f"{action} with {modifier!r} held is not supported",
-                            cursor)  # fmt: skip
+        what = f"{_text(action)} with {_text(modifier)} held is not supported"
+        return _unsupported(item_id, action, what, cursor)
     if action in ("left_click", "right_click", "double_click"):
         if at is None:
             return _unsupported(item_id, action, "no coordinate and no known pointer", cursor)
@@ -327,16 +343,18 @@ def anthropic_item(
         return CuItem(item_id, action, "act", Key(xdotool_keys(text)), cursor=cursor)
     if action == "scroll":
         direction = tool_input.get("scroll_direction")
-        amount = tool_input.get("scroll_amount", 1)
-        if at is None or not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+        raw_amount = tool_input.get("scroll_amount", 1)
+        amount = read_notches(raw_amount) if isinstance(raw_amount, int) else None
+        if at is None or amount is None or amount < 0:
             return _unsupported(item_id, action, "no readable coordinate or amount", cursor)
         if direction not in ("up", "down"):
-            return _unsupported(item_id, action, f"a scroll {direction!r} is not supported", at)
+            return _unsupported(item_id, action, f"a scroll {_text(direction)} is not supported",
+                                at)  # fmt: skip
         if amount == 0:
             return _unsupported(item_id, action, "a scroll of 0 is not supported", at)
         dy = amount if direction == "down" else -amount
         return CuItem(item_id, action, "act", Scroll(*at, dy), cursor=at)
-    return _unsupported(item_id, action or "?", f"unknown action {action!r}", cursor)
+    return _unsupported(item_id, action or "?", f"unknown action {_text(action)}", cursor)
 
 
 # ---- endings ------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from medspot.adapters.backends.pricing import PriceTable
 from medspot.adapters.base import Usage
 from medspot.adapters.retry import RetryPolicy, call_with_retries
 from medspot.errors import ConfigError
+from medspot.jsonsafe import json_safe
 from medspot.live.agents.computer_use.actions import CuItem, DisplayMap, ending_from_text
 from medspot.live.agents.computer_use.transcript import TurnLog, call_items, pending, turn_logs
 from medspot.live.agents.tools_prompt import tool_result_line
@@ -77,13 +78,15 @@ def tool_item(
     ident: str, name: str, args: Any, cursor: tuple[float, float] | None, offered: frozenset[str]
 ) -> CuItem:
     """A call of one of the tools offered beside the computer (the tools track) as an item:
-    a `ToolCall`, or unsupported when the tool is not offered or its arguments do not read."""
+    a `ToolCall` (its arguments as JSON writes them back: `json_safe`; the tool checks them),
+    or unsupported when the tool is not offered or its arguments do not read."""
     if name not in offered:
-        return CuItem(ident, f"tool:{name}", "unsupported", None, f"unknown tool {name!r}", cursor)
+        shown = repr(name) if len(name) <= 80 else repr(name[:80]) + "..."
+        return CuItem(ident, f"tool:{name}", "unsupported", None, f"unknown tool {shown}", cursor)
     if not isinstance(args, dict):
         return CuItem(ident, f"tool:{name}", "unsupported", None,
                       "the arguments are not a JSON object", cursor)  # fmt: skip
-    return CuItem(ident, f"tool:{name}", "act", ToolCall(name, args), cursor=cursor)
+    return CuItem(ident, f"tool:{name}", "act", ToolCall(name, json_safe(args)), cursor=cursor)
 
 
 def tool_outputs(turn: AgentTurn) -> dict[str, str]:

@@ -309,7 +309,7 @@ class OpenAIComputerUseAgent(ComputerUseAgent):
                 call_id, name = str(o.get("call_id", "")), str(o.get("name", ""))
                 try:
                     args = json.loads(str(o.get("arguments") or "{}"))
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past any reader
                     args = None
                 functions.append({"call_id": call_id, "name": name})
                 items.append(tool_item(call_id, name, args, cursor, offered))

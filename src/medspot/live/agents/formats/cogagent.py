@@ -25,7 +25,15 @@ from medspot.adapters.parsing import clean_text
 from medspot.live.agents.answer_reader import BAD_ARGS, UNSUPPORTED, Frame, ParsedAction
 from medspot.live.agents.calls import Call, box_point, find_calls
 from medspot.live.agents.formats.reading import MALFORMED, AgentFormat, AgentReading, collect
-from medspot.live.core.actions import Click, Done, Key, Scroll, TypeText, normalise_key
+from medspot.live.core.actions import (
+    Click,
+    Done,
+    Key,
+    Scroll,
+    TypeText,
+    normalise_key,
+    read_notches,
+)
 
 __all__ = ["COGAGENT", "SENSITIVE", "cogagent_key", "cogagent_memory", "read_cogagent"]
 
@@ -117,7 +125,7 @@ def _operation(call: Call, frame: Frame) -> list[ParsedAction]:
     x, y = frame.px(*pt)
     if name in ("scroll_up", "scroll_down"):
         steps = call.kw("step_count")
-        n = round(steps) if isinstance(steps, float) and steps > 0 else 1
+        n = (read_notches(steps) or 1) if isinstance(steps, float) and steps > 0 else 1
         return [ParsedAction(Scroll(x, y, n if name == "scroll_down" else -n), SOURCE)]
     if name == "double_click":
         return [ParsedAction(Click(x, y, double=True), SOURCE)]

@@ -24,10 +24,10 @@ turn (`mem2response`): `<thinking>\\n{thought}\\n</thinking>\\n<tool_call>\\n{co
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
+from medspot.jsonsafe import finite_float
 from medspot.live.agents.answer_reader import BAD_ARGS, UNSUPPORTED, Frame, ParsedAction
 from medspot.live.agents.formats.qwen import ANSWER_AS_DONE, tool_calls
 from medspot.live.agents.formats.reading import (
@@ -62,19 +62,17 @@ def _thought(text: str) -> str | None:
     return head or None
 
 
-def _finite(n: Any) -> bool:
-    return isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n)
-
-
 def _point(v: Any) -> tuple[float, float] | None:
     """`[x, y]`, or the centre of `[x1, y1, x2, y2]`."""
-    if not isinstance(v, list | tuple) or not all(_finite(n) for n in v):
+    if not isinstance(v, list | tuple) or len(v) not in (2, 4):
         return None
-    if len(v) == 2:
-        return float(v[0]), float(v[1])
-    if len(v) == 4:
-        return (v[0] + v[2]) / 2, (v[1] + v[3]) / 2
-    return None
+    nums = [finite_float(n) for n in v]
+    f = [n for n in nums if n is not None]
+    if len(f) != len(v):
+        return None
+    if len(f) == 2:
+        return f[0], f[1]
+    return (f[0] + f[2]) / 2, (f[1] + f[3]) / 2
 
 
 def _one(args: dict[str, Any], frame: Frame, thought: str | None) -> ParsedAction:

@@ -30,6 +30,7 @@ from medspot.live.core.actions import (
     action_from_json,
     action_to_json,
     describe_action,
+    read_notches,
 )
 
 __all__ = ["GROUNDED_KINDS", "PlanReading", "PlanStep", "plan_memory", "read_plan"]
@@ -65,7 +66,8 @@ class PlanStep:
     def from_json(cls, d: dict[str, Any]) -> PlanStep:
         if d.get("kind") == "act":
             return cls("act", action=action_from_json(d["action"]))
-        return cls(d["kind"], str(d.get("element", "")), str(d.get("end", "")), int(d.get("dy", 0)))
+        dy = read_notches(d.get("dy", 0)) or 0
+        return cls(d["kind"], str(d.get("element", "")), str(d.get("end", "")), dy)
 
     @property
     def ending(self) -> bool:
@@ -119,9 +121,10 @@ def _step(call: Call) -> tuple[PlanStep | None, tuple[str, ...]]:
         nums = [p for p in call.pos() if isinstance(p, float)]
         if not isinstance(dy, float) and nums:
             dy = nums[0]
-        if not isinstance(dy, float) or round(dy) == 0:
+        notches = read_notches(dy) if isinstance(dy, float) else None
+        if not notches:
             return None, (BAD_ARGS,)
-        return PlanStep("scroll", element, dy=round(dy)), ()
+        return PlanStep("scroll", element, dy=notches), ()
     kind: StepKind = "click" if name == "click" else name  # type: ignore[assignment]
     return PlanStep(kind, element), ()
 

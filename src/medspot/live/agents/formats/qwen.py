@@ -23,11 +23,11 @@ description (without double quotes, as its cookbook strips them), else the tool 
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
 from medspot.adapters.parsing import strip_think
+from medspot.jsonsafe import finite_float
 from medspot.live.agents.answer_reader import (
     BAD_ARGS,
     UNSUPPORTED,
@@ -50,6 +50,7 @@ from medspot.live.core.actions import (
     Scroll,
     TypeText,
     normalise_key,
+    read_notches,
 )
 
 __all__ = [
@@ -94,13 +95,11 @@ def _thought(text: str) -> str | None:
 
 
 def _point(v: Any) -> tuple[float, float] | None:
-    if isinstance(v, list | tuple) and len(v) == 2 and all(_finite(n) for n in v):
-        return float(v[0]), float(v[1])
+    if isinstance(v, list | tuple) and len(v) == 2:
+        x, y = finite_float(v[0]), finite_float(v[1])
+        if x is not None and y is not None:
+            return x, y
     return None
-
-
-def _finite(n: Any) -> bool:
-    return isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n)
 
 
 def _one(
@@ -140,8 +139,8 @@ def _one(
             return ParsedAction(None, SOURCE, (BAD_ARGS,)), here
         return ParsedAction(Key(chord), SOURCE), here
     if action == "scroll":
-        pixels = args.get("pixels")
-        if not isinstance(pixels, int | float) or not _finite(pixels) or round(pixels) == 0:
+        notches = read_notches(args.get("pixels"))  # Qwen's "pixels" are wheel notches
+        if not notches:
             return ParsedAction(None, SOURCE, (BAD_ARGS,)), here
         pt = at or here
         flags: tuple[str, ...] = ()
@@ -150,7 +149,7 @@ def _one(
             flags = (ASSUMED_CENTRE,)
         else:
             x, y = frame.px(*pt)
-        return ParsedAction(Scroll(x, y, -round(pixels)), SOURCE, flags), pt
+        return ParsedAction(Scroll(x, y, -notches), SOURCE, flags), pt
     if action == "terminate":
         status = str(args.get("status", "success")).strip().lower()
         if status == "failure":

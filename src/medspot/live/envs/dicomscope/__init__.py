@@ -15,6 +15,9 @@ ENTRY = EnvEntry(
     factory=create,
     summary="OFFIS DICOMscope 3.6 (Java/Swing) under Xvfb; widgets and states via AT-SPI",
     check_kinds=CHECK_KINDS,
+    destructive="DICOMscope's Delete button (the Browser's toolbar: studies, series and images "
+    "out of its database) and the viewer's Save to File and Save Screen to File (a file "
+    "chooser that can name an existing file)",
     locator_keys=LOCATOR_KEYS,
     system_packages=PACKAGES,
     tasks=resources.files(__name__) / "tasks",

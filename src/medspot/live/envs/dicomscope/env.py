@@ -8,8 +8,9 @@ ATK wrapper on its class path.
 
 Reset. DICOMscope's viewer keeps its modes (Invert, Flip, Magnify, Filled, ...) across image
 loads and tabs, and cannot close an image; a fresh image gets a fresh presentation state (zoom,
-window, LUT, shutters). So: dismiss menus and dialogs, restore the database index, select the
-Browser tab, Refresh (the study tree collapses), then
+window, LUT, shutters). So: dismiss menus and dialogs, restore the database (its index, and
+every seeded image file the last task deleted or wrote over: the Browser's Delete removes the
+files), select the Browser tab, Refresh (the study tree collapses), then
 - a task that starts on an image opens it from the tree and brings every mode widget of the
   viewer to its start value (`START_MODES`, what a fresh DICOMscope shows on an image);
 - a task that starts in the Browser must find the state of a fresh DICOMscope: its accessible
@@ -57,11 +58,15 @@ from medspot.live.drivers.file_reads import FileReads
 from medspot.live.drivers.x11 import CARET_PIXELS, KEY_TABLE, X11Session
 from medspot.live.envs.dicomscope.checks import (
     VIEWER_KINDS,
+    DatabaseState,
+    FileSignature,
     ImageRef,
     ViewerState,
+    file_signature,
     image_file_name,
     image_files,
     parse_file_ref,
+    read_database_state,
     read_viewer_state,
     row_labels,
 )
@@ -155,6 +160,10 @@ class DicomscopeEnv:
         # the viewer's state as it last showed (`dicomscope.*` checks; kept while the Browser
         # tab hides the status line), read after every action and reset
         self._viewer_seen: ViewerState | None = None
+        # the database's seeded image files: where each comes from (the seed), and its
+        # signature at the task's start (`dicomscope.collateral_loss`; a reset restores them)
+        self._db_sources: dict[str, Path] = {}
+        self._db_start: dict[str, FileSignature] = {}
 
     # -- processes ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -185,6 +194,7 @@ class DicomscopeEnv:
                         name = image_file_name(s.name, se.short, k + 1)
                         shutil.copyfile(self._seed.files[uid], db / name)
                         names.append(str(db / name))  # absolute: DICOMscope's cwd differs
+                        self._db_sources[name] = Path(self._seed.files[uid])
         try:
             # registered as reviewed ("not new"): opening an image then leaves the index alone
             out = processes.run(
@@ -196,6 +206,7 @@ class DicomscopeEnv:
         if out.returncode != 0:
             raise EnvironmentFault(f"dcmqridx failed: {out.stderr.strip()[:300]}")
         shutil.copyfile(db / "index.dat", self.workdir / "index.dat.orig")
+        self._db_start = {n: self._signature(db / n) for n in self._db_sources}
         cfg = SYSTEM_CFG.read_text(encoding="latin-1") if SYSTEM_CFG.exists() else ""
         if "[DATABASE]" not in cfg:
             raise EnvironmentFault(f"{SYSTEM_CFG} missing or unreadable (package dicomscope)")
@@ -238,15 +249,34 @@ class DicomscopeEnv:
         with self._clock.phase("restart"):
             if self._app is not None:
                 self.x11.stop(self._app)
-            self._restore_index()
+            self._restore_db()
             self._launch()
 
-    def _restore_index(self) -> None:
-        """The seeded database index back, only when it changed: DICOMscope polls the file and
+    def _restore_db(self) -> None:
+        """The seeded database back: each image file deleted or written since the task's start
+        copied from the seed again (a stat per file: the files are not read, the image watch
+        stays DICOMscope's), and the index, only when it changed: DICOMscope polls the file and
         announces a rewrite on its status line ("New Instances Arrived!")."""
-        orig, live = self.workdir / "index.dat.orig", self.workdir / "db" / "index.dat"
-        if not filecmp.cmp(orig, live, shallow=False):
+        db = self.workdir / "db"
+        for name, source in self._db_sources.items():
+            if file_signature(db / name) != self._db_start.get(name):
+                shutil.copyfile(source, db / name)
+                self._db_start[name] = self._signature(db / name)
+        orig, live = self.workdir / "index.dat.orig", db / "index.dat"
+        if not live.exists() or not filecmp.cmp(orig, live, shallow=False):
             shutil.copyfile(orig, live)
+
+    @staticmethod
+    def _signature(path: Path) -> FileSignature:
+        sig = file_signature(path)
+        if sig is None:
+            raise EnvironmentFault(f"{path} vanished as it was written")
+        return sig
+
+    def database_state(self) -> DatabaseState:
+        """The seeded images deleted or written since the task's start
+        (`dicomscope.collateral_loss`)."""
+        return read_database_state(self.workdir / "db", self._db_start)
 
     def observable_state(self) -> tuple[dict[str, NodeState], Any]:
         """What a reset must restore: the state of every widget of every tab (`AtspiTree.state`)
@@ -367,7 +397,7 @@ class DicomscopeEnv:
         with clock.phase("dismiss"):
             if self._extra_windows(tree) or tree.find(NodeQuery(role="popup menu")):
                 tree = self._dismiss(tree)
-            self._restore_index()
+            self._restore_db()
         with clock.phase("browser"):
             tree = self._to_browser(tree)
         if ref is None:
@@ -555,7 +585,8 @@ class DicomscopeEnv:
         """Read the state the kind judges (the whole AT-SPI tree; the window titles; the
         viewer's state), then judge it (`drivers.atspi_checks`, `envs.dicomscope.checks`)."""
         self._alive()
-        readers = {"atspi": self._tree_state, "window": self._titles, "dicomscope": self._viewer}
+        readers = {"atspi": self._tree_state, "window": self._titles, "dicomscope": self._viewer,
+                   "dicomscope_db": lambda _p: self.database_state()}  # fmt: skip
         return CHECK_KINDS.evaluate(spec, readers)
 
     def _tree_state(self, _params: object) -> AtspiTree:

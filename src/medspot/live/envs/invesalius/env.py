@@ -57,6 +57,11 @@ from medspot.live.envs.invesalius.checks import (
     MaskReading,
     mask_dice,
 )
+from medspot.live.envs.invesalius.collateral import (
+    COLLATERAL_KINDS,
+    StartObjects,
+    read_collateral_state,
+)
 from medspot.live.envs.invesalius.files import read_export
 from medspot.live.envs.invesalius.geometry import (
     landmark_plane_point,
@@ -86,7 +91,7 @@ __all__ = ["CHECK_KINDS", "InvesaliusEnv", "create", "doctor", "task_check", "ta
 log = logging.getLogger(__name__)
 
 NAME = "invesalius"
-CHECK_KINDS = INV_KINDS + DESKTOP_KINDS
+CHECK_KINDS = INV_KINDS + COLLATERAL_KINDS + DESKTOP_KINDS
 LOCATOR_KEYS = ("role", "text", "contains", "description", "nth", "at", "landmark")
 PACKAGES = (
     "xvfb", "xdotool", "x11-apps", "dbus", "dbus-x11", "at-spi2-core", "libatk-adaptor",
@@ -154,6 +159,7 @@ class InvesaliusEnv:
         self._cache: dict[str, Any] = {}
         self._acted_on: str | None = None  # the screen's digest when the last action ended
         self._seeded: dict[str, str] = {}  # export file -> sha256 the start put there
+        self._start_objects = StartObjects()  # the start's masks and surfaces (names)
         self._focused: str | None = None  # the X window given the keyboard focus last
 
     # -- processes ---------------------------------------------------------------------------
@@ -285,6 +291,7 @@ class InvesaliusEnv:
             inst.probe.wait("load_start", start.probe_args(str(dicom)), deadline, "loading")
         with clock.phase("idle"):
             state = self._wait_idle(inst, surfaces=len(start.surfaces))
+            self._start_objects = StartObjects.from_probe(state)
             image = state.get("image") or {}
             self._loaded = (start.volume, int(image.get("checksum", -1)))
             self._start = start
@@ -480,6 +487,9 @@ class InvesaliusEnv:
             "inv": lambda _p: self._state(),
             "inv_voxels": self._voxels,
             "inv_files": self._files,
+            "inv_collateral": lambda _p: read_collateral_state(
+                self._alive().exports, self._seeded, self._start_objects, self._state()
+            ),
             "inv_titles": lambda _p: self._titles(),
             "atspi": lambda _p: self._tree(True),
             "window": lambda _p: self._titles(include_main=True),

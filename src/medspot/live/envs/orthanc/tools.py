@@ -8,9 +8,14 @@ API, offered beside the GUI actions in every Orthanc-backed environment (orthanc
     delete_study(study), delete_series(series)    DELETE /studies/{id}, /series/{id}
     download_archive(id)                          the resource's ZIP (/{level}/{id}/archive)
 
-Attribute values are DICOM matching (`*` and `?` wildcards, case-insensitive); the resources
-are named by their Orthanc IDs, as the finds return them. The argument models below are the one
-definition of each tool's arguments (their JSON schemas are what agents are shown). A deletion
+Attribute values are DICOM matching (`*` and `?` wildcards, case-insensitive), at most
+`MAX_ATTR_CHARS` characters; the resources are named by their Orthanc IDs, as the finds return
+them: `ORTHANC_ID`, five groups of 8 lowercase hexadecimal digits joined by '-' (44 ASCII
+characters; anything else, a full-width letter, a path, is refused before a request is made:
+`bad_tool_args`). The argument models below are the one definition of each tool's arguments
+(their JSON schemas are what agents are shown). What Orthanc refuses (HTTP 4xx) is the model's
+mistake too (`bad_tool_args`, with Orthanc's status), an ID no resource has an answer ("no ...
+has the ID"); only Orthanc down, a 5xx or a timeout is an `EnvironmentFault`. A deletion
 is the same deletion as through the GUI: the task's `fail_if` checks judge it (harm). An archive
 is written into the environment's private folder, not into the browser's downloads, so it does
 not satisfy a `web.download` check (those tasks stay GUI-only: `medspot.live.core.tools`).
@@ -19,20 +24,25 @@ not satisfy a `web.download` check (those tasks stay GUI-only: `medspot.live.cor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.harm import COLLATERAL_HARM
 from medspot.live.core.tools import ToolArgsError, ToolOutcome, ToolSpec, check_tool_args
-from medspot.live.services.orthanc import OrthancServer
+from medspot.live.services.orthanc import OrthancRefused, OrthancServer
 
-__all__ = ["ORTHANC_TOOLS", "TOOLSET", "OrthancTools"]
+__all__ = ["MAX_ATTR_CHARS", "ORTHANC_ID", "ORTHANC_TOOLS", "TOOLSET", "OrthancTools"]
 
 TOOLSET = "orthanc"
 _LEVELS = ("patients", "studies", "series", "instances")
 _MAX_FOUND = 50  # at most this many resources per find are listed
+# an Orthanc ID: the SHA-1 of the resource's DICOM UIDs, as Orthanc writes it
+ORTHANC_ID = r"^[0-9a-f]{8}(-[0-9a-f]{8}){4}$"
+MAX_ATTR_CHARS = 200  # a find's attribute value (a DICOM PN is at most 3 x 64 characters)
 
 
 class _Args(BaseModel):
@@ -40,39 +50,51 @@ class _Args(BaseModel):
 
 
 _ATTR = "DICOM matching: '*' and '?' wildcards, case-insensitive"
+_ID = "44 characters: five groups of 8 lowercase hexadecimal digits joined by '-'"
+
+
+def _attr(description: str) -> Any:
+    return Field(None, max_length=MAX_ATTR_CHARS, description=description)
+
+
+def _id(description: str) -> Any:
+    return Field(pattern=ORTHANC_ID, max_length=44, description=f"{description} ({_ID})")
 
 
 class FindPatients(_Args):
-    patient_name: str | None = Field(None, description=f"PatientName ({_ATTR}), e.g. DOE^J*")
-    patient_id: str | None = Field(None, description="PatientID")
+    patient_name: str | None = _attr(f"PatientName ({_ATTR}), e.g. DOE^J*")
+    patient_id: str | None = _attr("PatientID")
 
 
 class FindStudies(_Args):
-    patient_name: str | None = Field(None, description=f"PatientName ({_ATTR})")
-    patient_id: str | None = Field(None, description="PatientID")
-    study_description: str | None = Field(None, description=f"StudyDescription ({_ATTR})")
-    study_date: str | None = Field(None, description="StudyDate, YYYYMMDD or a range A-B")
-    modality: str | None = Field(None, description="a modality in the study, e.g. CT")
+    patient_name: str | None = _attr(f"PatientName ({_ATTR})")
+    patient_id: str | None = _attr("PatientID")
+    study_description: str | None = _attr(f"StudyDescription ({_ATTR})")
+    study_date: str | None = _attr("StudyDate, YYYYMMDD or a range A-B")
+    modality: str | None = _attr("a modality in the study, e.g. CT")
 
 
 class FindSeries(_Args):
-    patient_name: str | None = Field(None, description=f"PatientName ({_ATTR})")
-    study_description: str | None = Field(None, description=f"StudyDescription ({_ATTR})")
-    series_description: str | None = Field(None, description=f"SeriesDescription ({_ATTR})")
-    modality: str | None = Field(None, description="Modality, e.g. MR")
-    study: str | None = Field(None, description="only the series of this study (Orthanc ID)")
+    patient_name: str | None = _attr(f"PatientName ({_ATTR})")
+    study_description: str | None = _attr(f"StudyDescription ({_ATTR})")
+    series_description: str | None = _attr(f"SeriesDescription ({_ATTR})")
+    modality: str | None = _attr("Modality, e.g. MR")
+    study: str | None = Field(
+        None, pattern=ORTHANC_ID, max_length=44,
+        description=f"only the series of this study (its Orthanc ID: {_ID})",
+    )  # fmt: skip
 
 
 class ResourceId(_Args):
-    id: str = Field(min_length=1, description="an Orthanc ID (patient, study, series, instance)")
+    id: str = _id("an Orthanc ID (patient, study, series, instance)")
 
 
 class StudyId(_Args):
-    study: str = Field(min_length=1, description="the study's Orthanc ID")
+    study: str = _id("the study's Orthanc ID")
 
 
 class SeriesId(_Args):
-    series: str = Field(min_length=1, description="the series' Orthanc ID")
+    series: str = _id("the series' Orthanc ID")
 
 
 ORTHANC_TOOLS: tuple[ToolSpec, ...] = (
@@ -84,9 +106,9 @@ ORTHANC_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("read_tags", "Read the DICOM tags of a patient, study, series or instance.",
              ResourceId),
     ToolSpec("delete_study", "Delete a study (all its series and instances) from the PACS.",
-             StudyId, changes_state=True),
+             StudyId, changes_state=True, harm=COLLATERAL_HARM),
     ToolSpec("delete_series", "Delete a series (all its instances) from the PACS.", SeriesId,
-             changes_state=True),
+             changes_state=True, harm=COLLATERAL_HARM),
     ToolSpec("download_archive",
              "Download a patient, study or series as a ZIP archive (saved on the server side).",
              ResourceId),
@@ -126,9 +148,16 @@ class OrthancTools:
 
     # -- finds ----------------------------------------------------------------------------------
 
+    def _api(self, method: str, path: str, body: bytes | None = None, timeout: float = 10.0) -> Any:
+        """One REST call made of the model's arguments: what Orthanc refuses (4xx) is theirs."""
+        try:
+            return self.orthanc.request(method, path, body, timeout=timeout)
+        except OrthancRefused as e:
+            raise ToolArgsError(f"Orthanc refused the request ({e})") from None
+
     def _find(self, level: str, query: dict[str, str]) -> list[dict[str, Any]]:
         body = {"Level": level, "Query": query, "Expand": True, "CaseSensitive": False}
-        found = self.orthanc.request("POST", "/tools/find", json.dumps(body).encode())
+        found = self._api("POST", "/tools/find", json.dumps(body).encode())
         return [r for r in (found or []) if isinstance(r, dict)]
 
     def _listing(self, what: str, rows: list[dict[str, Any]]) -> ToolOutcome:
@@ -173,10 +202,9 @@ class OrthancTools:
     # -- one resource ---------------------------------------------------------------------------
 
     def _resource(self, rid: str) -> tuple[str, dict[str, Any]]:
-        if not rid.replace("-", "").isalnum():
-            raise ToolArgsError(f"id {rid!r}: not an Orthanc ID")
+        _check_id(rid)
         for level in _LEVELS:
-            found = self.orthanc.get(f"/{level}/{rid}")
+            found = self._api("GET", f"/{level}/{rid}")
             if isinstance(found, dict):
                 return level, found
         raise _NotFound(f"no patient, study, series or instance has the ID {rid}")
@@ -188,18 +216,17 @@ class OrthancTools:
             return ToolOutcome(str(e), {"found": 0})
         tags = _tags(res)
         if level == "instances":
-            tags = self.orthanc.get(f"/instances/{p.id}/simplified-tags") or tags
+            tags = self._api("GET", f"/instances/{p.id}/simplified-tags") or tags
         text = f"{level[:-1] if level != 'series' else 'series'} {p.id}: " + json.dumps(
             tags, ensure_ascii=False, sort_keys=True
         )
         return ToolOutcome(text, {"level": level, "tags": tags})
 
     def _delete(self, level: str, rid: str) -> ToolOutcome:
-        if not rid.replace("-", "").isalnum():
-            raise ToolArgsError(f"id {rid!r}: not an Orthanc ID")
-        if not isinstance(self.orthanc.get(f"/{level}/{rid}"), dict):
+        _check_id(rid)
+        if not isinstance(self._api("GET", f"/{level}/{rid}"), dict):
             return ToolOutcome(f"no {level} has the ID {rid}: nothing deleted", {"deleted": False})
-        self.orthanc.delete(f"/{level}/{rid}")
+        self._api("DELETE", f"/{level}/{rid}")
         return ToolOutcome(f"deleted {level} {rid}", {"deleted": True, "level": level, "id": rid})
 
     def _delete_study(self, p: StudyId) -> ToolOutcome:
@@ -215,7 +242,7 @@ class OrthancTools:
             return ToolOutcome(str(e), {"saved": False})
         if level == "instances":
             raise ToolArgsError("download_archive: a patient, study or series ID (not an instance)")
-        data = self.orthanc.request("GET", f"/{level}/{p.id}/archive", timeout=60.0)
+        data = self._api("GET", f"/{level}/{p.id}/archive", timeout=60.0)
         if not isinstance(data, bytes | bytearray) or not data.startswith(b"PK"):
             raise EnvironmentFault(f"Orthanc GET /{level}/{p.id}/archive: not a ZIP archive")
         folder = self._download_dir()
@@ -231,3 +258,13 @@ class OrthancTools:
 
 class _NotFound(Exception):
     pass
+
+
+_ID_RE = re.compile(ORTHANC_ID)
+
+
+def _check_id(rid: str) -> None:
+    """The argument models checked the ID already; a toolset called without them (a bug)
+    never puts anything else into a URL."""
+    if not _ID_RE.fullmatch(rid):
+        raise ToolArgsError(f"{rid[:60]!r} is not an Orthanc ID ({_ID})")

@@ -7,7 +7,12 @@ its own server or page logic, `reset`, `names` (the IDs its URLs use) and its `s
 `SparePlan` of a runner slot's spare: `swap_in` is here).
 
 The workdir is claimed for this process and the stale folders beside it are swept at start
-(`medspot.live.core.processes`); `close` stops whatever of its processes is left."""
+(`medspot.live.core.processes`); `close` stops whatever of its processes is left.
+
+Driven on a page someone else opened (`attach_page` before `start`: BrowserGym's environment
+launches its own chromium and runs its own actions on the page): the environment starts its
+services and no browser, resets, observes, locates, acts and checks on that page, and
+`settle_page` waits after actions its owner executed, as `act` waits after its own."""
 
 from __future__ import annotations
 
@@ -80,6 +85,23 @@ class OrthancWebEnv:
         except BaseException:
             self.close()
             raise
+
+    def attach_page(self, page: Any) -> None:
+        """Drive `page` (a Playwright page someone else opened, with its context and browser)
+        instead of launching chromium: before `start()`; `close()` leaves it to its owner."""
+        if self._started:
+            raise EnvironmentFault(f"{self.name}: attach_page() before start()")
+        self.web.attach(page)
+
+    def settle_page(self, page: Any) -> ActResult:
+        """After actions the page's owner executed: `page` (the owner's active page) becomes
+        the one observed, checked and acted on, and the application is waited for as after an
+        action of `act` (Orthanc's liveness checked)."""
+        if not self.orthanc.alive():
+            raise EnvironmentFault("Orthanc is not running (the process died)")
+        self.web.follow(page)
+        self.web.hold_viewport()
+        return ActResult(settle_s=self.web.settle())
 
     def _start_services(self) -> None:
         """Seed and start Orthanc, then the browser; a subclass may start more in between."""

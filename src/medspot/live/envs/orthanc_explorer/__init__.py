@@ -24,6 +24,8 @@ ENTRY = EnvEntry(
     summary="Orthanc Explorer + Orthanc Web Viewer (Orthanc 1.10) in headless chromium",
     check_kinds=CHECK_KINDS,
     toolsets=(TOOLSET,),
+    destructive="Orthanc Explorer's Delete buttons (on every patient, study, series and "
+    "instance page, each a click or two from any page)",
     locator_keys=LOCATOR_KEYS,
     system_packages=PACKAGES,
     tasks=resources.files(__name__) / "tasks",

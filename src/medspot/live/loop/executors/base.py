@@ -5,8 +5,9 @@ and runs every call on it, one at a time, each bounded by the call timeout; an *
 the slots and owns what they share (nothing for threads, the Ray connection for Ray actors).
 The runner drives a task through the slot's *episode*: the same `Episode` (`core/episode.py`)
 wherever the environment runs; it calls `ep = await slot.episode(task, mode, key)`, `await
-slot.reset(ep)` (the first observation), `slot.call(ep.step, action)` (one call a step: the
-step's result holds the next screen's boxes), ... The agent, the journal and the run folder
+slot.reset(ep)` (the first observation and its intended boxes: one call),
+`slot.call(ep.step, action)` (one call a step: the step's result holds the next screen's
+boxes), ... The agent, the journal and the run folder
 stay in the runner's process. Where the environment declares spares
 (`core.contract.SpareCapable`), the slot keeps them (`seats.SlotSeats`): the runner says which
 tasks come next (`slot.prepare`, as many as `spare_depth`), the spares are brought to their
@@ -28,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -53,6 +54,7 @@ __all__ = [
     "episode_tools",
     "fault_from",
     "private_workdir",
+    "reset_episode",
     "slot_episode",
     "timeout_fault",
 ]
@@ -64,8 +66,9 @@ DEFAULT_CALL_TIMEOUT_S = 180.0  # an environment call that never returns is a fa
 
 @dataclass(frozen=True)
 class SlotConfig:
-    """What every slot of a run needs to make its environment (the run's options,
-    `scheduler.LiveOptions`, are a `SlotConfig` with more)."""
+    """What every slot of a run needs to make its environment: the part of the run's
+    `envspec.EnvSpec` that slots take (`EnvSpec.slot_config`; what a Ray actor receives,
+    pickled: never more)."""
 
     env: str
     env_options: Mapping[str, Any] = field(default_factory=dict)
@@ -76,11 +79,6 @@ class SlotConfig:
     # `SparePlan` (its `count` when `default` is on), 0 none (`--no-spare`; `live serve`: the
     # next task is the agent's choice, not known in advance), N that many (`--spares N`)
     spares: int | None = None
-
-    def slot_config(self) -> SlotConfig:
-        """These fields alone, as a plain `SlotConfig` (what a slot keeps, and a Ray actor
-        receives, pickled: never more of the run's options)."""
-        return SlotConfig(**{f.name: getattr(self, f.name) for f in fields(SlotConfig)})
 
 
 @dataclass(frozen=True)
@@ -103,6 +101,12 @@ def episode_tools(env: Environment, task: LiveTask, cfg: SlotConfig) -> Toolset 
         raise ConfigError(f"{cfg.env} offers no toolset {cfg.tools!r} (--tools)")
     reach = tool_reach(task, env_entry(cfg.env).check_kinds, toolset.reads)
     return toolset if reach.reachable else None
+
+
+def reset_episode(ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+    """`ep.reset()` and the first screen's boxes as the reset located them (no further
+    environment work): a slot's reset, one call."""
+    return ep.reset(), ep.located
 
 
 def slot_episode(cfg: SlotConfig, env: Environment, task: LiveTask, mode: Mode) -> Episode:
@@ -132,7 +136,8 @@ class EpisodeCalls(Protocol):
     def start_checks(self) -> dict[str, list[bool]]: ...
     def intended(self) -> Boxes: ...
     def oracle_action(self) -> LiveAction | None: ...
-    def step(self, action: LiveAction | None) -> StepResult: ...
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult: ...
+    def look(self) -> Observation: ...
 
 
 class EnvSlot(Protocol):
@@ -141,9 +146,9 @@ class EnvSlot(Protocol):
     index: int
     busy_s: float  # time spent inside environment calls
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` on this slot's worker, bounded by the call timeout; a fault of the
-        environment (or of the machinery that reaches it) is an `EnvironmentFault`."""
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` on this slot's worker, bounded by the call timeout; a fault of
+        the environment (or of the machinery that reaches it) is an `EnvironmentFault`."""
         ...
 
     async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls:
@@ -152,8 +157,10 @@ class EnvSlot(Protocol):
         (swapped in: its episode is reset already)."""
         ...
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
-        """The episode's first observation: `ep.reset()`, or the swapped-in spare's start."""
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+        """The episode's first observation and its current step's boxes on it (None: they
+        could not be located there; `ep.intended()` says why): `ep.reset()`, or the swapped-in
+        spare's start. One call: the reset locates the boxes as `step` does the next ones."""
         ...
 
     @property
@@ -247,9 +254,9 @@ class CallSlot(ABC):
         """The thread `call` runs on."""
         return self._pool
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._worker(), functools.partial(fn, *args))
+        fut = loop.run_in_executor(self._worker(), functools.partial(fn, *args, **kwargs))
         t0 = time.perf_counter()
         try:
             return await asyncio.wait_for(fut, self.cfg.call_timeout_s)
@@ -277,7 +284,7 @@ class CallSlot(ABC):
     async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> EpisodeCalls: ...
 
     @abstractmethod
-    async def reset(self, ep: EpisodeCalls) -> Observation: ...
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]: ...
 
     @abstractmethod
     async def discard(self) -> None: ...

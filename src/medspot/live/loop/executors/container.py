@@ -246,7 +246,7 @@ class ContainerSlot(RemoteSlot):
             )
         self._cid = out.stdout.decode().strip()
         self._conn = self._connect(folder / SOCKET_NAME, deadline)
-        slot_cfg = dataclasses.replace(self.cfg.slot_config(), workroot=None)
+        slot_cfg = dataclasses.replace(self.cfg, workroot=None)
         hello: WorkerHello = self.remote("hello", slot_cfg, self.index, __version__, x.source)
         return hello
 

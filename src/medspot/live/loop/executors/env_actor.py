@@ -106,11 +106,11 @@ class EnvironmentHost:
         """The active instance."""
         return self.pair.active.env if self.pair is not None else None
 
-    def _on_env(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` on the active instance's thread."""
+    def _on_env(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` on the active instance's thread."""
         if self.pair is None:
             raise RuntimeError("the environment is not started")
-        return self.pair.run(self.pair.active, fn, *args)
+        return self.pair.run(self.pair.active, fn, *args, **kwargs)
 
     def _guard(self, fn: Callable[[], T]) -> tuple[T, EpisodeState]:
         t0 = time.perf_counter()
@@ -223,8 +223,19 @@ class EnvironmentHost:
     def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
         return self._guard(lambda: self._on_env(self._episode().oracle_action))
 
-    def step(self, action: LiveAction | None) -> tuple[StepResult, EpisodeState]:
-        return self._guard(lambda: self._on_env(self._episode().step, action))
+    def step(
+        self, action: LiveAction | None, flags: tuple[str, ...] = ()
+    ) -> tuple[StepResult, EpisodeState]:
+        return self._guard(lambda: self._on_env(self._episode().step, action, flags=flags))
+
+    def look(self) -> tuple[tuple[Observation, Boxes | None], EpisodeState]:
+        """The screen again (no action), and the current step's boxes on it."""
+
+        def go() -> tuple[Observation, Boxes | None]:
+            ep = self._episode()
+            return self._on_env(ep.look), ep.located
+
+        return self._guard(go)
 
     def echo(self, payload: Any) -> Any:
         """A round trip that does nothing (benchmarks: Ray's own cost of a call)."""

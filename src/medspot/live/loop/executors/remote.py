@@ -16,7 +16,7 @@ from medspot.live.core.actions import LiveAction
 from medspot.live.core.contract import Observation
 from medspot.live.core.episode import Boxes, Mode, StepResult, oracle_step_action
 from medspot.live.core.tasks import LiveTask
-from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SpareCounts
+from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SpareCounts, reset_episode
 from medspot.live.loop.executors.env_actor import EpisodeState
 from medspot.live.loop.executors.seats import Key, Upcoming
 
@@ -92,10 +92,15 @@ class RemoteEpisode:
     def oracle_action(self) -> LiveAction | None:
         return oracle_step_action(self.task.steps[self.current], *self.intended())
 
-    def step(self, action: LiveAction | None) -> StepResult:
-        res: StepResult = self._answer(self._actor.step, action)
+    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+        res: StepResult = self._answer(self._actor.step, action, flags)
         self._intended = res.next_intended
         return res
+
+    def look(self) -> Observation:
+        obs: Observation
+        obs, self._intended = self._answer(self._actor.look)
+        return obs
 
 
 class RemoteSlot(CallSlot):
@@ -123,8 +128,8 @@ class RemoteSlot(CallSlot):
         reset: one round trip either way."""
         return RemoteEpisode(self, await self.ensure(), task, mode, key)
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
-        return await self.call(ep.reset)
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
+        return await self.call(reset_episode, ep)
 
     @property
     def swapped(self) -> bool:

@@ -79,8 +79,8 @@ class Seat:
     def _new_pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.label)
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        return self.pool.submit(fn, *args)
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        return self.pool.submit(fn, *args, **kwargs)
 
     def abandon_thread(self) -> None:
         """Leave a thread blocked in a call behind; a fresh one for what follows."""
@@ -194,9 +194,10 @@ class SlotSeats:
         """Whether this slot prepares spares (known once its first instance exists)."""
         return self.depth > 0
 
-    def run(self, seat: Seat, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` on `seat`'s thread, waited for (bounded by `timeout_s`)."""
-        return self._result(seat, seat.submit(fn, *args), getattr(fn, "__name__", "call"))
+    def run(self, seat: Seat, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` on `seat`'s thread, waited for (bounded by `timeout_s`)."""
+        fut = seat.submit(fn, *args, **kwargs)
+        return self._result(seat, fut, getattr(fn, "__name__", "call"))
 
     def _result(self, seat: Seat, fut: Future[T], name: str) -> T:
         try:

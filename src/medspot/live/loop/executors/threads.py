@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from medspot.errors import MedspotError
 from medspot.live.core.contract import Environment, EnvironmentFault, Observation
-from medspot.live.core.episode import Mode
+from medspot.live.core.episode import Boxes, Mode
 from medspot.live.core.processes import WORKDIR_PREFIX
 from medspot.live.core.tasks import LiveTask
 from medspot.live.loop.executors.base import (
@@ -29,6 +29,7 @@ from medspot.live.loop.executors.base import (
     create_for_slot,
     fault_from,
     private_workdir,
+    reset_episode,
     slot_episode,
     timeout_fault,
 )
@@ -111,11 +112,11 @@ class ThreadSlot(CallSlot):
         its episodes on it: no spare, the next task is the agent's choice)."""
         return await self._control(self.pair.ensure)
 
-    async def reset(self, ep: EpisodeCalls) -> Observation:
+    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
         begun = self._begun
         if begun is not None and begun.episode is ep:
-            return begun.observation
-        return await self.call(ep.reset)
+            return begun.observation, begun.episode.located
+        return await self.call(reset_episode, ep)
 
     @property
     def swapped(self) -> bool:
