@@ -23,7 +23,7 @@ from medspot.live.core.contract import EnvironmentFault
 from medspot.live.images.names import ImageLabels, image_ref, source_hash
 from medspot.live.loop.executors import ContainerOptions, check_executor_options
 from medspot.live.loop.executors.base import SlotConfig
-from medspot.live.loop.executors.container import _owner_dead, owner_label
+from medspot.live.loop.executors.container import _owner_dead, _socket_base, owner_label
 from medspot.live.loop.executors.container_worker import WorkerHello, _Worker
 from medspot.live.loop.executors.control import picklable_error, receive, send
 
@@ -145,10 +145,11 @@ def test_no_engine_is_exit_2_naming_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # neither podman nor docker here
-    for cmd in (["live", "run", "--model", "oracle"], ["live", "export"], ["live", "audit"]):
+    for cmd in (["live", "run", "--model", "oracle", "--no-progress"],
+                ["live", "export", "--no-progress"], ["live", "audit", "--no-progress"],
+                ["live", "serve", "--mcp"]):  # fmt: skip
         out = tmp_path / cmd[1]
-        code = main([*cmd, "--env", ENV, "--executor", "container", "--out", str(out),
-                     "--no-progress"])  # fmt: skip
+        code = main([*cmd, "--env", ENV, "--executor", "container", "--out", str(out)])
         err = capsys.readouterr().err
         assert code == 2, err
         assert "no container engine (podman, docker) answers here" in err
@@ -161,3 +162,18 @@ def test_image_labels_read_back() -> None:
     assert ImageLabels.of(labels.to_labels()) == labels
     assert ImageLabels.of({"maintainer": "someone"}) is None
     assert image_ref(ENV, "1.2.3") == "localhost/medspot-orthanc-explorer:1.2.3"
+
+
+def test_the_sockets_go_where_their_path_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unix socket's path is at most 107 bytes: a work root or a $TMPDIR too long for the
+    slots' sockets gives way to the next (a server's $TMPDIR deep in a test's folder)."""
+    short = Path("/tmp")
+    deep = tmp_path / ("d" * 60)
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    assert _socket_base(short) == short
+    assert _socket_base(deep) == short  # neither the work root nor $TMPDIR fits
+    monkeypatch.setattr("tempfile.tempdir", "/var/tmp")
+    assert _socket_base(deep) == Path("/var/tmp")
+    assert _socket_base(None) == Path("/var/tmp")

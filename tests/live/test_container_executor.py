@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _container_support import REPO, ensure_image, owned_by, require_engine, wait_no_containers
+from _container_support import (
+    IMAGE_BUILD_TIMEOUT_S,
+    REPO,
+    ensure_image,
+    owned_by,
+    require_engine,
+    wait_no_containers,
+)
 from _orthanc_support import require_orthanc_stack
 
 from medspot.cli import main
@@ -38,7 +45,8 @@ from medspot.live.loop.steplog import FaultRecord, TaskRecord
 from medspot.live.loop.steplog import read_live_journal as read
 from medspot.runfolder.layout import LIVE_JOURNAL
 
-pytestmark = pytest.mark.live
+# the first test may build the image (CI: or wait for the build .ci/run started)
+pytestmark = [pytest.mark.live, pytest.mark.timeout(IMAGE_BUILD_TIMEOUT_S)]
 
 ENV = "orthanc-explorer"
 TWO = ["open-study-ct-doe-john", "open-study-mr-doe-john"]

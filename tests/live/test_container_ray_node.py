@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _container_support import ensure_image, require_engine
+from _container_support import IMAGE_BUILD_TIMEOUT_S, ensure_image, require_engine
 from _orthanc_support import require_orthanc_stack
 from _ray_support import _ray_start, free_port, ray_bin, require_ray, stop_processes_under
 
@@ -25,7 +25,7 @@ from medspot.live.images.engine import Engine, ImageInfo
 from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.request import LiveRequest, run_live
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.timeout(IMAGE_BUILD_TIMEOUT_S)]  # it may build
 
 ENV = "orthanc-explorer"
 TASKS = ("open-study-ct-doe-john", "open-series-ct-doe-john-axial")
@@ -39,7 +39,7 @@ def short_tmp() -> Iterator[Path]:
     try:
         yield folder
     finally:
-        stop_processes_under(folder)
+        stop_processes_under(folder, timeout_s=5.0)  # the head: then SIGKILL what is left
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -48,6 +48,7 @@ from medspot.live.images.wheelhouse import build_wheelhouse
 __all__ = [
     "BuildResult",
     "build_image",
+    "build_lock",
     "family_packages",
     "make_base",
     "validated_versions",
@@ -213,7 +214,9 @@ def make_base(engine: Engine, echo: Echo, ref: str = BASE_IMAGE) -> ImageInfo:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
+def build_lock() -> Iterator[None]:
+    """Held while an image is built: the builds of one machine (and their users, who wait
+    for one to end) take turns."""
     lock = cache_root() / "images" / "build.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("a") as f:
@@ -313,7 +316,7 @@ def build_image(
     packages = family_packages(env, unpinned=unpinned)
     specs = [p if v is None else f"{p}={v}" for p, v in packages.items()]
     ref = image_ref(env)
-    with _build_lock():
+    with build_lock():
         base_ref = base or BASE_IMAGE
         base_info = engine.inspect_image(base_ref)
         if base_info is None and base is None and can_debootstrap():

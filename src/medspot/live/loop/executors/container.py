@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from medspot._version import __version__
-from medspot.errors import MedspotError
+from medspot.errors import ConfigError, MedspotError
 from medspot.live.core import processes
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.processes import WORKDIR_PREFIX
@@ -88,6 +88,19 @@ class _HostMethods:
 
     def __getattr__(self, name: str) -> str:
         return name
+
+
+def _socket_base(workroot: Path | None) -> Path:
+    """Where the slots' folders go: the run's work root, else the temporary folder, else /tmp,
+    the first short enough for the socket's path inside (a unix socket's path is at most 107
+    bytes: a long $TMPDIR would make every connection fail)."""
+    for base in (workroot, Path(tempfile.gettempdir()), Path("/tmp")):
+        if base is not None and len(str(base.resolve())) <= _SOCKET_PATH_MAX - 48:
+            return base
+    raise ConfigError(
+        f"no folder for the containers' sockets: {workroot or tempfile.gettempdir()} and /tmp "
+        f"are too long for a unix socket's path ({_SOCKET_PATH_MAX} bytes)"
+    )
 
 
 def _pid_namespace() -> str:
@@ -355,9 +368,7 @@ class ContainerExecutor:
         self._engine = find_engine(self.opts.engine)
         self._image = require_image(self._engine, self.cfg.env, self.opts.image)
         sweep_dead_runs(self._engine)
-        base = self.cfg.workroot or Path(tempfile.gettempdir())
-        if len(str(base.resolve())) > _SOCKET_PATH_MAX - 48:  # room for the socket's name
-            base = Path(tempfile.gettempdir())
+        base = _socket_base(self.cfg.workroot)
         base.mkdir(parents=True, exist_ok=True)
         processes.sweep(base)  # the folders of dead runs' containers
         self._root = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}containers-", dir=base))
