@@ -8,7 +8,7 @@ elsewhere.
 By default (the suite, CI) a few orthanc-explorer tasks chosen to cover its kinds of action
 and ending (`FEW`): only the orthanc-explorer image is built. With
 `MEDSPOT_CONTAINER_EQUIVALENCE=all`, every packaged task of orthanc-explorer and of a desktop
-environment (DICOMscope, whose image it then builds): about 20 minutes here, run by hand
+environment (DICOMscope, whose image it then builds): 13 minutes here, run by hand
 (docs/live.md "Containers")."""
 
 from __future__ import annotations
