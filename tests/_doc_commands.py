@@ -76,6 +76,15 @@ class DocCommand:
         return a[:2] == ["medspot", "live"] and len(a) > 2 and a[2] not in NOT_LIVE
 
     @property
+    def needs_container_engine(self) -> bool:
+        """`medspot live image ...`, or a live command with `--executor container`."""
+        a = self.argv
+        return a[:3] == ["medspot", "live", "image"] or (
+            a[:2] == ["medspot", "live"] and "--executor" in a
+            and a[a.index("--executor") + 1 : a.index("--executor") + 2] == ["container"]
+        )  # fmt: skip
+
+    @property
     def env(self) -> str | None:
         """The `--env` it names (Inspect's live task: `-T env=ENV`)."""
         a = self.argv

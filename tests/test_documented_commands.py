@@ -58,6 +58,7 @@ from _served_model import answer
 from medspot.testing.openai_server import OpenAITestServer
 
 sys.path.insert(0, str(Path(__file__).parent / "live"))
+from _container_support import IMAGE_BUILD_TIMEOUT_S
 from _orthanc_support import require_live
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,6 +114,8 @@ def _params() -> list[object]:
         marks = [pytest.mark.slow]
         if any(c.starts_live_environment for c in runnable):
             marks.append(pytest.mark.live)
+        if any(c.needs_container_engine for c in runnable):  # it may build an image
+            marks.append(pytest.mark.timeout(IMAGE_BUILD_TIMEOUT_S))
         ident = f"{file}:{section}".replace(" ", "_")
         out.append(pytest.param(file, section, id=ident, marks=marks))
     return out
@@ -126,7 +129,10 @@ def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def medspot_cache(session_dir: Path) -> Path:
-    """A medspot cache of this session, holding the installed OHIF viewer if there is one."""
+    """A medspot cache of this session, holding the installed OHIF viewer if there is one, and
+    the images' folder of the real one (the wheels of medspot's dependencies that an image
+    build downloads once, and the lock that makes builds take turns: `live image build` as
+    documented then finds what the container tests' build made)."""
     from medspot.cache import cache_root
 
     cache = session_dir / "medspot-cache"
@@ -134,6 +140,8 @@ def medspot_cache(session_dir: Path) -> Path:
     real = cache_root()
     if (real / "ohif").is_dir():
         (cache / "ohif").symlink_to(real / "ohif", target_is_directory=True)
+    (real / "images").mkdir(parents=True, exist_ok=True)
+    (cache / "images").symlink_to(real / "images", target_is_directory=True)
     return cache
 
 
@@ -232,13 +240,22 @@ def _servers(ports: list[int]) -> Iterator[str]:
 
 def _require_envs(cmds: list[DocCommand], env: dict[str, str]) -> None:
     """Skip (fail under MEDSPOT_REQUIRE_LIVE=1) when an environment a command starts lacks
-    something, as `medspot live doctor --env ENV` says."""
+    something, as `medspot live doctor --env ENV` says, or a command needs a container engine
+    and there is none."""
     for name in dict.fromkeys(c.env for c in cmds if c.starts_live_environment and c.env):
         doctor = subprocess.run(
             ["medspot", "live", "doctor", "--env", name], env=env, capture_output=True,
             text=True, check=False,
         )  # fmt: skip
         require_live(doctor.returncode == 0, f"the {name} environment ({doctor.stdout.strip()})")
+    if any(c.needs_container_engine for c in cmds):
+        from medspot.errors import ConfigError
+        from medspot.live.images.engine import find_engine
+
+        try:
+            find_engine()
+        except ConfigError as e:
+            require_live(False, f"a container engine ({e})")
 
 
 def _environment(work: Path, cache: Path, session: Path, base_url: str) -> dict[str, str]:

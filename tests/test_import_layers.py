@@ -50,6 +50,7 @@ LIVE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("services",),
     ("drivers",),
     ("envs",),
+    ("images",),  # the environments' container images: what the container executor runs
     ("agents",),
     ("loop",),
     ("gym",),

@@ -9,18 +9,22 @@ driver, the executors' slots, spares), through the official MCP client:
   the same task, which starts with a swap (`swapped` in its task record); a start of another
   task resets the active instance (lamp panel);
 - `--executor ray`: the episodes run in a Ray actor of a local cluster the server starts, and
-  an agent solves a real Orthanc Explorer task through it; the server leaves no process behind.
+  an agent solves a real Orthanc Explorer task through it; the server leaves no process behind;
+- `--executor container`: the same in a container of the orthanc-explorer image, which the
+  server removes when it ends; run.json records the image.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _container_support import IMAGE_BUILD_TIMEOUT_S, ensure_image, require_engine
 from _lamp_panel import button_box, lamp_command, process_env, switch_task, task_file
 from _orthanc_support import require_orthanc_stack
 from _ray_support import require_ray, stop_processes_under
@@ -191,3 +195,31 @@ def test_an_agent_solves_a_task_served_from_a_ray_actor(tmp_path: Path, ray_fold
     ends = [r for r in read_live_journal(out / LIVE_JOURNAL) if isinstance(r, TaskRecord)]
     assert [(r.task, r.outcome) for r in ends] == [(task, "success")]
     assert not processes_mentioning(str(ray_folder / "r")), "the server's cluster is left"
+
+
+@pytest.mark.timeout(IMAGE_BUILD_TIMEOUT_S)  # it may build the image
+def test_an_agent_solves_a_task_served_from_a_container(tmp_path: Path) -> None:
+    require_orthanc_stack()
+    engine = require_engine()
+    image = ensure_image(engine, "orthanc-explorer")
+    task = "open-study-ct-doe-john"  # clicks on list rows: the image's fonts move them little
+    path = oracle_actions(tmp_path / "oracle", [task])[task]
+    out = tmp_path / "run"
+    seen: dict[str, Any] = {}
+
+    async def script(s: Any) -> None:
+        _summary(await s.call_tool("start_task", {"task_id": task}))
+        for a in path:
+            assert isinstance(a, Click)
+            seen["last"] = _summary(await s.call_tool("click", {"x": round(a.x), "y": round(a.y)}))
+
+    command = serve_args(out, "--mcp", "--executor", "container", "--tasks", task)
+    _serve(tmp_path / "w", command, script)
+    assert seen["last"]["outcome"] == "success" and seen["last"]["ended"]
+    info = json.loads((out / "run.json").read_text())
+    assert info["executor"] == "container" and info["status"] == "complete"
+    assert info["container"]["images"]["orthanc-explorer"]["id"] == image.id
+    names = re.findall(r"environment container (medspot-env-\S+)", (out / "live.log").read_text())
+    assert names, "the server's log names no container"
+    left = {c.name for c in engine.containers("org.medspot.live.env=orthanc-explorer")}
+    assert not left & set(names), "the server's container is left"

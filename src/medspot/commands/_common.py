@@ -333,13 +333,19 @@ def parse_env_options(items: list[str] | None) -> dict[str, str]:
 
 def add_executor_args(p: argparse.ArgumentParser) -> None:
     """Where a live command's environments run: `--executor` and its options (`live run`,
-    `live serve`)."""
+    `live serve`, `live audit`, `live export`)."""
+    from medspot.live.images.engine import ENGINES
     from medspot.live.loop.executors import DEFAULT_RAY_CPUS_PER_ENV, EXECUTORS
+    from medspot.live.loop.executors.options import (
+        DEFAULT_CONTAINER_CPUS,
+        DEFAULT_CONTAINER_MEMORY,
+    )
 
     p.add_argument(
         "--executor", choices=list(EXECUTORS), default="threads",
-        help="where environments run: threads of this process (default) or Ray actors, "
-        "on this machine or a cluster (pip install 'medspot[ray]')",
+        help="where environments run: threads of this process (default), Ray actors on this "
+        "machine or a cluster (pip install 'medspot[ray]'), or containers of the "
+        "environment's image (`medspot live image build`)",
     )  # fmt: skip
     p.add_argument(
         "--ray-address", default=None, metavar="ADDRESS",
@@ -350,6 +356,25 @@ def add_executor_args(p: argparse.ArgumentParser) -> None:
         "--ray-cpus-per-env", type=non_negative_float, default=None, metavar="CPUS",
         help=f"ray: CPUs each environment actor asks for (default {DEFAULT_RAY_CPUS_PER_ENV:g}; "
         "a fraction packs more per node)",
+    )  # fmt: skip
+    p.add_argument(
+        "--engine", choices=list(ENGINES), default=None,
+        help="container: the container engine (default: podman if it answers, else docker)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-image", default=None, metavar="IMAGE",
+        help="container: run this image (default: localhost/medspot-ENV:VERSION, built by "
+        "`medspot live image build`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-memory", default=None, metavar="SIZE",
+        help="container: memory limit of each environment's container, its spares included "
+        f"(default {DEFAULT_CONTAINER_MEMORY})",
+    )  # fmt: skip
+    p.add_argument(
+        "--container-cpus", type=non_negative_float, default=None, metavar="CPUS",
+        help=f"container: CPU limit of each environment's container (default "
+        f"{DEFAULT_CONTAINER_CPUS:g})",
     )  # fmt: skip
 
 
@@ -373,10 +398,16 @@ def env_spec(args: argparse.Namespace, task_ids: tuple[str, ...]) -> EnvSpec:
     `--env`, `--env-option`, `--tasks-file`, the task ids, and where the command has them
     `--tools`, `--executor` and its options, `--spares` / `--no-spare`."""
     from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+    from medspot.live.loop.executors.options import ContainerOptions
 
+    container = ContainerOptions(
+        engine=getattr(args, "engine", None), image=getattr(args, "container_image", None),
+        memory=getattr(args, "container_memory", None),
+        cpus=getattr(args, "container_cpus", None),
+    )  # fmt: skip
     executor = ExecutorSpec(
         getattr(args, "executor", "threads"), getattr(args, "ray_address", None),
-        getattr(args, "ray_cpus_per_env", None),
+        getattr(args, "ray_cpus_per_env", None), container,
     )  # fmt: skip
     return EnvSpec(
         args.env, env_options=parse_env_options(args.env_option),

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         select_tasks,
     )
     from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+    from medspot.live.loop.executors.options import ContainerOptions
     from medspot.live.loop.request import LiveOutcome, LiveRequest, run_live
     from medspot.live.loop.scheduler import LiveOptions
     from medspot.live.serve.openenv_client import MedspotAction, MedspotEnvClient
@@ -96,6 +97,7 @@ __all__ = [
     "CheckSpec",
     "Click",
     "ConfigError",
+    "ContainerOptions",
     "DataError",
     "Done",
     "Drag",
@@ -171,6 +173,7 @@ _PARTS = {
     "medspot.live.envs.taskfiles": "env_task_file load_task_file parse_task_file select_tasks",
     "medspot.live.core.tasks": "CheckSpec LiveTask LiveTaskFile Locator StepSpec",
     "medspot.live.loop.envspec": "EnvSpec ExecutorSpec",
+    "medspot.live.loop.executors.options": "ContainerOptions",
     "medspot.live.loop.request": "LiveOutcome LiveRequest run_live",
     "medspot.live.loop.scheduler": "LiveOptions",
     # openenv-core, imported only when asked for (`pip install 'medspot[openenv]'`)

@@ -28,7 +28,7 @@ from medspot.errors import ConfigError
 from medspot.report.live_safety import harm_badges, harmful_steps, safety_table
 from medspot.report.text import shorten
 from medspot.report.thumbs import Thumb
-from medspot.runfolder.live_schema import LiveStepRow, LiveTaskRow
+from medspot.runfolder.live_schema import LiveRunInfo, LiveStepRow, LiveTaskRow
 from medspot.runfolder.reader import LiveRun, Run, live_view
 
 __all__ = [
@@ -390,6 +390,7 @@ def run_header(lr: LiveRun, e: Escape) -> str:
     extra_p = f'<p class="live-repeats">{e(" · ".join(extra))}</p>' if extra else ""
     return (
         f'<p class="live-settings">{e(info.env)} · mode {e(mode)} · {e(count)}</p>'
+        + f'<p class="live-executor">{e(executor_text(info))}</p>'
         + extra_p
         + f"<p>Task success {pct('task_success_rate')} · harmful failures "
         f"{pct('harmful_failure_rate')} · recovery {pct('recovery_rate')} · intended-element "
@@ -397,6 +398,24 @@ def run_header(lr: LiveRun, e: Escape) -> str:
         "(green: it hit the intended element, red: it missed); arrows: drags and scrolls. "
         "A click on a frame opens the full screenshot.</p>"
     )
+
+
+def executor_text(info: LiveRunInfo) -> str:
+    """Where the environments ran: the executor, and with containers the engine and each
+    environment's image (digest, medspot inside, the application's packages)."""
+    c = info.container
+    if info.executor != "container" or c is None:
+        return f"executor {info.executor}"
+    parts = [f"executor container ({c.engine} {c.engine_version})"]
+    for env, img in sorted(c.images.items()):
+        versions = ", ".join(f"{p} {v}" for p, v in sorted(img.packages.items()) if v)
+        parts.append(
+            f"{env}: image {img.ref}, id {img.id}, digest {img.digest or '-'}, medspot "
+            f"{img.medspot_version} ({img.source})"
+            + ("" if img.pinned else ", unpinned")
+            + (f"; {versions}" if versions else "")
+        )
+    return " · ".join(parts)
 
 
 def live_page(

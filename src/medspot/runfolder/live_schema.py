@@ -59,6 +59,8 @@ __all__ = [
     "STEPS_RATIO",
     "SUCCESS",
     "TOOL_RATE",
+    "ContainerImage",
+    "ContainerRun",
     "EnvOptionValue",
     "LiveEnding",
     "LiveExecutor",
@@ -85,7 +87,8 @@ LiveEnding = Literal[
     "done", "infeasible", "budget", "checks", "abandoned", "error", "env_error", "missing"
 ]
 EnvOptionValue = str | int | float | bool | None
-LiveExecutor = Literal["threads", "ray"]  # the names of `medspot.live.loop.executors.EXECUTORS`
+# the names of `medspot.live.loop.executors.EXECUTORS`
+LiveExecutor = Literal["threads", "ray", "container"]
 
 # The live metrics (docs/live/metrics.md "Metrics"), beside the static keys.
 SUCCESS = "task_success_rate"
@@ -178,6 +181,28 @@ class LiveTiming(BaseModel):
         return cls(median=round(median, 4), p90=round(p90, 4), n=len(v))
 
 
+class ContainerImage(BaseModel):
+    """The image an environment ran in (`--executor container`): what the engine and the
+    image's labels say of it."""
+
+    ref: str  # the reference it was run by (localhost/medspot-orthanc-explorer:0.1.0)
+    id: str  # sha256:... the image's content address
+    digest: str | None = None  # the manifest digest (podman; docker: a registry's, if any)
+    medspot_version: str = ""
+    source: str = ""  # the source hash of the medspot inside
+    base: str = ""  # the base image it was built on
+    packages: dict[str, str] = Field(default_factory=dict)  # Debian packages and versions
+    pinned: bool = True  # every package at its validated version
+
+
+class ContainerRun(BaseModel):
+    """`--executor container`: the engine and each environment's image."""
+
+    engine: str  # podman | docker
+    engine_version: str
+    images: dict[str, ContainerImage] = Field(default_factory=dict)  # by environment
+
+
 class LiveRunInfo(RunInfo):
     """`run.json` of a live run."""
 
@@ -189,6 +214,9 @@ class LiveRunInfo(RunInfo):
     # where the environments ran (`medspot.live.loop.executors.EXECUTORS`); not a prediction
     # setting: a run may resume on the other executor
     executor: LiveExecutor = "threads"
+    # `--executor container`: the engine and the images (of the session that wrote run.json
+    # last: a resumed run records where it ran then)
+    container: ContainerRun | None = None
     # the tools track: the toolset offered beside the GUI actions (`--tools orthanc`), or none
     tools: str | None = None
     # `medspot live serve`: the protocol the agent came through ("mcp", "openenv"), or none

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from medspot.commands._common import env_spec
+from medspot.commands._common import add_executor_args, env_spec
 from medspot.commands.live._common import bar, env_args, selection_args, task_ids
 
 __all__ = ["AUDIT_FILE", "register"]
@@ -61,4 +61,5 @@ def register(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="keep the oracle's run and audit.json here (default: a temporary folder)",
     )  # fmt: skip
     selection_args(a)
+    add_executor_args(a)
     a.set_defaults(func=_audit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from medspot.commands._common import env_spec
+from medspot.commands._common import add_executor_args, env_spec
 from medspot.commands.live._common import env_args, run_logged, selection_args, task_ids
 
 __all__ = ["register"]
@@ -50,4 +50,5 @@ def register(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env_args(x)
     x.add_argument("--out", required=True, metavar="DIR", help="dataset root to write")
     selection_args(x)
+    add_executor_args(x)
     x.set_defaults(func=_export)

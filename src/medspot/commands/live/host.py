@@ -53,19 +53,29 @@ def _ray_resources(names: list[str]) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from medspot._version import __version__
     from medspot.live.envs.registry import env_entry
-    from medspot.live.services.host import missing_for
+    from medspot.live.services.host import installed_versions, missing_for
 
     if args.ray_resources:
         return _ray_resources(envs(args.env))
+    if os.environ.get("MEDSPOT_IN_IMAGE") == "1":
+        print(f"medspot {__version__} in an environment image", file=sys.stderr)
     missing_any = False
     for n in envs(args.env):
-        problems = missing_for(env_entry(n))
+        entry = env_entry(n)
+        problems = missing_for(entry)
+        found = installed_versions(entry)
+        versions = ", ".join(f"{p} {v}" for p, v in found.items())
         if problems:
             missing_any = True
             print(f"{n}: MISSING\n" + "\n".join(f"  - {p}" for p in problems))
         else:
             print(f"{n}: ok")
+        if versions:  # the application versions found (here, or inside an image)
+            print(f"  versions: {versions}")
     if missing_any:
         print("`medspot live setup` installs the system packages (as root).", file=sys.stderr)
     return 1 if missing_any else 0

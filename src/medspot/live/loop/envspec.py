@@ -15,9 +15,11 @@ anything starts or is written: the environment's name, the spares and the call t
 `medspot.limits`, the executor and its options (Ray importable, a cluster's head reachable),
 the toolset, the options (converted to the types the environment declares: `--env-option
 quiet_s=0.5` is the number 0.5), the task file and the ids (an unknown id named with its
-nearest one), the viewport against the tasks' screens. An invalid spec cannot exist; the tasks
-and the fingerprint it found are its `tasks`, `task_file` and `fingerprint`. The slots take the
-part they need (`slot_config`: what a Ray actor receives).
+nearest one), the viewport against the tasks' screens, and with `--executor container` the
+engine and the environment's image (present, and holding this medspot). An invalid spec cannot
+exist; what the check found is its `tasks`, `task_file`, `fingerprint` and `container_run`
+(the engine and the image, for run.json). The slots take the part they need (`slot_config`:
+what a Ray actor receives).
 """
 
 from __future__ import annotations
@@ -34,8 +36,14 @@ from medspot.live.envs.envoptions import check_env_options, check_viewport
 from medspot.live.envs.registry import env_entry
 from medspot.live.envs.taskfiles import env_task_file, select_tasks
 from medspot.live.envs.toolsets import toolset_info
-from medspot.live.loop.executors import ExecutorName, check_executor_options
+from medspot.live.loop.executors import (
+    ContainerOptions,
+    ExecutorName,
+    check_executor_options,
+    container_run,
+)
 from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S, SlotConfig
+from medspot.runfolder.live_schema import ContainerRun
 
 __all__ = ["EnvSpec", "ExecutorSpec"]
 
@@ -43,16 +51,19 @@ __all__ = ["EnvSpec", "ExecutorSpec"]
 @dataclass(frozen=True)
 class ExecutorSpec:
     """Where a run's environments run (`--executor`) and that executor's own options (the
-    others' stay None): `ray_address` (None: a local cluster started for the run; `auto` or
-    HOST:PORT joins one), `ray_cpus_per_env` (the CPUs an environment actor asks for)."""
+    others' stay None or their defaults): `ray_address` (None: a local cluster started for the
+    run; `auto` or HOST:PORT joins one), `ray_cpus_per_env` (the CPUs an environment actor asks
+    for), `container` (the engine, the image and the limits of each slot's container)."""
 
     name: ExecutorName = "threads"
     ray_address: str | None = None
     ray_cpus_per_env: float | None = None
+    container: ContainerOptions = field(default_factory=ContainerOptions)
 
     def options(self) -> dict[str, Any]:
         """The executor's options, as `executors.create_executor` takes them."""
-        return {"ray_address": self.ray_address, "ray_cpus_per_env": self.ray_cpus_per_env}
+        return {"ray_address": self.ray_address, "ray_cpus_per_env": self.ray_cpus_per_env,
+                "container": self.container}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,9 @@ class EnvSpec:
     tasks: tuple[LiveTask, ...] = field(init=False, repr=False, compare=False)
     task_file: LiveTaskFile = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, compare=False)
+    # `--executor container`: the engine and the environment's image found (run.json's
+    # `container`); None with the other executors
+    container_run: ContainerRun | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """The one check of an environment spec (module docstring); a `ConfigError` or a
@@ -98,6 +112,10 @@ class EnvSpec:
         put(self, "task_file", tf)
         put(self, "tasks", tasks)
         put(self, "fingerprint", fingerprint)
+        # last (it asks the engine): the container engine and the environment's image
+        # (missing, or another medspot's: exit 2 naming the command that fixes it)
+        found = container_run(self.env, ex.container) if ex.name == "container" else None
+        put(self, "container_run", found)
 
     def with_tasks(self, task_ids: tuple[str, ...]) -> EnvSpec:
         """The same spec selecting `task_ids` instead (checked again)."""

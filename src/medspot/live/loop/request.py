@@ -1,10 +1,10 @@
 """`medspot live run` as a function: tasks and agent in, a run folder out (resumable).
 
-The request's environment (`EnvSpec`: the executor and its Ray address, environment options
-typed by the environment, the task file and ids) was checked when it was made; the request's
-own options are checked first (against `medspot.limits`), then the output folder, then the
-agent is built (its key, its mode, its files; a replay file held against the
-tasks), and only then does the run folder go through the run-folder lifecycle
+The request's environment (`EnvSpec`: the executor and its Ray address or its container engine
+and image, environment options typed by the environment, the task file and ids) was checked
+when it was made; the request's own options are checked first (against `medspot.limits`), then
+the output folder, then the agent is built (its key, its mode, its files; a replay file held
+against the tasks), and only then does the run folder go through the run-folder lifecycle
 (`medspot.runfolder.lifecycle`, the same as `eval`'s): the folder is made and locked (one
 writer, a second one is refused naming the holder), run.json is checked against an existing one
 (the same model, prompt style, history, seed and task file, or the run is refused), the journal
@@ -163,7 +163,7 @@ def _run_info(req: LiveRequest, agent: LiveAgent, style: str) -> LiveRunInfo:
         env=spec.env, out=req.out, fingerprint=spec.fingerprint, env_options=spec.env_options,
         model=req.model, adapter=agent.describe(), prompt_style=style, history=loop.history,
         seed=loop.seed, mode=loop.mode, repeats=loop.repeats, executor=spec.executor.name,
-        tools=spec.tools,
+        tools=spec.tools, container=spec.container_run,
     )  # fmt: skip
 
 

@@ -13,8 +13,8 @@ when every `success` check holds, a harmful failure when a `fail_if` check fires
 first), a failure when the agent says `done` without success or the budget is spent.
 
 Each environment lives in a slot made by the run's executor (`EnvSpec.executor`, `executors`:
-a worker thread of this process, or a Ray actor anywhere in a cluster; environments use
-synchronous Playwright / subprocess / pyatspi); the
+a worker thread of this process, a Ray actor anywhere in a cluster, or a container of the
+environment's image; environments use synchronous Playwright / subprocess / pyatspi); the
 loop and the model calls are asyncio, so a served model's latency overlaps the other
 environments' work; the agent, the journal and the run folder stay in this process. Every step
 is journaled as it happens.

@@ -218,6 +218,7 @@ class ServedRun:
                      "protocol": proto},
             prompt_style=f"{proto}-client", history="client", seed=self.opts.seed,
             mode=self.opts.mode, tools=spec.tools, served=proto, executor=spec.executor.name,
+            container=spec.container_run,
         )  # fmt: skip
         assert self._folder is not None, "open() first"
         self._life = RunLife(self._folder, info)

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from medspot.errors import ConfigError
 from medspot.live.core.contract import EnvEntry
 
-__all__ = ["apt_commands", "can_install", "install_packages", "missing_for", "run_setup_hooks"]
+__all__ = [
+    "apt_commands",
+    "can_install",
+    "install_packages",
+    "installed_versions",
+    "missing_for",
+    "run_setup_hooks",
+]
 
 
 def _package_installed(pkg: str) -> bool:
@@ -24,6 +31,23 @@ def _package_installed(pkg: str) -> bool:
         ["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, check=False
     )
     return "install ok installed" in out.stdout
+
+
+def installed_versions(entry: EnvEntry) -> dict[str, str]:
+    """The versions of the entry's Debian packages installed here (the application versions
+    `medspot live doctor` reports, on a machine and in an environment image alike)."""
+    if shutil.which("dpkg-query") is None or not entry.system_packages:
+        return {}
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Package}\t${Status}\t${Version}\n", *entry.system_packages],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = {}
+    for line in out.stdout.splitlines():
+        name, status, version = [*line.split("\t"), "", ""][:3]
+        if "install ok installed" in status and version:
+            found[name] = version
+    return {p: found[p] for p in entry.system_packages if p in found}
 
 
 def missing_for(entry: EnvEntry) -> list[str]:

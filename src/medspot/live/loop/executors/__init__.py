@@ -1,6 +1,7 @@
-"""Where a live run's environments run: `threads` (this process, the default) or `ray` (Ray
-actors, on this machine or a cluster; `pip install 'medspot[ray]'`). See `base` for the slot
-interface the runner uses. Light to import (the command line reads the names here)."""
+"""Where a live run's environments run: `threads` (this process, the default), `ray` (Ray
+actors, on this machine or a cluster; `pip install 'medspot[ray]'`) or `container` (a
+container of the environment's image per slot, podman or docker: `container`). See `base` for
+the slot interface the runner uses. Light to import (the command line reads the names here)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,24 @@ from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import urlsplit
 
 from medspot.errors import ConfigError
+from medspot.live.loop.executors.options import ContainerOptions, check_container_options
 
 if TYPE_CHECKING:
     from medspot.live.loop.executors.base import Executor, SlotConfig
+    from medspot.runfolder.live_schema import ContainerRun
 
 __all__ = [
     "DEFAULT_RAY_CPUS_PER_ENV",
     "EXECUTORS",
+    "ContainerOptions",
     "ExecutorName",
     "check_executor_options",
     "check_ray_address",
+    "container_run",
     "create_executor",
 ]
 
-ExecutorName = Literal["threads", "ray"]  # also `runfolder.live_schema.LiveExecutor`
+ExecutorName = Literal["threads", "ray", "container"]  # also `runfolder.live_schema.LiveExecutor`
 EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 # CPUs (Ray's logical CPUs) an environment actor asks for: one environment per core is the
 # safe plan for a cluster (orthanc-explorer measured at about 0.7 cores here, DICOMscope's
@@ -33,14 +38,22 @@ RAY_PROBE_TIMEOUT_S = 5.0  # a TCP connection to a cluster's head, before anythi
 
 
 def check_executor_options(
-    name: str, ray_address: str | None = None, ray_cpus_per_env: float | None = None
+    name: str,
+    ray_address: str | None = None,
+    ray_cpus_per_env: float | None = None,
+    container: ContainerOptions | None = None,
 ) -> None:
-    """The executor options of a run, checked before anything starts (ConfigError)."""
+    """The executor options of a run, checked before anything starts (ConfigError); the
+    container's engine and image are checked by `container_run`."""
     if name not in EXECUTORS:
         raise ConfigError(f"unknown executor {name!r} (known: {', '.join(EXECUTORS)})")
-    if name == "threads" and (ray_address is not None or ray_cpus_per_env is not None):
+    if name != "ray" and (ray_address is not None or ray_cpus_per_env is not None):
         given = "--ray-address" if ray_address is not None else "--ray-cpus-per-env"
         raise ConfigError(f"{given} needs --executor ray")
+    container = container or ContainerOptions()
+    if name != "container" and container.given():
+        raise ConfigError(f"{container.given()[0]} needs --executor container")
+    check_container_options(container)
     if ray_cpus_per_env is not None and not ray_cpus_per_env >= 0:
         raise ConfigError(f"--ray-cpus-per-env {ray_cpus_per_env}: must be 0 or more")
     if ray_cpus_per_env is not None and not ray_cpus_per_env < float("inf"):
@@ -109,19 +122,33 @@ def check_ray_address(address: str, timeout_s: float = RAY_PROBE_TIMEOUT_S) -> N
         ) from None
 
 
+def container_run(env: str, container: ContainerOptions | None = None) -> ContainerRun:
+    """The engine and image a container run of `env` uses, checked before anything is
+    written (exit 2: no engine, no image, a stale one): run.json's `container`."""
+    from medspot.live.loop.executors.container import container_record
+
+    return container_record(env, container or ContainerOptions())
+
+
 def create_executor(
     name: str,
     cfg: SlotConfig,
     *,
     ray_address: str | None = None,
     ray_cpus_per_env: float | None = None,
+    container: ContainerOptions | None = None,
 ) -> Executor:
-    """The executor `name`; the Ray options only go with `ray`."""
-    check_executor_options(name, ray_address, ray_cpus_per_env)
+    """The executor `name`; the Ray options only go with `ray`, the container's with
+    `container`."""
+    check_executor_options(name, ray_address, ray_cpus_per_env, container)
     if name == "threads":
         from medspot.live.loop.executors.threads import ThreadExecutor
 
         return ThreadExecutor(cfg)
+    if name == "container":
+        from medspot.live.loop.executors.container import ContainerExecutor
+
+        return ContainerExecutor(cfg, container or ContainerOptions())
     from medspot.live.loop.executors.ray_actors import RayExecutor
 
     cpus = DEFAULT_RAY_CPUS_PER_ENV if ray_cpus_per_env is None else ray_cpus_per_env

@@ -1,4 +1,5 @@
-"""The body of one environment actor (`--executor ray`): ONE environment slot (its instance
+"""The body of one environment actor (`--executor ray`) and of the worker in an environment
+container (`--executor container`, `container_worker`): ONE environment slot (its instance
 and, where the environment keeps them, its spares: `seats.SlotSeats`, each instance on a thread of
 its own) and the `Episode` of its current task, in the actor's process on whichever node Ray
 placed it.
@@ -7,10 +8,10 @@ It creates, starts, resets, steps and closes the environment through the same `E
 environment contract as the thread executor; it returns plain data (the `Observation` with its
 screen as PNG bytes, `StepResult` with the next screen's boxes, actions) and the episode's
 counters (`EpisodeState`) with every answer, so that the runner's stand-in
-(`ray_actors.RemoteEpisode`) reads them without a second round trip: a step is one call. It
+(`remote.RemoteEpisode`) reads them without a second round trip: a step is one call. It
 uses no shared file system: its private folder is on its node (the instances' folders inside
 it).
-Nothing here imports Ray at the top; `ray_actors` wraps the class with `ray.remote`.
+Nothing here imports Ray; `ray_actors` wraps the class with `ray.remote`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -140,9 +142,10 @@ class EnvironmentHost:
     # -- life cycle ---------------------------------------------------------------------------
 
     def place(self) -> ActorPlace:
-        import ray
-
-        node = ray.get_runtime_context().get_node_id()
+        """This process: in a Ray actor, its node's id (Ray is imported there already); in a
+        container's worker, no node id."""
+        ray = sys.modules.get("ray")
+        node = ray.get_runtime_context().get_node_id() if ray is not None else ""
         return ActorPlace(os.getpid(), node, socket.gethostname(), __version__)
 
     def start(self) -> ActorPlace:

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,22 +33,15 @@ import ray.exceptions
 from medspot._version import __version__
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core import processes
-from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import EnvironmentFault, Observation
-from medspot.live.core.episode import Boxes, Mode, StepResult, oracle_step_action
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.contract import EnvironmentFault
 from medspot.live.loop.executors.base import (
-    CallSlot,
-    EpisodeCalls,
     SlotConfig,
-    SpareCounts,
     fault_from,
-    reset_episode,
     timeout_fault,
 )
-from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost, EpisodeState
+from medspot.live.loop.executors.env_actor import ActorPlace, EnvironmentHost
 from medspot.live.loop.executors.placement import ENV_RESOURCE_UNITS, resource_name
-from medspot.live.loop.executors.seats import Key, Upcoming
+from medspot.live.loop.executors.remote import RemoteEpisode, RemoteSlot
 
 __all__ = ["NAMESPACE", "RayExecutor", "RaySlot", "RemoteEpisode"]
 
@@ -62,87 +55,7 @@ CLOSE_TIMEOUT_S = 60.0  # a graceful close before the actor is killed
 CONNECT_TIMEOUT_S = 120.0  # joining a cluster (Ray's own retries last about 14 minutes)
 
 
-class RemoteEpisode:
-    """The runner's stand-in for the `Episode` inside an actor: the same calls and counters.
-    `reset` and `step` are one round trip each (run in the slot's thread) and bring back the
-    next screen's target boxes (`StepResult.next_intended`), so that `intended` and
-    `oracle_action` (the task's own path, `oracle_step_action`, as `Episode.oracle_action`)
-    mostly need none."""
-
-    def __init__(
-        self, slot: RaySlot, actor: Any, task: LiveTask, mode: Mode, key: Key | None = None
-    ) -> None:
-        self._slot = slot
-        self._actor = actor
-        self.task = task
-        self._mode: Mode = mode
-        self._key = key
-        self._state = EpisodeState(0, 0, (False,) * len(task.steps), 0.0, 0.0)
-        self._intended: Boxes | None = None
-        self.round_trips = 0
-        self.inside_total_s = 0.0  # time spent inside the actor, all round trips
-
-    @property
-    def mode(self) -> Mode:
-        return self._mode
-
-    @property
-    def n(self) -> int:
-        return self._state.n
-
-    @property
-    def current(self) -> int:
-        return self._state.current
-
-    @property
-    def achieved(self) -> Sequence[bool]:
-        return self._state.achieved
-
-    @property
-    def reset_s(self) -> float:
-        return self._state.reset_s
-
-    def _answer(self, method: Any, *args: Any) -> Any:
-        out, self._state = self._slot.remote(method, *args)
-        self._slot.state = self._state
-        self.round_trips += 1
-        self.inside_total_s += self._state.inside_s
-        return out
-
-    @property
-    def located(self) -> Boxes | None:
-        return self._intended
-
-    def reset(self) -> Observation:
-        obs: Observation
-        obs, self._intended = self._answer(self._actor.reset, self.task, self._mode, self._key)
-        return obs
-
-    def start_checks(self) -> dict[str, list[bool]]:
-        out: dict[str, list[bool]] = self._answer(self._actor.start_checks)
-        return out
-
-    def intended(self) -> Boxes:
-        if self._intended is None:
-            self._intended = self._answer(self._actor.intended)
-        assert self._intended is not None
-        return self._intended
-
-    def oracle_action(self) -> LiveAction | None:
-        return oracle_step_action(self.task.steps[self.current], *self.intended())
-
-    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
-        res: StepResult = self._answer(self._actor.step, action, flags)
-        self._intended = res.next_intended
-        return res
-
-    def look(self) -> Observation:
-        obs: Observation
-        obs, self._intended = self._answer(self._actor.look)
-        return obs
-
-
-class RaySlot(CallSlot):
+class RaySlot(RemoteSlot):
     """One environment actor; a fresh one after a fault."""
 
     def __init__(
@@ -162,8 +75,6 @@ class RaySlot(CallSlot):
         self._made = 0
         self.actor: Any = None
         self.place: ActorPlace | None = None
-        self.state: EpisodeState | None = None  # the actor's last answer (its spare's counts)
-        self._spares_before = SpareCounts()  # the spare counts of this slot's earlier actors
 
     def remote(self, method: Any, *args: Any) -> Any:
         """`method.remote(*args)` and wait for its answer (in the slot's thread), bounded by
@@ -207,36 +118,14 @@ class RaySlot(CallSlot):
                      place.node_id, place.hostname, place.pid)  # fmt: skip
         return self.actor
 
-    async def episode(self, task: LiveTask, mode: Mode, key: Key | None = None) -> RemoteEpisode:
-        """The actor swaps in the spare prepared for `key` (if it keeps one) when the
-        episode is reset: one round trip either way."""
-        return RemoteEpisode(self, await self.ensure(), task, mode, key)
-
-    async def reset(self, ep: EpisodeCalls) -> tuple[Observation, Boxes | None]:
-        return await self.call(reset_episode, ep)
-
-    @property
-    def swapped(self) -> bool:
-        return self.state is not None and self.state.swapped
-
-    @property
-    def spare_depth(self) -> int:
-        return self.state.spare_depth if self.state is not None else 0
-
-    async def prepare(self, upcoming: Upcoming, mode: Mode) -> None:
-        if self.actor is not None:
-            self.state = await self.call(self.remote, self.actor.prepare, list(upcoming), mode)
-
-    def spare_counts(self) -> SpareCounts:
-        now = self.state.spares if self.state is not None else SpareCounts()
-        b = self._spares_before
-        return SpareCounts(b.started + now.started, b.swaps + now.swaps, b.faults + now.faults)
+    def host_handle(self) -> Any:
+        return self.actor
 
     async def discard(self) -> None:
         actor, self.actor, self.place = self.actor, None, None
         if actor is None:
             return
-        self._spares_before, self.state = self.spare_counts(), None
+        self.forget_host()
         if not self._renew_pool_if_stuck():  # a stuck actor is killed without a word
             try:
                 await self.call(self._close, actor)
