@@ -46,7 +46,7 @@ demo: install
 	$(VENV)/bin/medspot demo
 
 test: install-dev install-browsergym
-	$(PY) -m pytest -q -n 2 --dist worksteal
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=30
 
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not slow and not hf and not browser"
