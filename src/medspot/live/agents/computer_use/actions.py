@@ -309,7 +309,7 @@ def anthropic_item(
         if at is None:
             return _unsupported(item_id, action, "no coordinate and no known pointer", cursor)
         click = actions.Click(*at, button="right" if action == "right_click" else "left",
-                      double=action == "double_click")  # fmt: skip
+                              double=action == "double_click")  # fmt: skip
         return CuItem(item_id, action, "act", click, cursor=at)
     if action == "left_click_drag":
         start_raw = tool_input.get("start_coordinate")
