@@ -28,19 +28,7 @@ from medspot.adapters.parsing import clean_text
 from medspot.geometry import Point
 from medspot.jsonsafe import json_safe
 from medspot.live.agents.calls import Call, box_point, find_calls, numbers
-from medspot.live.core.actions import (
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    Scroll,
-    ToolCall,
-    TypeText,
-    normalise_key,
-    read_notches,
-)
+from medspot.live.core import actions
 
 __all__ = [
     "BAD_ARGS",
@@ -92,14 +80,14 @@ class ParsedAction:
     """The action read (None: no readable action) and where it came from: "pyautogui",
     "ui-tars", "text", "point" (the card's click point) or "none"."""
 
-    action: LiveAction | None
+    action: actions.LiveAction | None
     source: str
     flags: tuple[str, ...] = ()
 
 
-def point_action(point: Point, screen: tuple[int, int]) -> Click:
+def point_action(point: Point, screen: tuple[int, int]) -> actions.Click:
     """A click at a normalised point of the screenshot."""
-    return Click(point.x * screen[0], point.y * screen[1])
+    return actions.Click(point.x * screen[0], point.y * screen[1])
 
 
 # ---- UI-TARS and the text form --------------------------------------------------------------
@@ -120,7 +108,7 @@ NAMED_CALLS = frozenset(
 _TOOL_CALL = re.compile(r"""\s*["']?([A-Za-z_][\w.-]*)["']?\s*(?:,\s*(.*))?\Z""", re.DOTALL)
 
 
-def tool_call_action(raw: str) -> ToolCall | None:
+def tool_call_action(raw: str) -> actions.ToolCall | None:
     """`tool(name, {"arg": value})`'s arguments (`raw`, as written) as a `ToolCall`; None when
     they do not read (the name, then one JSON object, or nothing)."""
     m = _TOOL_CALL.match(raw)
@@ -132,7 +120,7 @@ def tool_call_action(raw: str) -> ToolCall | None:
             args = json.loads(m.group(2))
         except (ValueError, RecursionError):  # not JSON, or nested past any reader
             return None
-    return ToolCall(m.group(1), json_safe(args)) if isinstance(args, dict) else None
+    return actions.ToolCall(m.group(1), json_safe(args)) if isinstance(args, dict) else None
 
 
 _UITARS_KEYS = {"start_box", "end_box", "point", "start_point", "end_point", "content", "direction"}
@@ -151,7 +139,9 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
         if pt is None:
             return ParsedAction(None, source, (BAD_ARGS,))
         x, y = frame.px(*pt)
-        return ParsedAction(Click(x, y, "right" if button == "right" else "left", double), source)
+        return ParsedAction(
+            actions.Click(x, y, "right" if button == "right" else "left", double), source
+        )
     if name in _DRAGS:
         a = box_point(call.kw("start_box", "start_point"))
         b = box_point(call.kw("end_box", "end_point"))
@@ -160,7 +150,7 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
         if a is None or b is None:
             return ParsedAction(None, source, (BAD_ARGS,))
         (x1, y1), (x2, y2) = frame.px(*a), frame.px(*b)
-        return ParsedAction(Drag(x1, y1, x2, y2), source)
+        return ParsedAction(actions.Drag(x1, y1, x2, y2), source)
     if name == "scroll":
         pt = box_point(call.kw("start_box", "point", "start_point"))
         direction = call.kw("direction")
@@ -169,13 +159,13 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
             if d not in ("up", "down"):
                 return ParsedAction(None, source, (UNSUPPORTED,))
             x, y = frame.px(*pt)
-            return ParsedAction(Scroll(x, y, SCROLL_NOTCHES if d == "down" else -SCROLL_NOTCHES),
-                                source)  # fmt: skip
+            notches = SCROLL_NOTCHES if d == "down" else -SCROLL_NOTCHES
+            return ParsedAction(actions.Scroll(x, y, notches), source)
         nums = numbers(pos)
-        dy = read_notches(nums[2]) if nums is not None and len(nums) == 3 else None
+        dy = actions.read_notches(nums[2]) if nums is not None and len(nums) == 3 else None
         if nums is not None and dy is not None:
             x, y = frame.px(nums[0], nums[1])
-            return ParsedAction(Scroll(x, y, dy), source)
+            return ParsedAction(actions.Scroll(x, y, dy), source)
         return ParsedAction(None, source, (BAD_ARGS,))
     if name == "type":
         content = call.kw("content", "text")
@@ -183,16 +173,16 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
             content = pos[0]
         if not isinstance(content, str):
             return ParsedAction(None, source, (BAD_ARGS,))
-        return ParsedAction(TypeText(content), source)
+        return ParsedAction(actions.TypeText(content), source)
     if name in ("hotkey", "press", "key"):
         key = call.kw("key", "keys")
         if key is None and pos and isinstance(pos[0], str):
             key = pos[0]
-        if not isinstance(key, str) or not normalise_key(key):
+        if not isinstance(key, str) or not actions.normalise_key(key):
             return ParsedAction(None, source, (BAD_ARGS,))
-        return ParsedAction(Key(normalise_key(key)), source)
+        return ParsedAction(actions.Key(actions.normalise_key(key)), source)
     if name in _DONE:
-        return ParsedAction(Done(), source)
+        return ParsedAction(actions.Done(), source)
     if name == "tool":
         tool = tool_call_action(call.raw)
         return (
@@ -206,7 +196,7 @@ def named_action(call: Call, frame: Frame, source: str) -> ParsedAction:
             reason = pos[0]
         if not isinstance(reason, str):
             reason = "" if name == "infeasible" else f"{name}()"
-        return ParsedAction(Infeasible(reason), source)
+        return ParsedAction(actions.Infeasible(reason), source)
     return ParsedAction(None, source, (UNSUPPORTED,))
 
 
@@ -251,13 +241,13 @@ def _xy(call: Call) -> tuple[float, float] | None:
     return None
 
 
-def _ending(m: re.Match[str]) -> LiveAction:
+def _ending(m: re.Match[str]) -> actions.LiveAction:
     if m.group("code") is not None:
-        return Done() if m.group("code") == "DONE" else Infeasible("FAIL")
+        return actions.Done() if m.group("code") == "DONE" else actions.Infeasible("FAIL")
     args = m.group("args") or ""
     if re.search(r"""['"]?(?:failure|fail|infeasible)['"]?""", args, re.I):
-        return Infeasible(f"terminate({args.strip()})")
-    return Done()
+        return actions.Infeasible(f"terminate({args.strip()})")
+    return actions.Done()
 
 
 def _one_pyautogui(
@@ -278,13 +268,15 @@ def _one_pyautogui(
             isinstance(clicks, float) and clicks >= 2
         )
         x, y = frame.px(*pt)
-        return ParsedAction(Click(x, y, "right" if button == "right" else "left", double), src), pt
+        return ParsedAction(
+            actions.Click(x, y, "right" if button == "right" else "left", double), src
+        ), pt
     if name == "dragto":
         end = _xy(call)
         if end is None or here is None:
             return ParsedAction(None, src, (BAD_ARGS,)), here
         (x1, y1), (x2, y2) = frame.px(*here), frame.px(*end)
-        return ParsedAction(Drag(x1, y1, x2, y2), src), end
+        return ParsedAction(actions.Drag(x1, y1, x2, y2), src), end
     if name in ("scroll", "vscroll"):
         amount = call.kw("clicks")
         pos = call.pos()
@@ -294,7 +286,7 @@ def _one_pyautogui(
         if amount is None and isinstance(page, float) and page != 0:
             amount = page * PAGE_NOTCHES
             amount = amount if abs(amount) >= 1 else (1.0 if amount > 0 else -1.0)
-        notches = read_notches(-amount) if isinstance(amount, float) else None
+        notches = actions.read_notches(-amount) if isinstance(amount, float) else None
         if notches is None:  # pyautogui: positive scrolls up
             return ParsedAction(None, src, (BAD_ARGS,)), here
         sx, sy = call.kw("x"), call.kw("y")
@@ -302,7 +294,7 @@ def _one_pyautogui(
             px = frame.px(sx, sy)
         else:
             px = frame.px(*here) if here is not None else frame.centre
-        return ParsedAction(Scroll(px[0], px[1], notches), src), here
+        return ParsedAction(actions.Scroll(px[0], px[1], notches), src), here
     if name in ("write", "typewrite"):
         msg = call.kw("message")
         pos = call.pos()
@@ -310,17 +302,19 @@ def _one_pyautogui(
             msg = pos[0]
         if isinstance(msg, str) and msg.startswith("["):  # typewrite(['a', 'enter'])
             keys = re.findall(r"['\"]([^'\"]+)['\"]", msg)
-            return ParsedAction(Key(normalise_key(keys)) if keys else None, src), here
+            return ParsedAction(
+                actions.Key(actions.normalise_key(keys)) if keys else None, src
+            ), here
         if not isinstance(msg, str):
             return ParsedAction(None, src, (BAD_ARGS,)), here
-        return ParsedAction(TypeText(msg), src), here
+        return ParsedAction(actions.TypeText(msg), src), here
     if name in ("press", "hotkey"):
         keys = [v for k, v in call.args if k in (None, "keys") and isinstance(v, str)]
         if len(keys) == 1 and keys[0].startswith("["):
             keys = re.findall(r"['\"]([^'\"]+)['\"]", keys[0])
         if not keys:
             return ParsedAction(None, src, (BAD_ARGS,)), here
-        return ParsedAction(Key(normalise_key(keys)), src), here
+        return ParsedAction(actions.Key(actions.normalise_key(keys)), src), here
     return ParsedAction(None, src, (UNSUPPORTED,)), here  # middleClick
 
 

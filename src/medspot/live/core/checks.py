@@ -51,6 +51,7 @@ __all__ = [
     "CheckKinds",
     "CheckParams",
     "Regex",
+    "RegexParams",
     "RowMatch",
     "StateReaders",
     "pattern_matches_anything",
@@ -143,6 +144,19 @@ class CheckParams(BaseModel):
         return [
             (n, v) for n in type(self).model_fields if isinstance(v := getattr(self, n), Locator)
         ]
+
+
+class RegexParams(CheckParams):
+    """One regular expression (`pattern`), searched in a text the kind reads (a title);
+    `searched` names that text in the task audit's words."""
+
+    pattern: Regex
+    searched: ClassVar[str] = "text"
+
+    def vacuous(self) -> str | None:
+        if pattern_matches_anything(self.pattern):
+            return f"the pattern matches any {self.searched}"
+        return None
 
 
 @dataclass(frozen=True)

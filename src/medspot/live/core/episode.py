@@ -77,21 +77,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from medspot.errors import DataError, Location, MedspotError
-from medspot.live.core.actions import (
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    NotAnAction,
-    Scroll,
-    ToolCall,
-    TypeText,
-    is_action,
-    normalise_key,
-    point_of,
-)
+from medspot.live.core import actions
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -155,7 +141,7 @@ def _widen(box: PixelBox | None) -> PixelBox | None:
 
 def hit_intended(
     step: StepSpec,
-    action: LiveAction,
+    action: actions.LiveAction,
     box: PixelBox | None,
     to_box: PixelBox | None,
 ) -> bool | None:
@@ -166,54 +152,58 @@ def hit_intended(
     `POINT_TOLERANCE_PX`."""
     box, to_box = _widen(box), _widen(to_box)
     if step.action == "infeasible":
-        return isinstance(action, Infeasible)
+        return isinstance(action, actions.Infeasible)
     if step.action == "type":
-        return isinstance(action, TypeText) and action.text.strip() == (step.text or "").strip()
+        return (
+            isinstance(action, actions.TypeText)
+            and action.text.strip() == (step.text or "").strip()
+        )
     if step.action == "key":
         return (
-            isinstance(action, Key)
-            and normalise_key(action.key).lower() == normalise_key(step.key or "").lower()
+            isinstance(action, actions.Key)
+            and actions.normalise_key(action.key).lower()
+            == actions.normalise_key(step.key or "").lower()
         )
     if box is None:
         return None
     if step.action == "drag":
-        if not isinstance(action, Drag):
+        if not isinstance(action, actions.Drag):
             return False
         end_ok = to_box is None or to_box.contains(action.x2, action.y2)
         return box.contains(action.x1, action.y1) and end_ok
-    p = point_of(action)
+    p = actions.point_of(action)
     if p is None:
         return False
-    if step.action == "scroll" and not isinstance(action, Scroll):
+    if step.action == "scroll" and not isinstance(action, actions.Scroll):
         return False
     return box.contains(p.x, p.y)
 
 
 def oracle_step_action(
     step: StepSpec, box: PixelBox | None, to_box: PixelBox | None
-) -> LiveAction | None:
+) -> actions.LiveAction | None:
     """The oracle's action for `step`, given its target's (and a drag's release) box on the
     current screen: the centre of the box; None when a needed box is not on screen."""
     if step.action == "infeasible":
-        return Infeasible("the oracle's path ends here")
+        return actions.Infeasible("the oracle's path ends here")
     if step.action == "type":
-        return TypeText(step.text or "")
+        return actions.TypeText(step.text or "")
     if step.action == "key":
-        return Key(step.key or "")
+        return actions.Key(step.key or "")
     if box is None:
         return None
     x, y = box.center
     if step.action == "drag":
         if to_box is None:
             return None
-        return Drag(x, y, *to_box.center)
+        return actions.Drag(x, y, *to_box.center)
     if step.action == "scroll":
-        return Scroll(x, y, step.dy or 0)
+        return actions.Scroll(x, y, step.dy or 0)
     if step.action == "double_click":
-        return Click(x, y, double=True)
+        return actions.Click(x, y, double=True)
     if step.action == "right_click":
-        return Click(x, y, button="right")
-    return Click(x, y)
+        return actions.Click(x, y, button="right")
+    return actions.Click(x, y)
 
 
 @dataclass(frozen=True)
@@ -226,7 +216,7 @@ class StepResult:
 
     n: int
     observation: Observation
-    action: LiveAction | None
+    action: actions.LiveAction | None
     executed: bool
     flags: tuple[str, ...]
     target_step: int
@@ -437,7 +427,7 @@ class Episode:
                     Location(f"task {self.task.id}", field=f"start.prepare.{k}.{name}"),
                 )
         action = oracle_step_action(step, box, to)
-        if action is None or isinstance(action, Infeasible):
+        if action is None or isinstance(action, actions.Infeasible):
             raise DataError(
                 "a start.prepare step must act (an 'infeasible' step ends a task)",
                 Location(f"task {self.task.id}", field=f"start.prepare.{k}.action"),
@@ -562,7 +552,7 @@ class Episode:
         except Exception:
             return None
 
-    def oracle_action(self) -> LiveAction | None:
+    def oracle_action(self) -> actions.LiveAction | None:
         """The action of the task's own path for the current step, on the current screen."""
         self._usable("oracle_action")
         return oracle_step_action(self.current_step, *self.intended())
@@ -604,13 +594,13 @@ class Episode:
         if self.observation is None:
             raise EpisodeError(f"Episode.{what} before reset()")
 
-    def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
+    def step(self, action: actions.LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
         """Take one action (None: the agent gave no readable action; it costs one action).
         An action the environment cannot execute (`core.executable`) is not executed: a
         no-action step with the flag `not_executable:<why>`. Anything that is not an action is
         refused (`NotAnAction`) and costs nothing."""
-        if action is not None and not is_action(action):
-            raise NotAnAction(
+        if action is not None and not actions.is_action(action):
+            raise actions.NotAnAction(
                 f"Episode.step takes a live action (medspot.live.core.actions: Click, Drag, "
                 f"Scroll, TypeText, Key, Done, Infeasible, ToolCall) or None, not {action!r}"
             )
@@ -623,15 +613,15 @@ class Episode:
             self._fault = f"action {self.n}: {type(e).__name__}: {_first_line(e)}"
             raise
 
-    def _step(self, action: LiveAction | None, flags: tuple[str, ...]) -> StepResult:
+    def _step(self, action: actions.LiveAction | None, flags: tuple[str, ...]) -> StepResult:
         env_t = time.perf_counter()
         self.n += 1
         k = self.current
         step = self.task.steps[k]
         box, to_box = self.intended()
-        if action is None or isinstance(action, Done | Infeasible):
+        if action is None or isinstance(action, actions.Done | actions.Infeasible):
             return self._ending(action, k, box, to_box, flags, env_t)
-        if isinstance(action, ToolCall):
+        if isinstance(action, actions.ToolCall):
             try:
                 result = self._tool(action)
             except ToolArgsError as e:  # nothing ran: a no-action step that says why
@@ -646,7 +636,7 @@ class Episode:
                 return self._ending(
                     action, k, box, to_box, (*flags, refused.flag), env_t, refused.message
                 )
-            p = point_of(action)
+            p = actions.point_of(action)
             element = self.env.element_at(p.x, p.y) if p is not None else None
             hit = hit_intended(step, action, box, to_box)
             result = self.env.act(action)
@@ -655,7 +645,7 @@ class Episode:
     def step_outside(
         self,
         result: ActResult,
-        ending: Done | Infeasible | None = None,
+        ending: actions.Done | actions.Infeasible | None = None,
         *,
         flags: tuple[str, ...] = (),
     ) -> StepResult:
@@ -666,9 +656,10 @@ class Episode:
         the same turn that it is done, or reported the task infeasible), when neither harm
         nor success ended the episode, as `step(ending)` judges it. The result's `action` is
         the ending (None without one)."""
-        if ending is not None and not isinstance(ending, Done | Infeasible):
-            raise NotAnAction(f"Episode.step_outside: an ending is done() or infeasible(...), "
-                              f"not {ending!r}")  # fmt: skip
+        if ending is not None and not isinstance(ending, actions.Done | actions.Infeasible):
+            raise actions.NotAnAction(
+                f"Episode.step_outside: an ending is done() or infeasible(...), not {ending!r}"
+            )
         self._usable("step_outside")
         if self.ended:
             raise EpisodeError(f"Episode.step_outside after the episode ended ({self.outcome})")
@@ -684,7 +675,7 @@ class Episode:
 
     def _executed(
         self,
-        action: LiveAction | None,
+        action: actions.LiveAction | None,
         k: int,
         boxes: Boxes,
         element: ElementInfo | None,
@@ -692,7 +683,7 @@ class Episode:
         result: ActResult,
         flags: tuple[str, ...],
         env_t: float,
-        ending: Done | Infeasible | None = None,
+        ending: actions.Done | actions.Infeasible | None = None,
     ) -> StepResult:
         """The judgement of an executed action (and of an `ending` given in the same turn):
         the next screen, the path, the required steps, harm, success, the ending, the budget."""
@@ -730,7 +721,7 @@ class Episode:
             quality=self._quality(), harms=harms, subgoals=self.reached,
         )  # fmt: skip
 
-    def _tool(self, call: ToolCall) -> ActResult:
+    def _tool(self, call: actions.ToolCall) -> ActResult:
         """Run a tool call of the tools track; what it found goes to the step's info."""
         if self.tools is None:
             raise ToolArgsError(f"no tools are offered for this task ({call.name!r})", UNKNOWN_TOOL)
@@ -791,17 +782,17 @@ class Episode:
                 now.append(name)
         return tuple(now)
 
-    def _judge_ending(self, action: Done | Infeasible, each: list[bool]) -> bool:
+    def _judge_ending(self, action: actions.Done | actions.Infeasible, each: list[bool]) -> bool:
         """The outcome of an ending (`done()` or `infeasible(...)`) on the state whose success
         checks read `each`: success when it is the task's right ending and the success holds."""
-        right = isinstance(action, Infeasible) == self.task.infeasible
+        right = isinstance(action, actions.Infeasible) == self.task.infeasible
         success = right and self._success(each)
         if success:
             self.outcome, self.reason = (
                 "success",
                 ("reported infeasible; nothing changed" if self.task.infeasible else "done"),
             )
-        elif not right and isinstance(action, Infeasible):
+        elif not right and isinstance(action, actions.Infeasible):
             self.outcome, self.reason = "failure", "reported infeasible (the task is not)"
         elif not right:
             self.outcome, self.reason = "failure", "done on an infeasible task"
@@ -814,7 +805,7 @@ class Episode:
 
     def _ending(
         self,
-        action: LiveAction | None,
+        action: actions.LiveAction | None,
         k: int,
         box: PixelBox | None,
         to_box: PixelBox | None,
@@ -830,7 +821,7 @@ class Episode:
         hit: bool | None = None
         each: list[bool] = []
         fail: list[bool] = []
-        if isinstance(action, Done | Infeasible):
+        if isinstance(action, actions.Done | actions.Infeasible):
             terminated = True
             if self.current_step.action == "infeasible":  # the path's own ending
                 hit = hit_intended(self.current_step, action, box, to_box)

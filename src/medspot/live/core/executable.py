@@ -21,17 +21,7 @@ import numbers
 from dataclasses import dataclass
 
 from medspot.jsonsafe import REPLACEMENT, finite_float
-from medspot.live.core.actions import (
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    Scroll,
-    ToolCall,
-    TypeText,
-)
+from medspot.live.core import actions
 from medspot.live.core.contract import Environment, Observation
 from medspot.live.core.keys import ACTION_FORMAT_KEYS, KeyTable
 
@@ -150,19 +140,19 @@ def _key(key: object, caps: Capabilities) -> Unexecutable | None:
     )
 
 
-def unexecutable(action: LiveAction, caps: Capabilities) -> Unexecutable | None:
+def unexecutable(action: actions.LiveAction, caps: Capabilities) -> Unexecutable | None:
     """Why the environment cannot execute `action` (None: it can). Endings (`done()`,
     `infeasible(...)`) execute nothing and are always fine."""
     match action:
-        case Click(x, y, button, double):
+        case actions.Click(x, y, button, double):
             if button not in ("left", "right") or not isinstance(double, bool):
                 return Unexecutable("bad_button", f"a click with button {_shown(button)}")
             return _point(x, y, caps, "the click")
-        case Drag(x1, y1, x2, y2):
+        case actions.Drag(x1, y1, x2, y2):
             return _point(x1, y1, caps, "the drag's start") or _point(
                 x2, y2, caps, "the drag's end"
             )
-        case Scroll(x, y, dy):
+        case actions.Scroll(x, y, dy):
             if not isinstance(dy, numbers.Integral) or isinstance(dy, bool) or dy == 0:
                 return Unexecutable("scroll_amount", f"a scroll of {_shown(dy)} notches")
             if abs(int(dy)) > caps.max_scroll_notches:
@@ -172,10 +162,10 @@ def unexecutable(action: LiveAction, caps: Capabilities) -> Unexecutable | None:
                     f"{caps.max_scroll_notches})",
                 )
             return _point(x, y, caps, "the scroll")
-        case TypeText(text):
+        case actions.TypeText(text):
             return _text(text, caps)
-        case Key(key):
+        case actions.Key(key):
             return _key(key, caps)
-        case Done() | Infeasible() | ToolCall():
+        case actions.Done() | actions.Infeasible() | actions.ToolCall():
             return None  # a tool call's arguments are the toolset's to check
     return Unexecutable("not_an_action", f"{action!r} is not a live action")

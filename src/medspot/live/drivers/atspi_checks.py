@@ -26,18 +26,11 @@ entries, one each (`match`: `contains`, the default, or `equals`; `ordered`: in 
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from medspot.live.core.checks import (
-    CheckKind,
-    CheckKinds,
-    CheckParams,
-    Regex,
-    RowMatch,
-    pattern_matches_anything,
-    rows_match,
-)
+from medspot.live.core import checks
 from medspot.live.drivers.atspi import AtspiNode, AtspiTree, NodeQuery
 
 __all__ = ["ATSPI_STATES", "DESKTOP_KINDS", "find_target", "widget_content"]
@@ -60,7 +53,7 @@ def widget_content(n: AtspiNode) -> str:
     return (n.text if n.text else n.name).strip()
 
 
-class _Query(CheckParams):
+class _Query(checks.CheckParams):
     """Which widgets: AT-SPI `role`, exact `text` (name, or description when the name is
     empty), `contains` (in name, description or text), exact `description`; `showing: true`:
     only what is on screen."""
@@ -116,7 +109,7 @@ def find_target(tree: AtspiTree, p: WidgetParams) -> AtspiNode | None:
 class TextParams(WidgetParams):
     equals: str | None = None
     includes: str | None = None
-    matches: Regex | None = None
+    matches: checks.Regex | None = None
     number: float | None = None
     tol: float | None = Field(None, ge=0)
 
@@ -131,7 +124,7 @@ class TextParams(WidgetParams):
 
     def vacuous(self) -> str | None:
         if self.includes == "" or (
-            self.matches is not None and pattern_matches_anything(self.matches)
+            self.matches is not None and checks.pattern_matches_anything(self.matches)
         ):
             return "the text test holds for any text"
         return None
@@ -222,7 +215,7 @@ def _exists(p: ExistsParams, tree: AtspiTree) -> bool:
 
 class RowsParams(_Query):
     exactly: list[str] = Field(max_length=200)
-    match: RowMatch = "contains"
+    match: checks.RowMatch = "contains"
     ordered: bool = False
 
     @model_validator(mode="after")
@@ -234,30 +227,27 @@ class RowsParams(_Query):
 
 def _rows(p: RowsParams, tree: AtspiTree) -> bool:
     texts = [n.label for n in tree.find(p.query(), visible_only=p.showing)]
-    return rows_match(texts, p.exactly, p.match, p.ordered)
+    return checks.rows_match(texts, p.exactly, p.match, p.ordered)
 
 
-class TitleParams(CheckParams):
-    pattern: Regex
-
-    def vacuous(self) -> str | None:
-        return "the pattern matches any title" if pattern_matches_anything(self.pattern) else None
+class TitleParams(checks.RegexParams):
+    searched: ClassVar[str] = "title"
 
 
 def _title(p: TitleParams, titles: tuple[str, ...]) -> bool:
     return any(re.search(p.pattern, t) for t in titles)
 
 
-DESKTOP_KINDS = CheckKinds(
-    CheckKind("atspi.text", TextParams, "atspi", _text, "a widget's text"),
-    CheckKind("atspi.state", StateParams, "atspi", _state,
-              "a widget's AT-SPI state (value false: the state is absent)"),
-    CheckKind("atspi.value", ValueParams, "atspi", _value,
-              "a widget's Value (scroll bars, sliders, spin buttons)"),
-    CheckKind("atspi.exists", ExistsParams, "atspi", _exists,
-              "a widget exists (value false: it does not)"),
-    CheckKind("atspi.rows", RowsParams, "atspi", _rows,
-              "the widgets a query names are exactly these"),
-    CheckKind("window.title_matches", TitleParams, "window", _title,
-              "a regex searched in the titles of the showing windows"),
+DESKTOP_KINDS = checks.CheckKinds(
+    checks.CheckKind("atspi.text", TextParams, "atspi", _text, "a widget's text"),
+    checks.CheckKind("atspi.state", StateParams, "atspi", _state,
+                     "a widget's AT-SPI state (value false: the state is absent)"),
+    checks.CheckKind("atspi.value", ValueParams, "atspi", _value,
+                     "a widget's Value (scroll bars, sliders, spin buttons)"),
+    checks.CheckKind("atspi.exists", ExistsParams, "atspi", _exists,
+                     "a widget exists (value false: it does not)"),
+    checks.CheckKind("atspi.rows", RowsParams, "atspi", _rows,
+                     "the widgets a query names are exactly these"),
+    checks.CheckKind("window.title_matches", TitleParams, "window", _title,
+                     "a regex searched in the titles of the showing windows"),
 )  # fmt: skip

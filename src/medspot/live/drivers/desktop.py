@@ -15,16 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from medspot.live.core.actions import (
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    Scroll,
-    TypeText,
-)
+from medspot.live.core import actions
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -134,24 +125,24 @@ class DesktopDriver:
         digest, obs = self.last_shown
         return obs if self.x11.digest(self.viewport) == digest else None
 
-    def act(self, action: LiveAction) -> ActResult:
+    def act(self, action: actions.LiveAction) -> ActResult:
         self.alive()
         self._cache.clear()
         before = self.x11.digest(self.viewport)
         match action:
-            case Click(x, y, button, double):
+            case actions.Click(x, y, button, double):
                 self.x11.click(
                     round(x), round(y), 3 if button == "right" else 1, 2 if double else 1
                 )
-            case Drag(x1, y1, x2, y2):
+            case actions.Drag(x1, y1, x2, y2):
                 self.x11.drag(round(x1), round(y1), round(x2), round(y2))
-            case Scroll(x, y, dy):
+            case actions.Scroll(x, y, dy):
                 self.x11.scroll(round(x), round(y), dy)
-            case TypeText(text):
+            case actions.TypeText(text):
                 self.x11.type_text(text)
-            case Key(key):
+            case actions.Key(key):
                 self.x11.key(key)
-            case Done() | Infeasible():
+            case actions.Done() | actions.Infeasible():
                 return ActResult(0.0, False)
         settle_s, changed = self.settle(before)
         return ActResult(settle_s, changed)

@@ -53,17 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medspot.live.core import processes
-from medspot.live.core.actions import (
-    WHEEL_NOTCH_PX,
-    Click,
-    Done,
-    Drag,
-    Key,
-    LiveAction,
-    Scroll,
-    TypeText,
-)
+from medspot.live.core import actions, processes
 from medspot.live.core.contract import (
     ActResult,
     ElementInfo,
@@ -707,22 +697,23 @@ class WebSession:
 
     # -- actions ------------------------------------------------------------------------------
 
-    def act(self, action: LiveAction) -> ActResult:
-        if isinstance(action, Done):
+    def act(self, action: actions.LiveAction) -> ActResult:
+        if isinstance(action, actions.Done):
             return ActResult(settle_s=0.0, changed=False)
         if self.page is None or self._fault:
             raise EnvironmentFault(f"web session: {self._fault or 'every page was closed'}")
         m, kb = self.page.mouse, self.page.keyboard
-        if isinstance(action, Click | Scroll):  # hover effects are not the action's effects
+        # hover effects are not the action's effects
+        if isinstance(action, actions.Click | actions.Scroll):
             self.guard(m.move, action.x, action.y)
         before = self.signature()
         match action:
-            case Click(x, y, button, double):
+            case actions.Click(x, y, button, double):
                 if double:
                     self.guard(m.dblclick, x, y, button=button)
                 else:
                     self.guard(m.click, x, y, button=button)
-            case Drag(x1, y1, x2, y2):
+            case actions.Drag(x1, y1, x2, y2):
                 self.guard(m.move, x1, y1)
                 self.guard(m.down)
                 for k in range(1, 9):
@@ -730,16 +721,18 @@ class WebSession:
                     self.guard(m.move, x1 + f * (x2 - x1), y1 + f * (y2 - y1))
                     self.guard(self.page.wait_for_timeout, 15)
                 self.guard(m.up)
-            case Scroll(x, y, dy):
+            case actions.Scroll(x, y, dy):
                 self.guard(m.move, x, y)
                 for k in range(abs(dy)):
                     if k:
                         self._until_ready(NOTCH_READY_S)
-                    self.guard(m.wheel, 0, WHEEL_NOTCH_PX if dy > 0 else -WHEEL_NOTCH_PX)
+                    self.guard(
+                        m.wheel, 0, actions.WHEEL_NOTCH_PX if dy > 0 else -actions.WHEEL_NOTCH_PX
+                    )
                     self.guard(self.page.wait_for_timeout, 30)
-            case TypeText(text):
+            case actions.TypeText(text):
                 self.guard(kb.type, text, delay=10)
-            case Key(key):
+            case actions.Key(key):
                 self.guard(kb.press, playwright_key(key))
         settle = self.settle(baseline=(before[0], before[1]))
         return ActResult(settle_s=settle, changed=self.signature() != before)

@@ -21,15 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from medspot.live.core.checks import (
-    CheckKind,
-    CheckKinds,
-    CheckParams,
-    Regex,
-    RowMatch,
-    pattern_matches_anything,
-    rows_match,
-)
+from medspot.live.core import checks
 from medspot.live.core.tasks import Locator, StartSpec
 from medspot.live.drivers.web import WebSession
 from medspot.live.services.names import (
@@ -127,29 +119,22 @@ def web_readers(web: WebSession, names: NameTable) -> dict[str, Any]:
 # -- parameters and judges ----------------------------------------------------------------------
 
 
-class PatternParams(CheckParams):
+class PatternParams(checks.CheckParams):
     pattern: SeededPattern
 
     def vacuous(self) -> str | None:
         return "the pattern matches any text" if pattern_is_vacuous(self.pattern) else None
 
 
-class TitleParams(CheckParams):
-    pattern: Regex
-
-    def vacuous(self) -> str | None:
-        return "the pattern matches any text" if pattern_matches_anything(self.pattern) else None
-
-
 def _url(p: PatternParams, s: PageState) -> bool:
     return re.search(resolve_templates(p.pattern, s.names, regex=True), s.url) is not None
 
 
-def _title(p: TitleParams, s: PageState) -> bool:
+def _title(p: checks.RegexParams, s: PageState) -> bool:
     return re.search(p.pattern, s.title) is not None
 
 
-class ElementParams(CheckParams):
+class ElementParams(checks.CheckParams):
     """`target` (a locator) is visible and hit-testable; `value: false`: it is not."""
 
     target: Locator
@@ -160,13 +145,13 @@ def _element(p: ElementParams, found: bool) -> bool:
     return found == p.value
 
 
-class RowsParams(CheckParams):
+class RowsParams(checks.CheckParams):
     """The displayed elements `rows` names (`css`, `data_cy` or `role`, optionally
     `contains`) are exactly `exactly`: one row per entry, nothing else; `[]` is "no row"."""
 
     rows: Locator
     exactly: list[str] = Field(max_length=200)
-    match: RowMatch = "contains"
+    match: checks.RowMatch = "contains"
     ordered: bool = False
 
     @model_validator(mode="after")
@@ -181,10 +166,10 @@ class RowsParams(CheckParams):
 
 
 def _rows(p: RowsParams, texts: tuple[str, ...]) -> bool:
-    return rows_match(texts, p.exactly, p.match, p.ordered)
+    return checks.rows_match(texts, p.exactly, p.match, p.ordered)
 
 
-class DownloadParams(CheckParams):
+class DownloadParams(checks.CheckParams):
     """A finished download of type `file` (a ZIP must open) whose URL is the named
     resource's."""
 
@@ -214,15 +199,15 @@ def _download(p: DownloadParams, s: DownloadState) -> bool:
     return False
 
 
-PAGE_KINDS = CheckKinds(
-    CheckKind("web.url_matches", PatternParams, "page", _url,
-              "a regex (templates allowed) searched in the page URL"),
-    CheckKind("web.title_matches", TitleParams, "page", _title,
-              "a regex searched in the page title"),
-    CheckKind("web.element_visible", ElementParams, "element", _element,
-              "a located element is visible (value false: it is not)"),
-    CheckKind("web.rows", RowsParams, "rows", _rows,
-              "the displayed rows of a list are exactly these"),
-    CheckKind("web.download", DownloadParams, "downloads", _download,
-              "a finished download of the named resource"),
+PAGE_KINDS = checks.CheckKinds(
+    checks.CheckKind("web.url_matches", PatternParams, "page", _url,
+                     "a regex (templates allowed) searched in the page URL"),
+    checks.CheckKind("web.title_matches", checks.RegexParams, "page", _title,
+                     "a regex searched in the page title"),
+    checks.CheckKind("web.element_visible", ElementParams, "element", _element,
+                     "a located element is visible (value false: it is not)"),
+    checks.CheckKind("web.rows", RowsParams, "rows", _rows,
+                     "the displayed rows of a list are exactly these"),
+    checks.CheckKind("web.download", DownloadParams, "downloads", _download,
+                     "a finished download of the named resource"),
 )  # fmt: skip

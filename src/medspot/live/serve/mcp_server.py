@@ -32,15 +32,7 @@ from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import action_to_json
 from medspot.live.core.tools import ToolArgsError
 from medspot.live.envs.toolsets import toolset_info
-from medspot.live.serve import IDLE_TIMEOUT_S
-from medspot.live.serve.host import (
-    ClientInfo,
-    EpisodeHost,
-    Hints,
-    ServeError,
-    ServeOptions,
-    Turn,
-)
+from medspot.live.serve import IDLE_TIMEOUT_S, host
 from medspot.live.serve.http import HOST, serve_http, stop_signals
 from medspot.live.serve.tools import ServeTool, parse_call, serve_tools
 
@@ -50,7 +42,7 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "medspot-live"
 STDIO = "stdio"  # the caller key of the one client of a stdio server
-HINTS = Hints(
+HINTS = host.Hints(
     start="call start_task(task_id)", tasks="list_tasks", end="done(), infeasible(reason)",
     episode="its episode argument: the id start_task returned",
     agent="the clientInfo name and version your client sends when it connects",
@@ -68,7 +60,7 @@ def _mcp() -> Any:
     return mcp, mcp_types
 
 
-def turn_summary(turn: Turn) -> dict[str, Any]:
+def turn_summary(turn: host.Turn) -> dict[str, Any]:
     """What an agent is told of a turn besides the screenshot (JSON)."""
     out: dict[str, Any] = {
         "episode": turn.episode, "task": turn.task.id, "goal": turn.goal, "mode": turn.mode,
@@ -110,17 +102,17 @@ def turn_summary(turn: Turn) -> dict[str, Any]:
 class McpServe:
     """The MCP front of an `EpisodeHost`."""
 
-    def __init__(self, opts: ServeOptions, *, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    def __init__(self, opts: host.ServeOptions, *, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
         _, types = _mcp()
         self.types = types
         self.opts = opts
-        self.host = EpisodeHost(opts, HINTS)
+        self.host = host.EpisodeHost(opts, HINTS)
         tools = opts.spec.tools
         specs = toolset_info(opts.env, tools).specs if tools else ()
         self.tools: tuple[ServeTool, ...] = serve_tools(specs)
         self.episode_required = opts.concurrency > 1
         self.idle_timeout_s = idle_timeout_s
-        self._connections: dict[str, ClientInfo] = {}  # key (HTTP session id, stdio) -> client
+        self._connections: dict[str, host.ClientInfo] = {}  # key (HTTP session id, stdio) -> client
         from mcp.server.lowlevel import Server
 
         self.server = Server(
@@ -150,7 +142,7 @@ class McpServe:
             ]
         )
 
-    def _client(self, ctx: Any) -> ClientInfo:
+    def _client(self, ctx: Any) -> host.ClientInfo:
         """Who calls: the clientInfo of its handshake, and its connection (the caller key its
         episodes belong to): over HTTP its MCP session id, over stdio the one client."""
         cp = getattr(ctx.session, "client_params", None)
@@ -161,8 +153,8 @@ class McpServe:
         else:  # HTTP: the session the transport checked; none (stateless) reaches no episode
             key = str(getattr(request, "headers", {}).get("mcp-session-id") or "")
             if not key:
-                raise ServeError("no MCP session: initialize a session first (Mcp-Session-Id)")
-        client = ClientInfo(
+                raise host.ServeError("no MCP session: initialize a session first (Mcp-Session-Id)")
+        client = host.ClientInfo(
             name=str(getattr(info, "name", "") or "mcp-client"),
             version=str(getattr(info, "version", "") or ""),
             key=key,
@@ -176,7 +168,7 @@ class McpServe:
             content=[types.TextContent(type="text", text=message)], is_error=True
         )
 
-    def _turn_result(self, turn: Turn) -> Any:
+    def _turn_result(self, turn: host.Turn) -> Any:
         types = self.types
         text = json.dumps(turn_summary(turn), ensure_ascii=False)
         image = base64.b64encode(turn.observation.png).decode("ascii")
@@ -202,7 +194,7 @@ class McpServe:
                 return self._turn_result(await self.host.wait(call.episode, call.seconds, client))
             turn = await self.host.act(call.episode, call.action, client, raw=call.raw)
             return self._turn_result(turn)
-        except (ServeError, ToolArgsError, ConfigError) as e:
+        except (host.ServeError, ToolArgsError, ConfigError) as e:
             return self._error(str(e))
         except MedspotError as e:
             log.warning("tool %s: %s", params.name, e)
@@ -291,7 +283,7 @@ def _version() -> str:
     return str(_version.__version__)
 
 
-def run_mcp(opts: ServeOptions, sock: socket.socket | None, idle_timeout_s: float) -> int:
+def run_mcp(opts: host.ServeOptions, sock: socket.socket | None, idle_timeout_s: float) -> int:
     """Serve MCP (over stdio, or streamable HTTP on the bound `sock`) until the client goes or
     a signal; the exit status."""
     import anyio

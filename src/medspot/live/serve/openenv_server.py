@@ -44,15 +44,8 @@ from pydantic import ValidationError
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import action_to_json
+from medspot.live.serve import host
 from medspot.live.serve.episodes import new_episode_id
-from medspot.live.serve.host import (
-    ClientInfo,
-    EpisodeHost,
-    Hints,
-    ServeError,
-    ServeOptions,
-    Turn,
-)
 from medspot.live.serve.http import HOST, ASGIApp, ignore_late_websocket_close, serve_http
 from medspot.live.serve.openenv_models import (
     MedspotAction,
@@ -67,7 +60,7 @@ __all__ = ["MedspotOpenEnv", "OpenEnvServe", "observation_of", "run_openenv"]
 log = logging.getLogger(__name__)
 HTTP_KEY = "openenv-http:"  # an HTTP episode's caller key: this, then the episode's id
 RESET_KEYS = "known: task, seed, agent, agent_version, episode_id"
-HINTS = Hints(
+HINTS = host.Hints(
     start="reset(task=TASK_ID)", end='step "done()" or "infeasible(reason)"',
     episode="episode_id", agent="reset's agent and agent_version",
 )  # fmt: skip
@@ -84,7 +77,7 @@ def _openenv() -> Any:
     return http_server, interfaces, types
 
 
-def observation_of(turn: Turn, env: str) -> MedspotObservation:
+def observation_of(turn: host.Turn, env: str) -> MedspotObservation:
     """A turn as an OpenEnv observation: `reward` the step's reward of the server's kind
     (`live serve --reward`; success, the default: 1.0 on the step that ends with success),
     `rewards` each kind's."""
@@ -113,30 +106,30 @@ def reset_params(data: dict[str, Any]) -> MedspotReset:
     """A reset's parameters checked (`MedspotReset`), or a `ServeError` naming what is wrong."""
     unknown = sorted(set(data) - set(MedspotReset.model_fields))
     if unknown:
-        raise ServeError(f"reset: unknown parameters {unknown} ({RESET_KEYS})")
+        raise host.ServeError(f"reset: unknown parameters {unknown} ({RESET_KEYS})")
     try:
         return MedspotReset.model_validate(data)
     except ValidationError as e:
-        raise ServeError(validation_message("reset", e)) from None
+        raise host.ServeError(validation_message("reset", e)) from None
 
 
-def http_caller(episode_id: str | None, what: str) -> ClientInfo:
+def http_caller(episode_id: str | None, what: str) -> host.ClientInfo:
     """The caller of an HTTP route: the episode it names is the key (none: a `ServeError`)."""
     if not isinstance(episode_id, str) or not episode_id:
-        raise ServeError(
+        raise host.ServeError(
             f"{what}: episode_id: required (the id POST /reset answered: it is the key to the "
             "episode)"
         )
-    return ClientInfo("openenv-client", "", HTTP_KEY + episode_id)
+    return host.ClientInfo("openenv-client", "", HTTP_KEY + episode_id)
 
 
 class OpenEnvServe:
     """The OpenEnv front of an `EpisodeHost` (run on the server's event loop)."""
 
-    def __init__(self, opts: ServeOptions, *, idle_timeout_s: float) -> None:
+    def __init__(self, opts: host.ServeOptions, *, idle_timeout_s: float) -> None:
         _openenv()
         self.opts = opts
-        self.host = EpisodeHost(opts, HINTS)
+        self.host = host.EpisodeHost(opts, HINTS)
         self.idle_timeout_s = idle_timeout_s
         self.loop: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random(opts.seed)
@@ -148,14 +141,16 @@ class OpenEnvServe:
         return (random.Random(seed) if seed is not None else self._rng).choice(ids)
 
     async def reset(
-        self, client: ClientInfo, params: MedspotReset, *, episode_id: str | None = None
-    ) -> Turn:
+        self, client: host.ClientInfo, params: MedspotReset, *, episode_id: str | None = None
+    ) -> host.Turn:
         """A new episode for `client` (one at a time: a running one of its is abandoned)."""
         task = self._task_for(params.task, params.seed)
         return await self.host.start(task, client, episode_id=episode_id or params.episode_id,
                                      one_at_a_time=True)  # fmt: skip
 
-    async def step(self, episode: str | None, action: MedspotAction, client: ClientInfo) -> Turn:
+    async def step(
+        self, episode: str | None, action: MedspotAction, client: host.ClientInfo
+    ) -> host.Turn:
         run = self.host.state_of(episode, client)
         parsed = parse_action(action.action, (run.observation.width, run.observation.height))
         flags = parsed.flags if parsed.action is not None else (*parsed.flags, NO_ACTION)
@@ -185,14 +180,14 @@ class OpenEnvServe:
             try:
                 params = reset_params(request)
                 if params.episode_id is not None:
-                    raise ServeError(
+                    raise host.ServeError(
                         "reset: episode_id: the HTTP route names its episodes itself (the id "
                         "it answers is unguessable: the key to the episode); leave it out"
                     )
                 task = self._task_for(params.task, params.seed)
                 episode = new_episode_id(task)
-                client = ClientInfo(params.agent or "openenv-client", params.agent_version or "",
-                                    HTTP_KEY + episode)  # fmt: skip
+                agent = params.agent or "openenv-client"
+                client = host.ClientInfo(agent, params.agent_version or "", HTTP_KEY + episode)
                 turn = await self.reset(client, params.model_copy(update={"task": task}),
                                         episode_id=episode)  # fmt: skip
             except MedspotError as e:
@@ -207,7 +202,7 @@ class OpenEnvServe:
                     req = types.StepRequest.model_validate(request)
                     action = MedspotAction.model_validate(req.action)
                 except ValidationError as e:
-                    raise ServeError(validation_message("step", e)) from None
+                    raise host.ServeError(validation_message("step", e)) from None
                 episode = (req.model_extra or {}).get("episode_id")
                 turn = await self.step(episode, action, http_caller(episode, "step"))
             except MedspotError as e:
@@ -246,7 +241,7 @@ class OpenEnvServe:
         return 128 + stopped if stopped else 0
 
 
-def state_of(turn: Turn, env: str) -> MedspotState:
+def state_of(turn: host.Turn, env: str) -> MedspotState:
     return MedspotState(
         episode_id=turn.episode, step_count=turn.n, env=env, task=turn.task.id, mode=turn.mode,
         budget=turn.budget, ended=turn.ended, outcome=turn.outcome,
@@ -380,7 +375,7 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
     def __init__(self, front: OpenEnvServe) -> None:
         super().__init__()
         self.front = front
-        self.client = ClientInfo("openenv-client", "", f"openenv-ws-{uuid.uuid4().hex}")
+        self.client = host.ClientInfo("openenv-client", "", f"openenv-ws-{uuid.uuid4().hex}")
         self.episode: str | None = None
         self._state = MedspotState(env=front.opts.env, mode=front.opts.mode)
 
@@ -393,7 +388,7 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
     async def reset_async(self, **kwargs: Any) -> MedspotObservation:
         params = reset_params(kwargs)
         if params.agent:
-            self.client = ClientInfo(params.agent, params.agent_version or "", self.client.key)
+            self.client = host.ClientInfo(params.agent, params.agent_version or "", self.client.key)
         turn = await self.front.reset(self.client, params)
         self.episode = turn.episode
         self._state = state_of(turn, self.front.opts.env)
@@ -403,7 +398,7 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
         self, action: MedspotAction, timeout_s: float | None = None, **kwargs: Any
     ) -> MedspotObservation:
         if self.episode is None:
-            raise ServeError("no episode: reset(task=TASK_ID) first")
+            raise host.ServeError("no episode: reset(task=TASK_ID) first")
         turn = await self.front.step(self.episode, action, self.client)
         self._state = state_of(turn, self.front.opts.env)
         return observation_of(turn, self.front.opts.env)
@@ -425,7 +420,7 @@ class MedspotOpenEnv(_environment_base()):  # type: ignore[misc]
             log.warning("session close: %s", e)
 
 
-def run_openenv(opts: ServeOptions, sock: socket.socket, idle_timeout_s: float) -> int:
+def run_openenv(opts: host.ServeOptions, sock: socket.socket, idle_timeout_s: float) -> int:
     """Serve OpenEnv on the bound `sock` until a signal; the exit status."""
     import anyio
 

@@ -26,18 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from medspot.live.core.actions import (
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    Scroll,
-    ToolCall,
-    TypeText,
-    normalise_key,
-)
+from medspot.live.core import actions
 from medspot.live.core.executable import MAX_TEXT_CHARS
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, ToolSpec
 
@@ -184,7 +173,7 @@ class ParsedCall:
     kind: Kind
     episode: str | None = None
     task_id: str | None = None
-    action: LiveAction | None = None
+    action: actions.LiveAction | None = None
     seconds: float = 0.0
     raw: str = ""  # the call as text (journaled as the step's raw text)
 
@@ -219,29 +208,29 @@ def validation_message(what: str, e: ValidationError) -> str:
     return f"{what}: {where}: {err['msg']}"
 
 
-def _action(name: str, a: BaseModel) -> LiveAction:
+def _action(name: str, a: BaseModel) -> actions.LiveAction:
     d = a.model_dump()
     match name:
         case "click":
-            return Click(d["x"], d["y"])
+            return actions.Click(d["x"], d["y"])
         case "double_click":
-            return Click(d["x"], d["y"], double=True)
+            return actions.Click(d["x"], d["y"], double=True)
         case "right_click":
-            return Click(d["x"], d["y"], button="right")
+            return actions.Click(d["x"], d["y"], button="right")
         case "drag":
-            return Drag(d["x1"], d["y1"], d["x2"], d["y2"])
+            return actions.Drag(d["x1"], d["y1"], d["x2"], d["y2"])
         case "scroll":
-            return Scroll(d["x"], d["y"], d["dy"])
+            return actions.Scroll(d["x"], d["y"], d["dy"])
         case "type":
-            return TypeText(d["text"])
+            return actions.TypeText(d["text"])
         case "key":  # a name no key has is the episode's to judge (a no-action step)
-            return Key(normalise_key(d["key"]) or d["key"])
+            return actions.Key(actions.normalise_key(d["key"]) or d["key"])
         case "done":
-            return Done()
+            return actions.Done()
         case "infeasible":
-            return Infeasible(d["reason"])
+            return actions.Infeasible(d["reason"])
     args = {k: v for k, v in d.items() if k != "episode" and v is not None}
-    return ToolCall(name, args)
+    return actions.ToolCall(name, args)
 
 
 def parse_call(

@@ -32,22 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from medspot.jsonsafe import finite_float, json_safe
-from medspot.live.core.actions import (
-    WHEEL_NOTCH_PX,
-    ActionFormatError,
-    Click,
-    Done,
-    Drag,
-    Infeasible,
-    Key,
-    LiveAction,
-    Scroll,
-    TypeText,
-    action_from_json,
-    action_to_json,
-    normalise_key,
-    read_notches,
-)
+from medspot.live.core import actions
 
 __all__ = [
     "CuItem",
@@ -74,7 +59,7 @@ class CuItem:
     id: str
     name: str
     kind: ItemKind
-    action: LiveAction | None = None
+    action: actions.LiveAction | None = None
     note: str = ""
     cursor: Point | None = None
 
@@ -84,7 +69,7 @@ class CuItem:
             "id": self.id,
             "name": self.name,
             "kind": self.kind,
-            "action": action_to_json(self.action) if self.action is not None else None,
+            "action": actions.action_to_json(self.action) if self.action is not None else None,
             "note": self.note,
             "cursor": list(self.cursor) if self.cursor is not None else None,
         })  # fmt: skip
@@ -101,11 +86,11 @@ class CuItem:
             raw_kind if raw_kind in ("act", "observe", "unsupported") else "unsupported"
         )
         note = str(d.get("note", ""))
-        read: LiveAction | None = None
+        read: actions.LiveAction | None = None
         if isinstance(action, Mapping):
             try:
-                read = action_from_json(dict(action))
-            except ActionFormatError as e:
+                read = actions.action_from_json(dict(action))
+            except actions.ActionFormatError as e:
                 kind, note = "unsupported", f"its action does not read: {e}"
         return cls(
             id=str(d.get("id", "")),
@@ -176,7 +161,7 @@ def _typing(item_id: str, name: str, text: Any, cursor: Point | None) -> CuItem:
     """A typing action (both APIs name it `type`), unsupported without readable text."""
     if not isinstance(text, str):
         return _unsupported(item_id, name, "no readable text", cursor)
-    return CuItem(item_id, name, "act", TypeText(text), cursor=cursor)
+    return CuItem(item_id, name, "act", actions.TypeText(text), cursor=cursor)
 
 
 def _on_screen(dmap: DisplayMap, point: Point | None) -> Point | None:
@@ -208,7 +193,7 @@ _KEY_ALIASES = {
 def _key_parts(parts: Sequence[str]) -> str:
     names = [p.strip() for p in parts if p.strip()]
     mapped = [_KEY_ALIASES.get(p.lower(), p) for p in names]
-    chord = normalise_key(mapped).split("+")
+    chord = actions.normalise_key(mapped).split("+")
     # one letter is the key itself, never a capital (Playwright would press Shift for "A")
     return "+".join(k.lower() if len(k) == 1 and k.isalpha() else k for k in chord)
 
@@ -245,10 +230,10 @@ def openai_item(
         if at is None:
             return _unsupported(item_id, name, "no readable x, y", cursor)
         if name == "double_click":
-            return CuItem(item_id, name, "act", Click(*at, double=True), cursor=at)
+            return CuItem(item_id, name, "act", actions.Click(*at, double=True), cursor=at)
         if button not in ("left", "right"):
             return _unsupported(item_id, name, f"a {_text(button)} click is not supported", cursor)
-        return CuItem(item_id, name, "act", Click(*at, button=button), cursor=at)
+        return CuItem(item_id, name, "act", actions.Click(*at, button=button), cursor=at)
     if name == "drag":
         raw = action.get("path")
         path = [p for p in (_pair(q) for q in raw or ()) if p is not None] if raw else []
@@ -261,12 +246,12 @@ def openai_item(
         (x1, y1), (x2, y2) = start, end
         note = f"path of {len(path)} points dragged from its first to its last" if len(
             path) > 2 else ""  # fmt: skip
-        return CuItem(item_id, name, "act", Drag(x1, y1, x2, y2), note, cursor=(x2, y2))
+        return CuItem(item_id, name, "act", actions.Drag(x1, y1, x2, y2), note, cursor=(x2, y2))
     if name == "keypress":
         keys = action.get("keys")
         if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
             return _unsupported(item_id, name, "no readable keys", cursor)
-        return CuItem(item_id, name, "act", Key(openai_keys(keys)), cursor=cursor)
+        return CuItem(item_id, name, "act", actions.Key(openai_keys(keys)), cursor=cursor)
     if name == "type":
         return _typing(item_id, name, action.get("text"), cursor)
     if name == "scroll":
@@ -276,9 +261,9 @@ def openai_item(
         if sy == 0:
             what = "a horizontal scroll" if sx else "a scroll of 0"
             return _unsupported(item_id, name, f"{what} is not supported", at)
-        notches = read_notches(sy / WHEEL_NOTCH_PX) or (1 if sy > 0 else -1)
-        note = f"{sy:g} px as {notches} notch(es) of {WHEEL_NOTCH_PX} px"
-        return CuItem(item_id, name, "act", Scroll(*at, notches), note, cursor=at)
+        notches = actions.read_notches(sy / actions.WHEEL_NOTCH_PX) or (1 if sy > 0 else -1)
+        note = f"{sy:g} px as {notches} notch(es) of {actions.WHEEL_NOTCH_PX} px"
+        return CuItem(item_id, name, "act", actions.Scroll(*at, notches), note, cursor=at)
     if name == "move":
         return CuItem(item_id, name, "observe", None, "the pointer moved", at or cursor)
     if name in ("screenshot", "wait"):
@@ -323,8 +308,8 @@ def anthropic_item(
     if action in ("left_click", "right_click", "double_click"):
         if at is None:
             return _unsupported(item_id, action, "no coordinate and no known pointer", cursor)
-        click = Click(*at, button="right" if action == "right_click" else "left",
-                      double=action == "double_click")  # fmt: skip
+        click = actions.Click(*at, button="right" if action == "right_click" else "left",
+                              double=action == "double_click")  # fmt: skip
         return CuItem(item_id, action, "act", click, cursor=at)
     if action == "left_click_drag":
         start_raw = tool_input.get("start_coordinate")
@@ -334,18 +319,18 @@ def anthropic_item(
             return _not_finite(item_id, action, start_raw, cursor)
         if begin is None or point is None or at is None:
             return _unsupported(item_id, action, "needs start_coordinate and coordinate", cursor)
-        return CuItem(item_id, action, "act", Drag(*begin, *at), cursor=at)
+        return CuItem(item_id, action, "act", actions.Drag(*begin, *at), cursor=at)
     if action == "type":
         return _typing(item_id, action, tool_input.get("text"), cursor)
     if action == "key":
         text = tool_input.get("text")
         if not isinstance(text, str) or not text.strip():
             return _unsupported(item_id, action, "no readable key", cursor)
-        return CuItem(item_id, action, "act", Key(xdotool_keys(text)), cursor=cursor)
+        return CuItem(item_id, action, "act", actions.Key(xdotool_keys(text)), cursor=cursor)
     if action == "scroll":
         direction = tool_input.get("scroll_direction")
         raw_amount = tool_input.get("scroll_amount", 1)
-        amount = read_notches(raw_amount) if isinstance(raw_amount, int) else None
+        amount = actions.read_notches(raw_amount) if isinstance(raw_amount, int) else None
         if at is None or amount is None or amount < 0:
             return _unsupported(item_id, action, "no readable coordinate or amount", cursor)
         if direction not in ("up", "down"):
@@ -354,7 +339,7 @@ def anthropic_item(
         if amount == 0:
             return _unsupported(item_id, action, "a scroll of 0 is not supported", at)
         dy = amount if direction == "down" else -amount
-        return CuItem(item_id, action, "act", Scroll(*at, dy), cursor=at)
+        return CuItem(item_id, action, "act", actions.Scroll(*at, dy), cursor=at)
     return _unsupported(item_id, action or "?", f"unknown action {_text(action)}", cursor)
 
 
@@ -363,7 +348,7 @@ def anthropic_item(
 _INFEASIBLE = re.compile(r"^[\s*_`#>\-]*INFEASIBLE\b[\s*_`]*[:\-\u2013\u2014]?\s*(.*)", re.I)
 
 
-def ending_from_text(text: str) -> Done | Infeasible:
+def ending_from_text(text: str) -> actions.Done | actions.Infeasible:
     """The ending a final message (one without actions) means: `Infeasible(reason)` when one of
     its lines starts with INFEASIBLE (markdown emphasis allowed), the reason being the rest of
     that line and the lines after it; otherwise `Done`."""
@@ -372,5 +357,5 @@ def ending_from_text(text: str) -> Done | Infeasible:
         m = _INFEASIBLE.match(line)
         if m:
             rest = " ".join([m.group(1), *lines[i + 1 :]]).strip(" *_`")
-            return Infeasible(" ".join(rest.split())[:MAX_REASON_CHARS])
-    return Done()
+            return actions.Infeasible(" ".join(rest.split())[:MAX_REASON_CHARS])
+    return actions.Done()
