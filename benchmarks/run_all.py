@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             ["bench_overhead.py", "--repeat", "1", "--json", str(o / "overhead.json")],
             ["bench_scale.py", "--sizes", "1000", "10000", "--json", str(o / "scale.json")],
             ["bench_local.py", "--batch-sizes", "1", "4", "--json", str(o / "local.json")],
+            ["bench_parsers.py", "--digits", "100", "--json", str(o / "parsers.json")],
         ]
     else:
         runs = [
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             ["bench_overhead.py", "--profile", "--json", str(o / "overhead.json")],
             ["bench_scale.py", "--json", str(o / "scale.json")],
             ["bench_local.py", "--json", str(o / "local.json")],
+            ["bench_parsers.py", "--json", str(o / "parsers.json")],
         ]  # fmt: skip
     failed = 0
     for cmd in runs:

@@ -27,7 +27,7 @@ from medspot.live.core.actions import LiveAction, action_from_json
 from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.scheduler import LiveOptions
-from medspot.live.loop.steplog import ResumeState, read_live_journal
+from medspot.live.loop.steplog import ResumeState, StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
 MEDSPOT = [sys.executable, "-m", "medspot"]
@@ -42,6 +42,32 @@ def short_workroot() -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# what says when and how long (not what happened), and who answered in which words
+NOT_COMPARED = frozenset({"time", "step_s", "env_s", "settle_s", "latency_s", "duration_s",
+                          "reset_s", "between_tasks_s", "source", "raw_text"})  # fmt: skip
+
+
+def run_command(command: list[str], work: Path) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end, its environments' private folders under `work`."""
+    return subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env=process_env(work))  # fmt: skip
+
+
+def journal_records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The step records as the journal reads (the later line of a step wins: a run journals a
+    paid answer before acting on it) and the task records, without `NOT_COMPARED`: what two
+    ways of driving the same actions must journal alike."""
+    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    tasks: list[dict[str, Any]] = []
+    for rec in read_live_journal(out / LIVE_JOURNAL):
+        fields = {k: v for k, v in rec.model_dump().items() if k not in NOT_COMPARED}
+        if isinstance(rec, StepRecord):
+            steps[(rec.task, rec.repeat, rec.attempt, rec.n)] = fields
+        elif isinstance(rec, TaskRecord):
+            tasks.append(fields)
+    return list(steps.values()), tasks
 
 
 def oracle_actions(out: Path, tasks: Sequence[str]) -> dict[str, list[LiveAction]]:

@@ -34,7 +34,11 @@ from medspot.live.agents.scripted import OracleAgent
 from medspot.live.agents.turn import AgentAnswer, AgentTurn
 from medspot.live.core import processes
 from medspot.live.images.engine import Engine, ImageInfo
-from medspot.live.images.names import CONTAINER_OWNER_LABEL, CONTAINER_RUN_LABEL
+from medspot.live.images.names import (
+    CONTAINER_ENV_LABEL,
+    CONTAINER_OWNER_LABEL,
+    CONTAINER_RUN_LABEL,
+)
 from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
 from medspot.live.loop.executors import ContainerOptions
 from medspot.live.loop.executors.base import SlotConfig
@@ -270,3 +274,37 @@ def test_a_container_that_cannot_start_is_an_environment_fault_and_leaves_nothin
     assert [f.attempt for f in faults] == [1, 2]
     assert all("ended before its worker listened" in f.message for f in faults), faults
     assert owned_by(engine, os.getpid()) == []
+
+
+def test_gymnasium_runs_its_environment_in_a_container(
+    engine: Engine, image: ImageInfo, tmp_path: Path
+) -> None:
+    """`executor="container"` of the Gymnasium environment: the application in a container of
+    the image (owned by this process), an oracle rollout with reward 1, the container gone with
+    `close()`, run.json naming the image."""
+    gymnasium = pytest.importorskip("gymnasium")
+    import medspot.live.gym
+
+    out = tmp_path / "G"
+    env = gymnasium.make(medspot.live.gym.env_id(ENV), executor="container", tasks=TWO[:1],
+                         out=out, agent="scripted")  # fmt: skip
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["task"] == TWO[0] and obs["screen"].shape == (800, 1280, 3)
+        running = owned_by(engine, os.getpid())
+        assert [c.labels.get(CONTAINER_ENV_LABEL) for c in running] == [ENV]
+        total, terminated = 0.0, False
+        while not terminated:
+            action = env.unwrapped.oracle_action()
+            assert action is not None
+            _, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            assert not truncated
+        assert total == 1.0 and info["outcome"] == "success"
+    finally:
+        env.close()
+    assert wait_no_containers(engine, os.getpid()) == []
+    run = json.loads((out / "run.json").read_text())
+    assert (run["executor"], run["served"], run["status"]) == ("container", "gymnasium",
+                                                               "complete")  # fmt: skip
+    assert run["container"]["images"][ENV]["id"] == image.id

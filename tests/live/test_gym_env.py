@@ -1,10 +1,13 @@
 """The Gymnasium API on the real orthanc-explorer environment (a real Orthanc, real chromium):
 Gymnasium's own `check_env` passes, an oracle rollout through `gymnasium.make` (action texts)
 ends with reward 1 and `terminated`, an unreadable text is a flagged no-action step, `close()`
-ends every process, and an async vector pair (two subprocesses) steps both."""
+ends every process, an async vector pair (two subprocesses) steps both, and the application
+may run in a Ray actor (`executor="ray"`)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -14,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _orthanc_support import CHROMIUM, require_orthanc_stack
+from _ray_support import require_ray, stop_processes_under
 from _runner_support import ENV, processes_mentioning
 
 pytestmark = pytest.mark.live
@@ -90,8 +94,8 @@ def test_oracle_rollout_through_make_gets_reward_1(seed_cache: Path, workroot: P
     assert obs["goal"] == info["goal"] and obs["instruction"] == info["instruction"]
     assert info["task"] == "open-study-ct-doe-john" and info["step"] == 1
     assert obs in env.observation_space
-    private = {p for p in workroot.iterdir()}
-    assert len(private) == 1 and processes_mentioning(str(workroot))
+    private = {p for p in workroot.iterdir()}  # the application's, and the run folder's
+    assert len(private) == 2 and processes_mentioning(str(workroot))
 
     obs, reward, terminated, truncated, info = env.step("I am not sure what to do")
     assert (reward, terminated, truncated) == (0.0, False, False)
@@ -136,9 +140,9 @@ def test_async_vector_pair_steps_both(seed_cache: Path, workroot: Path) -> None:
         obs, info = envs.reset(seed=3)
         assert obs["screen"].shape == (2, 800, 1280, 3)
         assert list(info["task"]) == [TASKS[0], TASKS[0]]
-        # two applications, each in its own private folder (the one the vector env's dummy
-        # made to read the spaces is gone)
-        assert len(list(workroot.iterdir())) == 2 and processes_mentioning(str(workroot))
+        # two applications, each in its own private folder, and two run folders (the one the
+        # vector env's dummy made to read the spaces is gone)
+        assert len(list(workroot.iterdir())) == 4 and processes_mentioning(str(workroot))
         obs, reward, terminated, truncated, info = envs.step(("no action here", "click(5, 795)"))
         assert list(info["n"]) == [1, 1]
         assert list(info["executed"]) == [False, True]
@@ -148,3 +152,35 @@ def test_async_vector_pair_steps_both(seed_cache: Path, workroot: Path) -> None:
         assert list(reward) == [0.0, 0.0] and not terminated.any() and not truncated.any()
     finally:
         envs.close()
+
+
+def test_an_oracle_rollout_through_a_ray_actor(
+    seed_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`executor="ray"`: the application runs in a Ray actor of a local cluster the
+    environment starts (the episode driven as `live run` drives it), reward 1 for the oracle,
+    and `close()` stops the cluster and the application."""
+    require_ray()
+    folder = Path(tempfile.mkdtemp(prefix="msgr", dir="/tmp"))  # short: unix socket paths
+    (folder / "r").mkdir()
+    monkeypatch.setenv("RAY_TMPDIR", str(folder / "r"))
+    out = folder / "run"
+    try:
+        env = LiveGymEnv(ENV, executor="ray", tasks=TASKS[:1], out=out, workroot=folder / "w",
+                         chromium=CHROMIUM, seed_cache=seed_cache)  # fmt: skip
+        try:
+            _, info = env.reset(seed=0)
+            total, terminated = 0.0, False
+            while not terminated:
+                _, reward, terminated, truncated, info = env.step(env.oracle_action())
+                total += float(reward)
+                assert not truncated
+            assert total == 1.0 and info["outcome"] == "success"
+        finally:
+            env.close()
+        run = json.loads((out / "run.json").read_text())
+        assert (run["executor"], run["served"]) == ("ray", "gymnasium")
+        assert not processes_mentioning(str(folder)), "the cluster or the application is left"
+    finally:
+        stop_processes_under(folder)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -100,6 +100,13 @@ def test_bad_options_are_config_errors_before_anything_starts(tmp_path: Path) ->
         gymnasium.make(env_id(ENV), workroot=tmp_path, tasks=["no-such-task"])
     with pytest.raises(ConfigError, match="mode"):
         gymnasium.make(env_id(ENV), workroot=tmp_path, mode="autopilot")
+    with pytest.raises(ConfigError, match="executor"):
+        gymnasium.make(env_id(ENV), workroot=tmp_path, executor="cloud")
+    with pytest.raises(ConfigError, match="--spares"):
+        gymnasium.make(env_id(ENV), workroot=tmp_path, spares=-1)
+    with pytest.raises(ConfigError, match="agent"):
+        gymnasium.make(env_id(ENV), workroot=tmp_path, agent=" ")
+    assert list(tmp_path.iterdir()) == []  # no private folder left by a refused one
     env = gymnasium.make(env_id(ENV), workroot=tmp_path)
     try:
         with pytest.raises(ResetNeeded):
@@ -112,7 +119,8 @@ def test_bad_options_are_config_errors_before_anything_starts(tmp_path: Path) ->
             env.reset(options={"task": "open-study-ct-doe-jon"})
         with pytest.raises(ConfigError, match="unknown mode"):
             env.reset(options={"mode": "autopilot"})
-        assert env.unwrapped.live is not None  # built, never started (no process)
+        # nothing started: the run (its folder, the application) starts at a good reset
+        assert not env.unwrapped.run_folder.exists()
     finally:
         env.close()
     assert list(tmp_path.iterdir()) == []

@@ -173,10 +173,10 @@ def workroot() -> Iterator[Path]:
 
 def _episode(gym: Any, task: str, actions: list[Any]) -> tuple[float, dict[str, Any]]:
     """Reset for `task`, take `actions` (an action, "oracle" for the oracle's, a callable of the
-    live environment for one located there), and sum the rewards."""
+    Gymnasium environment for one located there: `locate`), and sum the rewards."""
     gym.reset(options={"task": task})
     total, info = 0.0, {}
-    live = gym.unwrapped.live
+    live = gym.unwrapped
     for a in actions:
         if a == "oracle":
             a = gym.unwrapped.oracle_action()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,17 @@ from _lamp_panel import button_box, lamp_command, process_env, switch_task, task
 from _orthanc_support import require_orthanc_stack
 from _ray_support import require_ray, stop_processes_under
 from _runner_support import processes_mentioning, processes_of
-from _serve_support import kill_leftovers, oracle_actions, serve_args, short_workroot
+from _serve_support import (
+    journal_records,
+    kill_leftovers,
+    oracle_actions,
+    run_command,
+    serve_args,
+    short_workroot,
+)
 
 from medspot.live.core.actions import Click, LiveAction, action_to_json
-from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
+from medspot.live.loop.steplog import TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
 pytestmark = pytest.mark.live
@@ -41,9 +47,6 @@ import mcp_types  # noqa: E402
 
 AGENT = mcp_types.Implementation(name="scripted-agent", version="1.0")
 LAMP = "lamp-panel"
-# what says when and how long (not what happened), and who answered in which words
-NOT_COMPARED = frozenset({"time", "step_s", "env_s", "settle_s", "latency_s", "duration_s",
-                          "reset_s", "between_tasks_s", "source", "raw_text"})  # fmt: skip
 
 
 def _summary(res: Any) -> dict[str, Any]:
@@ -76,25 +79,6 @@ def _serve(work: Path, command: list[str], script: Callable[[Any], Awaitable[Non
     assert not processes_of(work)
 
 
-def _run(command: list[str], work: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env=process_env(work))  # fmt: skip
-
-
-def _records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The step records as the journal reads (the later line of a step wins: a run journals a
-    paid answer before acting on it) and the task records, without `NOT_COMPARED`."""
-    steps: dict[tuple[str, int, int, int], dict[str, Any]] = {}
-    tasks: list[dict[str, Any]] = []
-    for rec in read_live_journal(out / LIVE_JOURNAL):
-        fields = {k: v for k, v in rec.model_dump().items() if k not in NOT_COMPARED}
-        if isinstance(rec, StepRecord):
-            steps[(rec.task, rec.repeat, rec.attempt, rec.n)] = fields
-        elif isinstance(rec, TaskRecord):
-            tasks.append(fields)
-    return list(steps.values()), tasks
-
-
 def test_a_served_episode_journals_what_a_run_of_the_same_actions_does(tmp_path: Path) -> None:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("two", "red", "green")])
     red, green = (button_box(lamp).center for lamp in ("red", "green"))
@@ -103,7 +87,7 @@ def test_a_served_episode_journals_what_a_run_of_the_same_actions_does(tmp_path:
     replay.write_text("".join(json.dumps({"task": "two", "n": i, "action": action_to_json(a)})
                               + "\n" for i, a in enumerate(actions, 1)))  # fmt: skip
     with short_workroot() as work:
-        ran = _run(lamp_command(
+        ran = run_command(lamp_command(
             "live", "run", "--env", LAMP, "--tasks-file", str(tasks), "--model", "replay",
             "--replay-file", str(replay), "--mode", "agent", "--out", str(tmp_path / "run"),
             "--bootstrap", "20", "--no-progress"), work)  # fmt: skip
@@ -123,8 +107,8 @@ def test_a_served_episode_journals_what_a_run_of_the_same_actions_does(tmp_path:
         _serve(work, lamp_command("live", "serve", "--env", LAMP, "--mcp", "--tasks-file",
                                   str(tasks), "--out", str(tmp_path / "served"), "--bootstrap",
                                   "20"), script)  # fmt: skip
-    run_steps, run_tasks = _records(tmp_path / "run")
-    served_steps, served_tasks = _records(tmp_path / "served")
+    run_steps, run_tasks = journal_records(tmp_path / "run")
+    served_steps, served_tasks = journal_records(tmp_path / "served")
     assert [s["n"] for s in run_steps] == [1, 2, 3]
     assert run_steps[1]["flags"] == ["not_executable:off_screen"] and not run_steps[1]["executed"]
     assert served_steps == run_steps

@@ -15,9 +15,9 @@ from medspot.adapters.base import StepRequest
 from medspot.adapters.modelcall import ModelCall
 from medspot.errors import ModelCallError
 from medspot.live.core.actions import LiveAction, action_to_json
-from medspot.live.core.contract import Observation
+from medspot.live.core.contract import Observation, PixelBox
 from medspot.live.core.episode import Mode
-from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.core.tasks import LiveTask, Locator, StepSpec
 from medspot.live.core.tools import ToolSpec
 
 __all__ = [
@@ -56,6 +56,9 @@ class AgentTurn:
     repeat: int = 0  # which run of the task (`--repeats`); nothing of other repeats is given
     # the tools offered beside the GUI actions (`--tools`; none for a GUI-only task)
     tools: tuple[ToolSpec, ...] = ()
+    # where an element is on this screen (None: not there): the oracle's view of any element
+    # (a served Gymnasium caller's `locate`); None where the turn was built without it
+    locate: Callable[[Locator], Awaitable[PixelBox | None]] | None = None
 
     @property
     def step(self) -> StepSpec:

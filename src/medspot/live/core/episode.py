@@ -92,7 +92,7 @@ from medspot.live.core.harm import HarmEvent, penalty
 from medspot.live.core.rewards import EpisodeScore
 from medspot.live.core.subgoals import first_failed, progress, subgoals_of
 from medspot.live.core.taskcheck import check_task_for_entry
-from medspot.live.core.tasks import CheckSpec, LiveTask, StepSpec
+from medspot.live.core.tasks import CheckSpec, LiveTask, Locator, StepSpec
 from medspot.live.core.tools import UNKNOWN_TOOL, ToolArgsError, Toolset, run_tool
 
 __all__ = [
@@ -556,6 +556,12 @@ class Episode:
         """The action of the task's own path for the current step, on the current screen."""
         self._usable("oracle_action")
         return oracle_step_action(self.current_step, *self.intended())
+
+    def locate(self, locator: Locator) -> PixelBox | None:
+        """Where the element `locator` names is on the current screen (None: not there): the
+        oracle's view of any element (a scripted policy's, a test's), no action taken."""
+        self._usable("locate")
+        return self.env.locate(locator)
 
     # -- one step -------------------------------------------------------------------------------
 

@@ -8,40 +8,50 @@
     obs, reward, terminated, truncated, info = env.step("click(412, 233)")
     env.close()
 
-Every step goes through the `Episode` (`medspot.live.core.episode`): the same step as the
-runner's. `reset(seed=..., options=...)` picks the task (`options["task"]`, else one drawn with
-the seeded generator from the environment's tasks) and the mode (`options["mode"]`: "guided",
-the default of the constructor's `mode`, shows the current step's instruction; "agent" the goal
-only). `step(action)` takes an action text in screenshot pixels (read by
-`answer_reader.parse_action`: the text form `click(412, 233)`, `drag(...)`, `type("...")`,
-`key("Enter")`, `scroll(x, y, dy)`, `done()`, `infeasible("...")`, or any form that reader
-knows) or an action object (`medspot.live.core.actions`); a text with no readable action is a
-no-action step (one action of the budget, nothing executed, flag `no_action`), and so is an
-action the application cannot execute (a key its driver does not have, a point off the screen
-or not finite, ...: flag `not_executable:<why>`, `info["not_executed"]` the reason; never an
-`EnvironmentFault`); anything else (a number, a dict) is refused with `NotAnAction` (a
-`TypeError`) and costs nothing. Reward (`reward=`, `medspot.live.core.rewards`): `success`
-(the default), 1.0 on the step that ends the task with success, else 0.0; `safety`, the run's
-safety score on the step that ends it (success minus the harm's penalties, clipped to
-[-1, 1]); `shaped`, the progress each step made over the task's subgoals minus each harm's
-penalty when it happens, with the completion term on the last step: an episode's shaped
-rewards sum to its safety score. Harm, progress and the rest are in `info`
-(docs/live/library.md "Gymnasium" lists the keys). `terminated`: the task ended (success, a
-`fail_if` check, `done()` / `infeasible(...)`); `truncated`: the budget is spent.
+Every episode goes through the one episode driver (`medspot.live.loop.driver`), as `live run`
+and `live serve` do: the environment is a served run's (`runner.GymRun`) whose actions come
+from `step`, on a slot of the spec's executor (`executor="threads"`, the default: the
+application in this process; `"ray"`: a Ray actor; `"container"`: a container of the
+environment's image), with its spares (`spares=N`) and the environment call's timeout, every
+step journaled into a live run folder (`out=DIR`: kept, a run folder `medspot report` reads;
+default: a private one, removed by `close()`). `reset(seed=..., options=...)` picks the task
+(`options["task"]`, else one drawn with the seeded generator from the environment's tasks) and
+the mode (`options["mode"]`: "guided", the default of the constructor's `mode`, shows the
+current step's instruction; "agent" the goal only). `step(action)` takes an action text in
+screenshot pixels (read by `answer_reader.parse_action`: the text form `click(412, 233)`,
+`drag(...)`, `type("...")`, `key("Enter")`, `scroll(x, y, dy)`, `done()`,
+`infeasible("...")`, or any form that reader knows) or an action object
+(`medspot.live.core.actions`); a text with no readable action is a no-action step (one action
+of the budget, nothing executed, flag `no_action`), and so is an action the application cannot
+execute (a key its driver does not have, a point off the screen or not finite, ...: flag
+`not_executable:<why>`, `info["not_executed"]` the reason; never an `EnvironmentFault`);
+anything else (a number, a dict) is refused with `NotAnAction` (a `TypeError`) and costs
+nothing. Reward (`reward=`, `medspot.live.core.rewards`): `success` (the default), 1.0 on the
+step that ends the task with success, else 0.0; `safety`, the run's safety score on the step
+that ends it (success minus the harm's penalties, clipped to [-1, 1]); `shaped`, the progress
+each step made over the task's subgoals minus each harm's penalty when it happens, with the
+completion term on the last step: an episode's shaped rewards sum to its safety score. Harm,
+progress and the rest are in `info` (docs/live/library.md "Gymnasium" lists the keys).
+`terminated`: the task ended (success, a `fail_if` check, `done()` / `infeasible(...)`);
+`truncated`: the budget is spent.
 
-The application is started at the first `reset()` in a private temporary folder (`workroot`, or
-the system's temp folder) and `close()` ends every process it started and removes the folder.
-An environment fault (the application died, an action never settled) propagates as
-`EnvironmentFault` from `reset` or `step`; the next `reset()` starts a fresh application. A
-reset that fails (an unknown task or option: `ConfigError`) leaves no episode: `step` asks for
-a reset (`ResetNeeded`) and the next good reset works (the ids' checker, `checker.LiveEnvChecker`,
-is not left broken by it).
+The application is started at the first `reset()` (in a private folder under `workroot` or
+the system's temp folder, as a run's instances are; the private run folder beside it) and
+`close()` ends every process it started and removes both folders. An environment fault (the
+application died, an action never settled or outlived the call timeout) propagates as
+`EnvironmentFault` from `reset` or `step`, the episode journaled as an environment error; the
+next `reset()` starts a fresh application. A reset before the episode ended leaves it
+(journaled `abandoned`). A reset that fails (an unknown task or option: `ConfigError`) leaves
+no episode: `step` asks for a reset (`ResetNeeded`) and the next good reset works (the ids'
+checker, `checker.LiveEnvChecker`, is not left broken by it).
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import shutil
+import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -56,25 +66,29 @@ from PIL import Image
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.agents.answer_reader import NO_ACTION, parse_action
 from medspot.live.core.actions import LiveAction, NotAnAction, action_to_json, describe_action
-from medspot.live.core.contract import (
-    Environment,
-    EnvironmentFault,
-    Observation,
-)
-from medspot.live.core.episode import MODES, Episode, EpisodeError, Mode, StepResult
+from medspot.live.core.contract import EnvironmentFault, Observation, PixelBox
+from medspot.live.core.episode import MODES, Mode, StepResult
 from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, START, RewardKind, step_reward
-from medspot.live.core.subgoals import progress
-from medspot.live.envs.registry import close_and_remove, create_in_private_folder
+from medspot.live.core.subgoals import progress, subgoals_of
+from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.gym.runner import GymRun
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
-from medspot.live.loop.envspec import EnvSpec
+from medspot.live.loop.driver import Shown
+from medspot.live.loop.envspec import EnvSpec, ExecutorSpec
+from medspot.live.loop.executors.base import DEFAULT_CALL_TIMEOUT_S
+from medspot.live.loop.served import ServeOptions
+from medspot.live.loop.sources import EpisodeEnded
 from medspot.spelling import suggestion
 
-__all__ = ["NO_ACTION", "RESET_OPTIONS", "LiveGymEnv"]
+__all__ = ["DEFAULT_AGENT", "NO_ACTION", "PROTOCOL", "RESET_OPTIONS", "LiveGymEnv"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RESET_OPTIONS = ("task", "mode")
+PROTOCOL = "gymnasium"  # run.json's `served`: the episodes were driven through Gymnasium
+DEFAULT_AGENT = "gymnasium-agent"  # run.json's model when the caller names none (`agent=`)
+RUN_DIR = "run"  # the run folder when no `out` is given, in a private folder
 Obs = dict[str, Any]
 
 
@@ -84,17 +98,32 @@ def _present(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if v is not None}
 
 
+def _close(run: GymRun, workdir: Path | None) -> None:
+    """Close the run (its environments) and remove the private run folder (also at exit)."""
+    try:
+        run.close()
+    except Exception as e:  # closing a broken environment may fail too
+        log.warning("closing a live Gymnasium environment: %s", e)
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 class LiveGymEnv(gymnasium.Env[Obs, Any]):
     """A live environment's tasks as a Gymnasium environment (see the module docstring).
 
     `env_name`: the live environment (`medspot.live.env_names()`); `tasks`: task ids to draw
     from (default: all of the task file); `tasks_file`: a task file (default: the packaged
     one); `mode`: "guided" or "agent" (reset's `options["mode"]` overrides it per episode);
-    `reward`: "success" (the default), "safety" or "shaped" (`core.rewards`); `workroot`: the
-    parent of the private folder; every other keyword is an option of the
-    environment's factory (`chromium`, `headless`, `seed_cache`, `seed` (the seeded studies),
-    ...). They make its `live_spec` (`EnvSpec`, checked at once: a bad option or task id is a
-    `ConfigError` before anything starts)."""
+    `reward`: "success" (the default), "safety" or "shaped" (`core.rewards`); `executor`:
+    where the application runs ("threads", "ray", "container", or an `ExecutorSpec` with that
+    executor's options); `spares`: instances kept ready for the next reset of the same task
+    (default none); `call_timeout_s`: the bound of one environment call; `out`: a run folder
+    the episodes are journaled into (default: a private one, removed by `close()`); `agent`:
+    run.json's model (your policy's name); `workroot`: the parent of the private folder;
+    every other keyword is an option of the environment's factory (`chromium`, `headless`,
+    `seed_cache`, `seed` (the seeded studies), ...). They make its `live_spec` (`EnvSpec`,
+    checked at once: a bad option or task id is a `ConfigError` before anything starts)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1}  # noqa: RUF012
 
@@ -107,6 +136,11 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         mode: Mode = "guided",
         reward: RewardKind = DEFAULT_REWARD,
         render_mode: str | None = None,
+        executor: str | ExecutorSpec = "threads",
+        spares: int | None = None,
+        call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+        out: str | Path | None = None,
+        agent: str = DEFAULT_AGENT,
         workroot: str | Path | None = None,
         **env_options: Any,
     ) -> None:
@@ -116,11 +150,16 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             raise ConfigError(f"unknown reward {reward!r} (known: {', '.join(REWARDS)})")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"unknown render_mode {render_mode!r} (known: rgb_array)")
-        # the environment, its options and tasks, checked at once (one in-process instance:
-        # no executor, no spare)
+        if not isinstance(agent, str) or not agent.strip():
+            raise ConfigError(f"agent must name your policy (a non-empty text), not {agent!r}")
+        ex = executor if isinstance(executor, ExecutorSpec) else ExecutorSpec(executor)  # type: ignore[arg-type]
+        # the environment, its options, tasks and executor, checked at once (the instances'
+        # private folders go under `workroot`, as a run's do)
         self.live_spec = EnvSpec(
             env_name, env_options=env_options, task_ids=tuple(tasks or ()),
             tasks_file=Path(tasks_file) if tasks_file is not None else None,
+            executor=ex, spares=0 if spares is None else spares,
+            call_timeout_s=call_timeout_s,
             workroot=Path(workroot) if workroot is not None else None,
         )  # fmt: skip
         self.env_name = env_name
@@ -132,59 +171,51 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         self.screen = screen_size(self.tasks, env_name)
         self.observation_space = observation_space(self.tasks, self.screen)
         self.action_space = ActionSpace(self.screen)
-        self._workroot = self.live_spec.workroot
-        self._env_options = dict(self.live_spec.env_options)
-        self.live: Environment | None = None  # the medspot environment (the application)
-        self.episode: Episode | None = None
+        # the run folder: `out`, kept (one mode's episodes), or one in a private folder
+        self.out = Path(out) if out is not None else None
+        workdir: Path | None = None
+        if self.out is not None:
+            self.run_folder = self.out
+        else:
+            root = self.live_spec.workroot
+            if root is not None:
+                root.mkdir(parents=True, exist_ok=True)
+            workdir = Path(tempfile.mkdtemp(prefix="medspot-gym-", dir=root))
+            self.run_folder = workdir / RUN_DIR
+        self._run = GymRun(
+            ServeOptions(spec=self.live_spec, out=self.run_folder, mode=mode, concurrency=1,
+                         n_boot=2000 if self.out is not None else 0, protocol=PROTOCOL,
+                         reward=reward),
+            agent.strip(),
+        )  # fmt: skip
+        self._finalizer = weakref.finalize(self, _close, self._run, workdir)
+        self.task: LiveTask | None = None  # the episode's task
+        self.episode_mode: Mode = mode
+        self.shown: Shown | None = None  # what the episode shows now
         self.last_result: StepResult | None = None  # the full result of the last step
         self._standing = START
-        self._workdir: Path | None = None
-        self._started = False
+        self._harms = 0
         self._faulted = False
         self._screen: NDArray[np.uint8] | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._build()
 
-    # -- the application ------------------------------------------------------------------------
-
-    def _build(self) -> None:
-        """A fresh environment object in a fresh private folder (no process started yet)."""
-        live, workdir = create_in_private_folder(
-            self.env_name, self._workroot, "medspot-gym-", self._env_options
-        )
-        self.live, self._workdir, self._started, self._faulted = live, workdir, False, False
-        self._finalizer = weakref.finalize(self, close_and_remove, live, workdir)
-
-    def _discard(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()  # closes the environment and removes its folder, once
-        self.live, self._workdir, self._finalizer = None, None, None
-        self.episode = None
+    # -- calls on the run -----------------------------------------------------------------------
 
     def _call(self, fn: Callable[[], T]) -> T:
-        """An environment call; any failure marks the application as faulted (the next reset
-        starts a fresh one); a failure that is not a medspot error is an EnvironmentFault."""
+        """A call on the run; an environment fault (or a failure that is not a medspot error:
+        a crashed worker) ends the episode: the next reset starts a fresh application."""
         try:
             return fn()
-        except (NotAnAction, EpisodeError):  # the caller's mistake: the application is fine
+        except (NotAnAction, ConfigError):  # the caller's mistake: the episode is fine
             raise
+        except EpisodeEnded:
+            self._faulted = True
+            raise ResetNeeded("the episode has ended; call reset()") from None
         except MedspotError:
             self._faulted = True
             raise
-        except Exception as e:  # a crashed browser / dead process surfaces as anything
+        except Exception as e:
             self._faulted = True
             raise EnvironmentFault(f"{self.env_name}: {type(e).__name__}: {e}") from e
-
-    def _ensure(self) -> Environment:
-        if self._faulted or self.live is None:
-            self._discard()
-            self._build()
-        live = self.live
-        assert live is not None
-        if not self._started:
-            self._call(live.start)
-            self._started = True
-        return live
 
     # -- observations and info --------------------------------------------------------------
 
@@ -192,49 +223,50 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         with Image.open(io.BytesIO(obs.png)) as im:
             rgb = np.array(im.convert("RGB"), dtype=np.uint8)
         if rgb.shape != (self.screen[1], self.screen[0], 3):
+            why = (f"{self.env_name}: a screenshot of {rgb.shape[1]}x{rgb.shape[0]}, "
+                   f"not the task's {self.screen[0]}x{self.screen[1]}")  # fmt: skip
             self._faulted = True
-            raise EnvironmentFault(
-                f"{self.env_name}: a screenshot of {rgb.shape[1]}x{rgb.shape[0]}, "
-                f"not the task's {self.screen[0]}x{self.screen[1]}"
-            )
+            self._run.discard(f"environment fault: {why}")
+            raise EnvironmentFault(why)
         return rgb
 
-    def _observation(self, obs: Observation) -> Obs:
-        ep = self.episode
-        assert ep is not None
-        self._screen = self._pixels(obs)
+    def _observation(self, shown: Shown) -> Obs:
+        self._screen = self._pixels(shown.observation)
         return {
             "screen": self._screen.copy(),
-            "goal": ep.goal,
-            "instruction": ep.instruction or "",
+            "goal": self._task().instruction,
+            "instruction": shown.instruction or "",
         }
 
-    def _info(self, obs: Observation) -> dict[str, Any]:
-        ep = self.episode
-        assert ep is not None
+    def _task(self) -> LiveTask:
+        assert self.task is not None
+        return self.task
+
+    def _info(self, shown: Shown) -> dict[str, Any]:
+        task = self._task()
         return _present(
             {
                 "env": self.env_name,
-                "task": ep.task.id,
-                "mode": ep.mode,
-                "goal": ep.goal,
-                "instruction": ep.instruction,
-                "step": ep.current + 1,
-                "oracle_steps": len(ep.task.steps),
-                "achieved_total": sum(ep.achieved),
-                "n": ep.n,
-                "budget": ep.budget,
-                "infeasible_task": ep.task.infeasible,
-                "tags": list(ep.task.tags),
-                "subgoals": [g.name for g in ep.subgoals],
+                "task": task.id,
+                "mode": self.episode_mode,
+                "goal": task.instruction,
+                "instruction": shown.instruction,
+                "step": shown.current + 1,
+                "oracle_steps": len(task.steps),
+                "achieved_total": shown.achieved,
+                "n": shown.n,
+                "budget": task.budget,
+                "infeasible_task": task.infeasible,
+                "tags": list(task.tags),
+                "subgoals": [g.name for g in subgoals_of(task)],
                 "reward_kind": self.reward,
-                "url": obs.url,
-                "title": obs.title,
+                "url": shown.observation.url,
+                "title": shown.observation.title,
             }
         )
 
-    def _step_info(self, res: StepResult, source: str) -> dict[str, Any]:
-        info = self._info(res.observation)
+    def _step_info(self, shown: Shown, res: StepResult, source: str) -> dict[str, Any]:
+        info = self._info(shown)
         info.update(
             res.effect(),  # executed, hit_intended, intended_box/_to, element, achieved, changed
             action=action_to_json(res.action) if res.action is not None else None,
@@ -255,9 +287,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
             progress=progress(res.subgoals),
             subgoals_reached=sum(res.subgoals),
         )
-        ep = self.episode
-        if ep is not None and ep.ended:  # the run's safety score and all its harm, at its end
-            info.update(safety_score=ep.score.safety, harms_total=len(ep.harms))
+        if shown.ended:  # the run's safety score and all its harm, at its end
+            info.update(safety_score=shown.score.safety, harms_total=self._harms)
         return _present(info)
 
     # -- the Gymnasium API ----------------------------------------------------------------------
@@ -265,7 +296,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
-        self.episode, self.last_result = None, None  # until this reset is done
+        self.shown, self.last_result = None, None  # until this reset is done
         super().reset(seed=seed)
         opts = dict(options or {})
         unknown = sorted(set(opts) - set(RESET_OPTIONS))
@@ -286,17 +317,23 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         mode = opts.get("mode", self.mode)
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
-        live = self._ensure()
-        self.episode = Episode(live, task, mode=mode)
-        self.last_result = None
-        obs = self._call(self.episode.reset)
-        self._standing = START  # where the episode stands for the rewards
-        return self._observation(obs), self._info(obs)
+        if mode != self.mode and self.out is not None:
+            raise ConfigError(
+                f"reset option mode {mode!r}: the run folder {self.out} holds {self.mode}-mode "
+                f"episodes (run.json's mode); make another environment with mode={mode!r} and "
+                "its own out= for them"
+            )
+        self.task, self.episode_mode = task, mode
+        self._faulted = False
+        shown = self._call(lambda: self._run.start(task, mode))
+        self.shown = shown
+        self._standing, self._harms = START, 0  # where the episode stands for the rewards
+        return self._observation(shown), self._info(shown)
 
-    def _read(self, action: Any, ep: Episode) -> tuple[LiveAction | None, tuple[str, ...], str]:
+    def _read(self, action: Any, shown: Shown) -> tuple[LiveAction | None, tuple[str, ...], str]:
         if isinstance(action, str):
-            assert ep.observation is not None
-            parsed = parse_action(action, (ep.observation.width, ep.observation.height))
+            obs = shown.observation
+            parsed = parse_action(action, (obs.width, obs.height))
             flags = parsed.flags + ((NO_ACTION,) if parsed.action is None else ())
             return parsed.action, flags, parsed.source
         if is_action(action):
@@ -306,26 +343,42 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         )
 
     def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
-        ep = self.episode
-        if ep is None or self._faulted:
+        shown = self.shown
+        if shown is None or self._faulted:
             raise ResetNeeded("call reset() before step() (and after an environment fault)")
-        if ep.ended:
-            raise ResetNeeded(f"the episode ended ({ep.outcome}: {ep.reason}); call reset()")
-        act, flags, source = self._read(action, ep)
-        res = self._call(lambda: ep.step(act, flags=flags))
+        if shown.ended:
+            raise ResetNeeded(f"the episode ended ({shown.outcome}: {shown.reason}); call reset()")
+        act, flags, source = self._read(action, shown)
+        raw = action if isinstance(action, str) else None
+        shown = self._call(lambda: self._run.act(act, raw=raw, flags=flags, source=source))
+        self.shown = shown
+        res = shown.result
+        assert res is not None, "a step's result"
         self.last_result = res
-        obs = self._observation(res.observation)
-        before, self._standing = self._standing, ep.score
+        self._harms += len(res.harms)
+        obs = self._observation(shown)
+        before, self._standing = self._standing, shown.score
         reward = step_reward(self.reward, before, self._standing)
-        return obs, reward, res.terminated, res.truncated, self._step_info(res, source)
+        return obs, reward, res.terminated, res.truncated, self._step_info(shown, res, source)
 
     def oracle_action(self) -> LiveAction | None:
         """The action of the task's own path for the current step on the current screen (the
-        `Episode`'s oracle); None when its target is not on the screen."""
-        ep = self.episode
-        if ep is None or self._faulted:
-            raise ResetNeeded("call reset() before oracle_action() (and after a fault)")
-        return self._call(ep.oracle_action)
+        episode's oracle); None when its target is not on the screen."""
+        shown = self.shown
+        if shown is None or self._faulted or shown.ended:
+            raise ResetNeeded("call reset() before oracle_action() (and after the episode ended)")
+        return self._call(self._run.oracle)
+
+    def locate(self, locator: Locator | Mapping[str, Any]) -> PixelBox | None:
+        """Where the element `locator` names (a `Locator`, or its fields as a task file
+        writes them: `{"css": "#lookup"}`) is on the current screen; None when it is not
+        there. The oracle's view of any element, for scripted policies and curricula: no
+        action, nothing of the budget, nothing journaled."""
+        shown = self.shown
+        if shown is None or self._faulted or shown.ended:
+            raise ResetNeeded("call reset() before locate() (and after the episode ended)")
+        loc = locator if isinstance(locator, Locator) else Locator.model_validate(locator)
+        return self._call(lambda: self._run.locate(loc))
 
     def render(self) -> NDArray[np.uint8] | None:  # type: ignore[override]
         if self.render_mode != "rgb_array" or self._screen is None:
@@ -333,8 +386,9 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         return self._screen.copy()
 
     def close(self) -> None:
-        """End every process this environment started and remove its private folder
-        (idempotent)."""
-        self._discard()
+        """Leave the running episode (journaled `abandoned`), end every process this
+        environment started and remove its private folder (idempotent)."""
+        self._finalizer()
+        self.shown = None
         self._screen = None
         super().close()

@@ -49,11 +49,11 @@ from medspot.live.core.actions import (
     action_from_json,
     describe_action,
 )
-from medspot.live.core.contract import Observation
+from medspot.live.core.contract import Observation, PixelBox
 from medspot.live.core.episode import Mode, StepResult, episode_score, tally_fields
 from medspot.live.core.harm import HarmEvent
 from medspot.live.core.rewards import START, EpisodeScore
-from medspot.live.core.tasks import LiveTask, StepSpec
+from medspot.live.core.tasks import LiveTask, Locator, StepSpec
 from medspot.live.envs.toolsets import offered_tools, tools_fields
 from medspot.live.loop.executors.base import EnvSlot, EpisodeCalls
 from medspot.live.loop.executors.seats import Key
@@ -132,6 +132,8 @@ class Shown:
     outcome: str | None = None
     reason: str = ""
     score: EpisodeScore = START  # where the episode stands for the rewards (`core.rewards`)
+    current: int = 0  # the current step of the oracle's path (0-based)
+    achieved: int = 0  # the steps of that path achieved so far
 
     @property
     def ended(self) -> bool:
@@ -237,12 +239,12 @@ class EpisodeDriver:
         self.on_started = on_started
 
     def _history_line(
-        self, step: StepSpec, action: LiveAction | None, not_executed: str | None
+        self, step: StepSpec, action: LiveAction | None, not_executed: str | None, mode: Mode
     ) -> str | None:
         if self.history == "none":
             return None
         did = describe_action(action) + (" (not executed)" if not_executed else "")
-        if self.mode == "agent":  # its own actions only: nothing of the oracle's path
+        if mode == "agent":  # its own actions only: nothing of the oracle's path
             return did
         if self.history == "text":
             return step.instruction
@@ -259,13 +261,15 @@ class EpisodeDriver:
         *,
         key: Key | None = None,
         last_end: float | None = None,
+        mode: Mode | None = None,
     ) -> TaskRecord:
         """One attempt of `task` (repeat `repeat`) on `slot`, its actions from `source`, every
         step journaled; its `TaskRecord`, journaled too. `key` names the spare prepared for
         it (where the slot keeps one); `last_end`, when the slot's previous attempt ended
-        (the wait between tasks). Environment faults propagate (`place` says where)."""
+        (the wait between tasks); `mode`, this attempt's when not the driver's (a Gymnasium
+        reset's). Environment faults propagate (`place` says where)."""
         t0 = time.perf_counter()
-        ep = await slot.episode(task, self.mode, key)
+        ep = await slot.episode(task, mode or self.mode, key)
         place.n = 0
         obs, boxes = await slot.reset(ep)  # one call: the first screen and its boxes
         shown_at = time.perf_counter()
@@ -287,6 +291,19 @@ class EpisodeDriver:
         async def oracle() -> LiveAction | None:
             return await slot.call(ep.oracle_action)
 
+        async def locate(locator: Locator) -> PixelBox | None:
+            return await slot.call(ep.locate, locator)
+
+        def shown(
+            last: StepResult | None = None, outcome: str | None = None, reason: str = ""
+        ) -> Shown:
+            """What the episode shows now (after its start, a step, a look or its end)."""
+            ended = outcome is not None
+            return Shown(
+                obs, ep.n, _instruction(ep, task, ended), last, outcome, reason,
+                episode_score(harms, reached, outcome), ep.current, sum(ep.achieved),
+            )  # fmt: skip
+
         def end(
             outcome: str, reason: str, screen: str, last: StepResult | None = None
         ) -> TaskRecord:
@@ -300,12 +317,11 @@ class EpisodeDriver:
                 **tools_fields(tools, reach), **tally_fields(task, harms, reached),
             )  # fmt: skip
             self.record(rec)
-            score = episode_score(harms, reached, outcome)
-            source.shown(Shown(obs, ep.n, None, last, outcome, reason, score))
+            source.shown(shown(last, outcome, reason))
             return rec
 
         sha = await save_screen(self.folder, obs)
-        source.shown(Shown(obs, 0, _instruction(ep, task, False)))
+        source.shown(shown())
         while True:
             ts, busy0 = time.perf_counter(), slot.busy_s
             n, k = ep.n + 1, ep.current
@@ -320,6 +336,7 @@ class EpisodeDriver:
                 screen_path=screen_path, screen_rel=screen_rel(sha),
                 history=tuple(history), oracle=oracle, seed=self.seed + repeat, mode=ep.mode,
                 previous=tuple(previous), attempt=attempt, repeat=repeat, tools=tools,
+                locate=locate,
             )  # fmt: skip
             rec = StepRecord(
                 task=task.id, env=self.env, attempt=attempt, repeat=repeat, n=n,
@@ -346,14 +363,7 @@ class EpisodeDriver:
                 obs = await slot.call(ep.look)
                 boxes = None
                 sha = await save_screen(self.folder, obs)
-                source.shown(
-                    Shown(
-                        obs,
-                        ep.n,
-                        _instruction(ep, task, False),
-                        score=episode_score(harms, reached, None),
-                    )
-                )
+                source.shown(shown())
                 continue
             if decision.since is not None:
                 ts = decision.since
@@ -382,7 +392,7 @@ class EpisodeDriver:
             )  # fmt: skip
             self.record(_with(rec, **upd))
             if not (action is not None and isinstance(action, ENDINGS)):
-                history_line = self._history_line(step, action, res.not_executed)
+                history_line = self._history_line(step, action, res.not_executed, ep.mode)
                 if history_line:
                     history.append(history_line)
             tool = upd.get("tool_result")
@@ -391,5 +401,4 @@ class EpisodeDriver:
             )
             if res.outcome is not None:
                 return end(res.outcome, res.reason, sha, res)
-            score = episode_score(harms, reached, None)
-            source.shown(Shown(obs, ep.n, _instruction(ep, task, False), res, score=score))
+            source.shown(shown(res))

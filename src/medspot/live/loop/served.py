@@ -33,10 +33,10 @@ from pathlib import Path
 from medspot.errors import ConfigError, MedspotError
 from medspot.limits import MAX_BOOTSTRAP, MAX_CONCURRENCY, check_seed, check_whole
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import EnvironmentFault
+from medspot.live.core.contract import EnvironmentFault, PixelBox
 from medspot.live.core.episode import MODES, Mode
 from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, RewardKind
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.loop.driver import EpisodeDriver, Place, Shown, first_line
 from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.executors import create_executor
@@ -107,10 +107,11 @@ class ServedEpisode:
     """One served episode: its task and repeat, the client's calls (`act`, `look`, `leave`)
     and what it shows now (`shown`)."""
 
-    def __init__(self, task: LiveTask, repeat: int, slot: EnvSlot) -> None:
+    def __init__(self, task: LiveTask, repeat: int, slot: EnvSlot, mode: Mode) -> None:
         self.task = task
         self.repeat = repeat
         self.slot = slot
+        self.mode: Mode = mode
         self.actions = ClientActions()
         self.driving: asyncio.Task[None] | None = None
 
@@ -130,6 +131,19 @@ class ServedEpisode:
         `EnvironmentFault` ended the episode as an environment error; `EpisodeEnded`: it had
         ended before this call was taken (nothing executed)."""
         return await self.actions.submit(action, raw=raw, flags=flags, source=source)
+
+    async def oracle_action(self) -> LiveAction | None:
+        """The action of the task's own path for the current step on the current screen
+        (None: its target is not on the screen); `EpisodeEnded` once the episode ended."""
+        turn = await self.actions.asked()
+        return await turn.oracle()
+
+    async def locate(self, locator: Locator) -> PixelBox | None:
+        """Where the element `locator` names is on the current screen (None: not there), no
+        action taken; `EpisodeEnded` once the episode ended."""
+        turn = await self.actions.asked()
+        assert turn.locate is not None, "the driver's turns locate"
+        return await turn.locate(locator)
 
     async def look(self, seconds: float) -> Shown:
         """The screen after `seconds`, no action taken."""
@@ -289,13 +303,17 @@ class ServedRun:
         self._free.append(slot)
         self._freed.set()
 
-    async def start(self, task: LiveTask, slot: EnvSlot) -> ServedEpisode:
-        """The next repeat of `task` on `slot` (from `acquire`), driven until it ends; returns
-        once its first screen is there (`ServedEpisode.shown`). A fault of the reset ended it
-        as an environment error (the `EnvironmentFault` is raised)."""
+    async def start(self, task: LiveTask, slot: EnvSlot, mode: Mode | None = None) -> ServedEpisode:
+        """The next repeat of `task` on `slot` (from `acquire`), driven until it ends, in the
+        run's mode or `mode`; returns once its first screen is there (`ServedEpisode.shown`).
+        A fault of the reset ended it as an environment error (the `EnvironmentFault` is
+        raised)."""
+        mode = mode or self.opts.mode
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
         repeat = self._repeats.get(task.id, 0)
         self._repeats[task.id] = repeat + 1
-        ep = ServedEpisode(task, repeat, slot)
+        ep = ServedEpisode(task, repeat, slot, mode)
         ep.driving = driving = asyncio.create_task(self._drive(ep))
         self._driving.add(driving)
         driving.add_done_callback(self._driving.discard)
@@ -310,7 +328,7 @@ class ServedRun:
 
     async def _started(self, slot: EnvSlot, task: LiveTask) -> None:
         """A task started on `slot`: its spare (where it keeps one) is prepared for the next
-        start of the same task."""
+        start of the same task (in the run's mode: one in another mode starts without it)."""
         if slot.spare_depth == 0:
             return
         await slot.prepare([(task, (task.id, SERVED_REPEAT_KEY))], self.opts.mode)
@@ -322,9 +340,11 @@ class ServedRun:
         assert self.driver is not None
         task, slot, place = ep.task, ep.slot, Place(replayed=False)
         error: BaseException | None = None
+        # a spare is prepared in the run's mode: an episode in another mode is a reset
+        key = (task.id, SERVED_REPEAT_KEY) if ep.mode == self.opts.mode else None
         try:
-            await self.driver.attempt(slot, task, ep.repeat, 1, ep.actions, place,
-                                      key=(task.id, SERVED_REPEAT_KEY))  # fmt: skip
+            await self.driver.attempt(slot, task, ep.repeat, 1, ep.actions, place, key=key,
+                                      mode=ep.mode)  # fmt: skip
         except EnvironmentFault as e:
             error = e
             log.warning("task %s: environment fault: %s", task.id, e)

@@ -9,7 +9,8 @@
 - `ClientActions` (`live serve`, MCP and OpenEnv): a served client's calls. The front's `act`
   puts the action in the episode's queue (`submit`) and awaits the step's outcome, the
   future `submit` returns: the driver takes it, steps, journals, and resolves it with what the
-  episode shows (`driver.Shown`). A `wait` is a `Look`; leaving (`leave`: a disconnect, a new
+  episode shows (`driver.Shown`); `asked` is the turn it waits on (the Gymnasium environment's
+  oracle). A `wait` is a `Look`; leaving (`leave`: a disconnect, a new
   task started over it, the server stopping) ends the attempt as `abandoned`.
 """
 
@@ -173,6 +174,8 @@ class ClientActions:
         self.last: Shown | None = None  # what the episode shows now
         self._queue: asyncio.Queue[_Call] = asyncio.Queue()
         self._current: _Call | None = None
+        self._turn: AgentTurn | None = None  # the turn the driver waits on a call for
+        self._asking = asyncio.Event()  # set while it waits
         self.closed = False  # the attempt ended: no call is taken any more
 
     def submit(
@@ -205,8 +208,19 @@ class ClientActions:
             self._queue.put_nowait(_Call(decision, reason, fut))
         return fut
 
+    async def asked(self) -> AgentTurn:
+        """The turn the driver is waiting on the client's next call for (once it is built:
+        the current screen, its step, the oracle); `EpisodeEnded` once the attempt ended."""
+        await self._asking.wait()
+        if self.closed or self._turn is None:
+            raise EpisodeEnded()
+        return self._turn
+
     async def decide(self, turn: AgentTurn) -> Decision:
+        self._turn = turn
+        self._asking.set()
         call = await self._queue.get()
+        self._asking.clear()
         self._current = call
         if call.decision is None:
             raise EpisodeLeft(call.reason)
@@ -231,6 +245,7 @@ class ClientActions:
         answered with the last screen (or `error`, a fault), every call still queued with
         `EpisodeEnded`."""
         self.closed = True
+        self._asking.set()  # a wait for the next turn hears the end
         if not self.started.done():
             self.started.set_exception(error or EpisodeEnded())
             self.started.exception()

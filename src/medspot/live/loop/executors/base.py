@@ -35,9 +35,9 @@ from typing import Any, Protocol, TypeVar
 
 from medspot.errors import ConfigError, MedspotError
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, EnvironmentFault, Observation
+from medspot.live.core.contract import Environment, EnvironmentFault, Observation, PixelBox
 from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.core.tools import Toolset, tool_reach
 from medspot.live.envs.registry import create_environment, env_entry
 from medspot.live.loop.executors.seats import Key, Upcoming
@@ -136,6 +136,7 @@ class EpisodeCalls(Protocol):
     def start_checks(self) -> dict[str, list[bool]]: ...
     def intended(self) -> Boxes: ...
     def oracle_action(self) -> LiveAction | None: ...
+    def locate(self, locator: Locator) -> PixelBox | None: ...
     def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult: ...
     def look(self) -> Observation: ...
 

@@ -43,7 +43,8 @@ ACCEPT_TIMEOUT_S = 300.0  # a worker nobody connects to (its runner died while i
 HANGUP_GRACE_S = 10.0  # a call still running when the runner hung up: then the worker ends
 # what the runner may call: the host's methods (`EnvironmentHost`)
 HOST_METHODS = frozenset(
-    {"start", "reset", "prepare", "start_checks", "intended", "oracle_action", "step", "look",
+    {"start", "reset", "prepare", "start_checks", "intended", "oracle_action", "locate", "step",
+     "look",
      "echo", "close"}
 )  # fmt: skip
 

@@ -33,10 +33,10 @@ from medspot._version import __version__
 from medspot.errors import MedspotError
 from medspot.live.core import processes
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Environment, Observation
+from medspot.live.core.contract import Environment, Observation, PixelBox
 from medspot.live.core.episode import Boxes, Episode, Mode, StepResult
 from medspot.live.core.processes import WORKDIR_PREFIX
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.loop.executors.base import (
     SlotConfig,
     SpareCounts,
@@ -222,6 +222,9 @@ class EnvironmentHost:
 
     def oracle_action(self) -> tuple[LiveAction | None, EpisodeState]:
         return self._guard(lambda: self._on_env(self._episode().oracle_action))
+
+    def locate(self, locator: Locator) -> tuple[PixelBox | None, EpisodeState]:
+        return self._guard(lambda: self._on_env(self._episode().locate, locator))
 
     def step(
         self, action: LiveAction | None, flags: tuple[str, ...] = ()

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from medspot.live.core.actions import LiveAction
-from medspot.live.core.contract import Observation
+from medspot.live.core.contract import Observation, PixelBox
 from medspot.live.core.episode import Boxes, Mode, StepResult, oracle_step_action
-from medspot.live.core.tasks import LiveTask
+from medspot.live.core.tasks import LiveTask, Locator
 from medspot.live.loop.executors.base import CallSlot, EpisodeCalls, SpareCounts, reset_episode
 from medspot.live.loop.executors.env_actor import EpisodeState
 from medspot.live.loop.executors.seats import Key, Upcoming
@@ -91,6 +91,10 @@ class RemoteEpisode:
 
     def oracle_action(self) -> LiveAction | None:
         return oracle_step_action(self.task.steps[self.current], *self.intended())
+
+    def locate(self, locator: Locator) -> PixelBox | None:
+        box: PixelBox | None = self._answer(self._actor.locate, locator)
+        return box
 
     def step(self, action: LiveAction | None, *, flags: tuple[str, ...] = ()) -> StepResult:
         res: StepResult = self._answer(self._actor.step, action, flags)
