@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -170,6 +171,9 @@ def test_an_oracle_rollout_through_a_ray_actor(
                          chromium=CHROMIUM, seed_cache=seed_cache)  # fmt: skip
         try:
             _, info = env.reset(seed=0)
+            # Ray was started off the main thread (the run's own loop): its SIGCHLD, ignored,
+            # would make every later child's exit status 0 (and break Xvfb's start)
+            assert subprocess.run(["false"]).returncode == 1
             total, terminated = 0.0, False
             while not terminated:
                 _, reward, terminated, truncated, info = env.step(env.oracle_action())

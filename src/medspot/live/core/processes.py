@@ -137,6 +137,24 @@ def set_child_subreaper(value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, value, 0, 0, 0)
 
 
+def default_sigchld() -> None:
+    """SIGCHLD back to its default disposition, from any thread. Ignored, the kernel reaps
+    the children: every later `subprocess` sees exit status 0 and the children inherit the
+    ignored signal (Xvfb then fails to start). `signal.signal` works in the main thread only;
+    elsewhere (a Gymnasium environment's run opening Ray on its own loop) libc's `signal`
+    sets the process's disposition, which Python's own record already says is the default."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        return
+    except ValueError:  # not the main thread
+        pass
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        libc.signal(int(signal.SIGCHLD), None)  # None: SIG_DFL, the null handler
+
+
 def _dying_with_parent(argv: Sequence[str], kw: dict[str, Any]) -> list[str]:
     exe = argv[0]
     if os.sep not in exe and shutil.which(exe) is None:

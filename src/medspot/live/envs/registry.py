@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from medspot.errors import ConfigError
 from medspot.live.core.contract import EnvEntry, Environment
@@ -88,9 +88,14 @@ def create_in_private_folder(
         raise
 
 
-def close_and_remove(env: Environment | None, workdir: Path | None) -> None:
-    """End the application's processes and remove its private folder (also at exit); a
-    failure to close is logged, the folder goes anyway."""
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def close_and_remove(env: Closable | None, workdir: Path | None) -> None:
+    """End the application's processes (`env`: an environment, or what holds them: the
+    Gymnasium environment's run) and remove its private folder (also at exit); a failure to
+    close is logged, the folder goes anyway."""
     try:
         if env is not None:
             env.close()

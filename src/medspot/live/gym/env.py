@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import io
 import logging
-import shutil
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +70,7 @@ from medspot.live.core.episode import MODES, Mode, StepResult
 from medspot.live.core.rewards import DEFAULT_REWARD, REWARDS, START, RewardKind, step_reward
 from medspot.live.core.subgoals import progress, subgoals_of
 from medspot.live.core.tasks import LiveTask, Locator
+from medspot.live.envs.registry import close_and_remove
 from medspot.live.gym.runner import GymRun
 from medspot.live.gym.spaces import ActionSpace, is_action, observation_space, screen_size
 from medspot.live.loop.driver import Shown
@@ -96,17 +96,6 @@ def _present(info: dict[str, Any]) -> dict[str, Any]:
     """`info` without its None values: a key with no value is absent (what Gymnasium's vector
     envs batch correctly, with their `_key` masks; a None next to a bool or a dict is not)."""
     return {k: v for k, v in info.items() if v is not None}
-
-
-def _close(run: GymRun, workdir: Path | None) -> None:
-    """Close the run (its environments) and remove the private run folder (also at exit)."""
-    try:
-        run.close()
-    except Exception as e:  # closing a broken environment may fail too
-        log.warning("closing a live Gymnasium environment: %s", e)
-    finally:
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 class LiveGymEnv(gymnasium.Env[Obs, Any]):
@@ -188,7 +177,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
                          reward=reward),
             agent.strip(),
         )  # fmt: skip
-        self._finalizer = weakref.finalize(self, _close, self._run, workdir)
+        self._finalizer = weakref.finalize(self, close_and_remove, self._run, workdir)
         self.task: LiveTask | None = None  # the episode's task
         self.episode_mode: Mode = mode
         self.shown: Shown | None = None  # what the episode shows now

@@ -219,12 +219,12 @@ class RayExecutor:
             try:
                 if signal.getsignal(signal.SIGTERM) is not sigterm and sigterm is not None:
                     signal.signal(signal.SIGTERM, sigterm)
-                # with the subreaper option the driver's SIGCHLD becomes SIG_IGN: children are
-                # then reaped by the kernel, every later `subprocess` sees exit status 0 and
-                # the children inherit the ignored SIGCHLD (Xvfb then fails to start)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             except ValueError:  # not the main thread: ray.init did not install one either
                 pass
+            # with the subreaper option the driver's SIGCHLD becomes SIG_IGN (from any
+            # thread: Ray's core sets it): children are then reaped by the kernel, every later
+            # `subprocess` sees exit status 0 and the children inherit the ignored SIGCHLD
+            processes.default_sigchld()
             # ... and it makes the driver a child subreaper, for good (ray.shutdown leaves
             # it): the orphaned grandchildren of every later environment of this process
             # (chromium after its driver, the AT-SPI bus) would stay its zombies, never reaped
