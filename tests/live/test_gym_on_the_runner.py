@@ -105,7 +105,10 @@ def test_a_spare_is_prepared_for_the_next_reset_of_the_same_task(tmp_path: Path)
             for task in ("red", "red", "green", "green"):
                 env.reset(options={"task": task})
                 time.sleep(3)  # time for the spare to start and be reset for the next one
-                assert env.step(_click(task))[2], task
+                obs, _, terminated, _, info = env.step(_click(task))
+                assert terminated, task
+                # guided: the instruction of the step it ended on, as the observation says
+                assert obs["instruction"] == info["instruction"] == f"Click the {task} button"
         finally:
             env.close()
         assert not processes_mentioning(str(work))
@@ -139,6 +142,7 @@ def test_faults_and_early_resets_are_journaled_and_the_private_folder_goes(
             assert info["n"] == 0 and info["achieved_total"] == 0
             _, _, terminated, _, info = env.step(_click("red"))
             assert not terminated and info["achieved_total"] == 1 and info["step"] == 2
+            assert info["instruction"] == "Click the green button"
             records: list[Any] = list(read_live_journal(folder / LIVE_JOURNAL))
         finally:
             env.close()

@@ -224,8 +224,15 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         return {
             "screen": self._screen.copy(),
             "goal": self._task().instruction,
-            "instruction": shown.instruction or "",
+            "instruction": self._instruction(shown) or "",
         }
+
+    def _instruction(self, shown: Shown) -> str | None:
+        """The current step's instruction in guided mode (also on the step that ends the
+        episode: its last current step's), None in agent mode."""
+        if self.episode_mode != "guided":
+            return None
+        return self._task().steps[shown.current].instruction
 
     def _task(self) -> LiveTask:
         assert self.task is not None
@@ -239,7 +246,7 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
                 "task": task.id,
                 "mode": self.episode_mode,
                 "goal": task.instruction,
-                "instruction": shown.instruction,
+                "instruction": self._instruction(shown),
                 "step": shown.current + 1,
                 "oracle_steps": len(task.steps),
                 "achieved_total": shown.achieved,
