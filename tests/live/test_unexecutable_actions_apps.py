@@ -6,8 +6,10 @@ as a failure and the run exits 0 with no environment error; before, the runner c
 environment fault, retried it on fresh environments and left the task out of the scores.
 
 Gymnasium after a failed reset (`reset(options={"task": "nope"})`, caught) resets and steps
-normally, and refuses what is not an action without spending it. On orthanc-explorer the
-`Episode` after a real browser crash asks for a reset instead of failing on the dead page."""
+normally, and refuses what is not an action without spending it. On orthanc-explorer a real
+browser crash under a step is an `EnvironmentFault` (not a failure on the dead page) and the
+episode then asks for a reset, through Gymnasium (whose next reset starts a fresh
+application) and under the library's `Episode`."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from _orthanc_support import CHROMIUM, require_orthanc_stack
 from _runner_support import kill, processes_mentioning
 
 from medspot.errors import ConfigError
+from medspot.live.core import processes
 from medspot.live.core.actions import (
     Click,
     Done,
@@ -38,6 +41,8 @@ from medspot.live.core.actions import (
 )
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.core.episode import Episode, EpisodeError
+from medspot.live.envs.registry import close_and_remove, create_in_private_folder
+from medspot.live.envs.taskfiles import env_task_file
 from medspot.live.loop.steplog import StepRecord, TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
@@ -181,20 +186,57 @@ def test_gymnasium_scores_unexecutable_actions_and_survives_a_failed_reset(
         obs, reward, terminated, truncated, info = gym.step(action)
         assert info["executed"] is True and "flags" in info and not info["flags"]
         if env == "orthanc-explorer":
-            _episode_after_a_browser_crash(live.live, live.tasks[0])
+            _episode_after_a_browser_crash(live, workroot, task)
     finally:
         gym.close()
+    if env == "orthanc-explorer":
+        _library_episode_after_a_browser_crash(workroot, _options(env, seed_cache), task)
 
 
-def _episode_after_a_browser_crash(explorer: Any, task: Any) -> None:
-    """The browser dies under a step: an `EnvironmentFault`; the episode then asks for a
-    reset (it used to read the dead page: AttributeError)."""
-    ep = Episode(explorer, task)
-    ep.reset()
-    action = ep.oracle_action()
-    for stamp in explorer.web._browser_pids:  # the chromium this test's environment started
-        os.killpg(stamp.pid, signal.SIGKILL)
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text()
+    except OSError:
+        return ""
+
+
+def _episode_after_a_browser_crash(live: Any, workroot: Path, task: str) -> None:
+    """The browser dies under a step: an `EnvironmentFault` (it used to read the dead page:
+    AttributeError); the episode has ended (a step asks for a reset), and the next reset
+    starts a fresh application whose actions execute."""
+    live.reset(options={"task": task})
+    action = live.oracle_action()
+    # the environment's processes carry the marker of its private folder, under `workroot`
+    browsers = [s.pid for s in processes.marked(workroot) if "chrom" in _comm(s.pid)]
+    assert browsers, "the environment's chromium is not found"
+    kill(browsers)  # the chromium this test's environment started
     with pytest.raises(EnvironmentFault):
-        ep.step(action)
-    with pytest.raises(EpisodeError, match="failed in this episode"):
-        ep.step(Done())
+        live.step(action)
+    with pytest.raises(gymnasium.error.ResetNeeded):
+        live.step(Done())
+    live.reset(options={"task": task})
+    _, _, _, _, info = live.step(live.oracle_action())
+    assert info["executed"] is True
+
+
+def _library_episode_after_a_browser_crash(
+    workroot: Path, options: dict[str, Any], task_id: str
+) -> None:
+    """The same crash under the library's `Episode` on an environment of its own: the step is
+    an `EnvironmentFault`, and the episode then asks for a reset (it used to read the dead
+    page: AttributeError)."""
+    explorer, workdir = create_in_private_folder("orthanc-explorer", workroot, "msep-", options)
+    try:
+        explorer.start()
+        task = next(t for t in env_task_file("orthanc-explorer")[0].tasks if t.id == task_id)
+        ep = Episode(explorer, task)
+        ep.reset()
+        action = ep.oracle_action()
+        for stamp in explorer.web._browser_pids:  # type: ignore[attr-defined]
+            os.killpg(stamp.pid, signal.SIGKILL)
+        with pytest.raises(EnvironmentFault):
+            ep.step(action)
+        with pytest.raises(EpisodeError, match="failed in this episode"):
+            ep.step(Done())
+    finally:
+        close_and_remove(explorer, workdir)

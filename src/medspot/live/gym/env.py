@@ -316,8 +316,8 @@ class LiveGymEnv(gymnasium.Env[Obs, Any]):
         if mode != self.mode and self.out is not None:
             raise ConfigError(
                 f"reset option mode {mode!r}: the run folder {self.out} holds {self.mode}-mode "
-                f"episodes (run.json's mode); make another environment with mode={mode!r} and "
-                "its own out= for them"
+                f"episodes (the mode it records); make another environment with "
+                f"mode={mode!r} and its own out= for them"
             )
         self.task, self.episode_mode = task, mode
         self._faulted = False
