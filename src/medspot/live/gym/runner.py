@@ -12,7 +12,6 @@ coroutine there and waits for it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -28,7 +27,6 @@ from medspot.live.loop.sources import EpisodeEnded
 
 __all__ = ["GymRun"]
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CLOSE_WAIT_S = 300.0  # the longest close waits for the run to end its episode and slots

@@ -44,8 +44,7 @@ HANGUP_GRACE_S = 10.0  # a call still running when the runner hung up: then the 
 # what the runner may call: the host's methods (`EnvironmentHost`)
 HOST_METHODS = frozenset(
     {"start", "reset", "prepare", "start_checks", "intended", "oracle_action", "locate", "step",
-     "look",
-     "echo", "close"}
+     "look", "echo", "close"}
 )  # fmt: skip
 
 
