@@ -14,27 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench_ray_overhead import _q
+
 from medspot.live.envs.taskfiles import env_task_file
 
 ENV = "orthanc-explorer"
-
-
-def _q(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"median": None, "p90": None, "mean": None}
-    v = sorted(values)
-    return {
-        "median": round(1000 * statistics.median(v), 3),
-        "p90": round(1000 * v[min(len(v) - 1, int(0.9 * len(v)))], 3),
-        "mean": round(1000 * statistics.fmean(v), 3),
-    }
 
 
 def bench(tasks: list[str], chromium: str, executor: str | None) -> dict[str, Any]:

@@ -18,12 +18,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from _lamp_panel import process_env
+from _lamp_panel import NAME as LAMP
+from _lamp_panel import lamp_command, process_env
 from _orthanc_support import CHROMIUM
 from _runner_support import ENV, processes_of
 
 from _children import start
-from medspot.live.core.actions import LiveAction, action_from_json
+from medspot.live.core.actions import LiveAction, action_from_json, action_to_json
 from medspot.live.loop.envspec import EnvSpec
 from medspot.live.loop.request import LiveRequest, run_live
 from medspot.live.loop.scheduler import LiveOptions
@@ -53,6 +54,24 @@ def run_command(command: list[str], work: Path) -> subprocess.CompletedProcess[s
     """`command` run to its end, its environments' private folders under `work`."""
     return subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env=process_env(work))  # fmt: skip
+
+
+def replayed_run(
+    folder: Path, work: Path, tasks: Path, task: str, actions: Sequence[LiveAction]
+) -> Path:
+    """`actions` on the lamp panel's `task` through `live run --model replay` (agent mode),
+    into `folder`/run, its environments under `work`: the run another way of driving the same
+    actions must journal alike (`journal_records`)."""
+    replay = folder / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"task": task, "n": i, "action": action_to_json(a)})
+                              + "\n" for i, a in enumerate(actions, 1)))  # fmt: skip
+    out = folder / "run"
+    ran = run_command(lamp_command(
+        "live", "run", "--env", LAMP, "--tasks-file", str(tasks), "--model", "replay",
+        "--replay-file", str(replay), "--mode", "agent", "--out", str(out),
+        "--bootstrap", "20", "--no-progress"), work)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return out
 
 
 def journal_records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lamp_panel import ENTRY, NAME, button_box, lamp_command, switch_task, task_file
+from _lamp_panel import ENTRY, NAME, button_box, switch_task, task_file
 from _runner_support import processes_mentioning
-from _serve_support import journal_records, run_command, short_workroot
+from _serve_support import journal_records, replayed_run, short_workroot
 
 from medspot.cli import main
 from medspot.errors import ConfigError
-from medspot.live.core.actions import Click, LiveAction, action_to_json
+from medspot.live.core.actions import Click, LiveAction
 from medspot.live.core.contract import EnvironmentFault
 from medspot.live.envs import registry
 from medspot.live.loop.steplog import TaskRecord, read_live_journal
@@ -56,15 +56,8 @@ def _ends(out: Path) -> list[tuple[str, int, str, bool]]:
 def test_a_gym_episode_journals_what_a_run_of_the_same_actions_does(tmp_path: Path) -> None:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("two", "red", "green")])
     actions: list[LiveAction] = [_click("red"), Click(1280, 10), _click("green")]  # 2nd: off
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps({"task": "two", "n": i, "action": action_to_json(a)})
-                              + "\n" for i, a in enumerate(actions, 1)))  # fmt: skip
     with short_workroot() as work:
-        ran = run_command(lamp_command(
-            "live", "run", "--env", NAME, "--tasks-file", str(tasks), "--model", "replay",
-            "--replay-file", str(replay), "--mode", "agent", "--out", str(tmp_path / "run"),
-            "--bootstrap", "20", "--no-progress"), work)  # fmt: skip
-        assert ran.returncode == 0, ran.stderr
+        replayed_run(tmp_path, work, tasks, "two", actions)
         env = LiveGymEnv(NAME, tasks_file=tasks, mode="agent", out=tmp_path / "gym",
                          agent="my-policy", workroot=work)  # fmt: skip
         try:

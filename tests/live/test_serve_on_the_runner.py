@@ -32,12 +32,12 @@ from _serve_support import (
     journal_records,
     kill_leftovers,
     oracle_actions,
-    run_command,
+    replayed_run,
     serve_args,
     short_workroot,
 )
 
-from medspot.live.core.actions import Click, LiveAction, action_to_json
+from medspot.live.core.actions import Click, LiveAction
 from medspot.live.loop.steplog import TaskRecord, read_live_journal
 from medspot.runfolder.layout import LIVE_JOURNAL
 
@@ -83,15 +83,8 @@ def test_a_served_episode_journals_what_a_run_of_the_same_actions_does(tmp_path:
     tasks = task_file(tmp_path / "tasks.json", [switch_task("two", "red", "green")])
     red, green = (button_box(lamp).center for lamp in ("red", "green"))
     actions: list[LiveAction] = [Click(*red), Click(1280, 10), Click(*green)]  # 2nd: off screen
-    replay = tmp_path / "replay.jsonl"
-    replay.write_text("".join(json.dumps({"task": "two", "n": i, "action": action_to_json(a)})
-                              + "\n" for i, a in enumerate(actions, 1)))  # fmt: skip
     with short_workroot() as work:
-        ran = run_command(lamp_command(
-            "live", "run", "--env", LAMP, "--tasks-file", str(tasks), "--model", "replay",
-            "--replay-file", str(replay), "--mode", "agent", "--out", str(tmp_path / "run"),
-            "--bootstrap", "20", "--no-progress"), work)  # fmt: skip
-        assert ran.returncode == 0, ran.stderr
+        replayed_run(tmp_path, work, tasks, "two", actions)
 
         async def script(s: Any) -> None:
             _summary(await s.call_tool("start_task", {"task_id": "two"}))
