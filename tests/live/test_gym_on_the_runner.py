@@ -131,6 +131,10 @@ def test_faults_and_early_resets_are_journaled_and_the_private_folder_goes(
                 env.step(_click("crash"))
             with pytest.raises(gymnasium.error.ResetNeeded):
                 env.step(_click("red"))
+            with pytest.raises(gymnasium.error.ResetNeeded):  # no episode to look into
+                env.locate({"text": "red"})
+            with pytest.raises(gymnasium.error.ResetNeeded):
+                env.oracle_action()
             _, info = env.reset(options={"task": "red"})  # a fresh application
             assert info["n"] == 0 and info["achieved_total"] == 0
             _, _, terminated, _, info = env.step(_click("red"))

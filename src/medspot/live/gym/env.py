@@ -49,7 +49,6 @@ checker, `checker.LiveEnvChecker`, is not left broken by it).
 from __future__ import annotations
 
 import io
-import logging
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -82,7 +81,6 @@ from medspot.spelling import suggestion
 
 __all__ = ["DEFAULT_AGENT", "NO_ACTION", "PROTOCOL", "RESET_OPTIONS", "LiveGymEnv"]
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RESET_OPTIONS = ("task", "mode")
